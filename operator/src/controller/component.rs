@@ -1,0 +1,408 @@
+//! The pipeline every workload kind (RootShard, Shard, FrontProxy, CacheServer) shares once its
+//! custom resource is validated: certificates -> merged CA bundles -> build -> apply -> status.
+//!
+//! The kind-specific reconcilers only dereference and validate, then describe their workload
+//! as a [`Workload`]; this module does the rest the same way for all of them.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource};
+
+use crate::api::common::ComponentStatus;
+use crate::build::ca_bundle;
+use crate::build::children::{self, Child};
+use crate::build::pod::{Mount, Source};
+use crate::etcd::{self, ClusterState, Observed, Step, members::Members};
+use crate::naming::Certificate;
+use crate::pki::IssueReason;
+use crate::pki::catalog::CertificateSpec;
+use crate::pki::material::TLS_CERT_KEY;
+use crate::pki::revision::content_revision;
+use crate::validate::{ManagedEtcd, Owner};
+
+use super::apply::{AppliedChildren, apply_children};
+use super::certificates::{self, Certificates};
+use super::status::{self, Observation};
+use super::{Context, Error, MAX_REQUEUE};
+
+/// A Secret that concatenates CA certificates (`tls.crt` of each source, in order).
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    pub name: String,
+    pub sources: Vec<String>,
+}
+
+/// Everything the shared pipeline needs to know about one workload.
+pub struct Workload<'a> {
+    pub owner: &'a Owner,
+    pub certificates: Vec<CertificateSpec>,
+    pub bundles: Vec<Bundle>,
+    /// What the pods mount; their content makes up the pod revision.
+    pub mounts: Vec<Mount>,
+    pub version: String,
+    pub warnings: Vec<String>,
+    /// A managed etcd to run (its certificates are part of `certificates`).
+    pub etcd: Option<&'a ManagedEtcd>,
+    /// Renders the children for a pod revision.
+    pub render: &'a dyn Fn(&str) -> Result<Vec<Child>, children::Error>,
+}
+
+/// Runs the pipeline for `object` and writes its status.
+pub async fn reconcile<K>(
+    ctx: &Context,
+    object: &K,
+    previous: &ComponentStatus,
+    workload: Workload<'_>,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let now = Timestamp::now();
+    let client = &ctx.client;
+    let owner = workload.owner;
+    let certs = certificates::ensure(client, owner, &workload.certificates, now).await?;
+    let mut objects: Vec<Child> = certs
+        .issued
+        .iter()
+        .map(|(secret, _)| Child::Secret(secret.clone()))
+        .collect();
+    if let Some(managed) = workload.etcd {
+        objects.extend(managed_etcd(ctx, owner, managed, &certs).await?);
+    }
+    for bundle in &workload.bundles {
+        objects.push(Child::Secret(
+            merged_bundle(ctx, owner, bundle, &certs).await?,
+        ));
+    }
+    let draft = (workload.render)("").map_err(Error::Build)?;
+    let revision = revision(ctx, owner, &workload.mounts, &certs, &objects, &draft).await?;
+    objects.extend((workload.render)(&revision).map_err(Error::Build)?);
+    let applied = apply_children(client, &objects).await?;
+    publish_changes(ctx, object, &applied, &certs).await;
+
+    let observation = Observation {
+        generation: object.meta().generation,
+        references: Ok(()),
+        rollout: applied.deployment.as_ref().map(status::rollout),
+        held: None,
+        warnings: workload.warnings,
+        target_version: workload.version,
+    };
+    let next = status::component_status(previous, observation, now);
+    status::write(client, object, previous, &next).await?;
+    Ok(requeue_for_renewal(certs.next_renewal, now))
+}
+
+/// Reconcile again when the first kept certificate becomes due, at the latest after an hour.
+pub fn requeue_for_renewal(next_renewal: Option<Timestamp>, now: Timestamp) -> Action {
+    let wait = next_renewal
+        .and_then(|at| at.duration_since(now).try_into().ok())
+        .map_or(MAX_REQUEUE, |wait: std::time::Duration| {
+            wait.min(MAX_REQUEUE)
+        });
+    Action::requeue(wait)
+}
+
+async fn publish_changes<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    object: &K,
+    applied: &AppliedChildren,
+    certs: &Certificates,
+) {
+    if !applied.created.is_empty() {
+        ctx.publish(
+            object,
+            Event {
+                type_: EventType::Normal,
+                reason: "Created".into(),
+                note: Some(format!("created {}", applied.created.join(", "))),
+                action: "Create".into(),
+                secondary: None,
+            },
+        )
+        .await;
+    }
+    for (secret, reason) in &certs.issued {
+        if *reason == IssueReason::Missing {
+            continue;
+        }
+        ctx.publish(
+            object,
+            Event {
+                type_: EventType::Normal,
+                reason: "CertificateRotated".into(),
+                note: Some(format!(
+                    "re-issued {}: {reason}",
+                    secret.metadata.name.as_deref().unwrap_or_default()
+                )),
+                action: "Rotate".into(),
+                secondary: None,
+            },
+        )
+        .await;
+    }
+}
+
+/// Observes the etcd, takes the planner's next step through the members API, and renders the
+/// etcd objects for the state after that step.
+async fn managed_etcd(
+    ctx: &Context,
+    owner: &Owner,
+    managed: &ManagedEtcd,
+    certs: &Certificates,
+) -> Result<Vec<Child>, Error> {
+    let names = &owner.names;
+    let namespace = &names.namespace;
+    let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), namespace);
+    let maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let statefulset_replicas = sets
+        .get_opt(&names.etcd())
+        .await
+        .map_err(Error::Kube)?
+        .map(|set| set.spec.and_then(|spec| spec.replicas).unwrap_or(0));
+    let cluster_state = maps
+        .get_opt(&names.etcd_cluster_config_map())
+        .await
+        .map_err(Error::Kube)?
+        .and_then(|map| map.data)
+        .and_then(|data| {
+            data.get(etcd::objects::INITIAL_CLUSTER_STATE_KEY)
+                .and_then(|state| ClusterState::parse(state))
+        });
+    let client_certificate = certs
+        .materials
+        .get(&names.certificate_secret(Certificate::EtcdClient))
+        .ok_or_else(|| Error::MissingSecret(names.certificate_secret(Certificate::EtcdClient)))?;
+    let mut connection = None;
+    let mut members = None;
+    if let Some(replicas) = statefulset_replicas {
+        match Members::connect(names, replicas, client_certificate).await {
+            Ok(mut connected) => {
+                match connected.list().await {
+                    Ok(list) => members = Some(list),
+                    Err(error) => {
+                        tracing::info!(error = %super::error_chain(&error), "etcd members unknown")
+                    }
+                }
+                connection = Some(connected);
+            }
+            Err(error) => tracing::info!(error = %super::error_chain(&error), "etcd unreachable"),
+        }
+    }
+    let observed = Observed {
+        statefulset_replicas,
+        cluster_state,
+        members,
+    };
+    let plan = etcd::plan(names, managed.replicas, &observed);
+    match (&plan.step, connection.as_mut()) {
+        (Step::Add { peer_url, ordinal }, Some(members)) => {
+            tracing::info!(ordinal, "adding etcd member");
+            members.add(peer_url).await.map_err(Error::Etcd)?;
+        }
+        (Step::Remove { id, ordinal }, Some(members)) => {
+            tracing::info!(ordinal, "removing etcd member");
+            members.remove(*id).await.map_err(Error::Etcd)?;
+        }
+        (Step::Wait(reason), _) => tracing::info!(%reason, "etcd scaling waits"),
+        _ => {}
+    }
+    let mounted: Vec<(String, BTreeMap<String, ByteString>)> =
+        etcd::objects::mounted_secrets(names)
+            .iter()
+            .filter_map(|mount| mount.source_name())
+            .filter_map(|name| {
+                certs
+                    .materials
+                    .get(name)
+                    .map(|material| (format!("Secret/{name}"), material.to_secret_data()))
+            })
+            .collect();
+    let revision = content_revision(mounted.iter().map(|(name, data)| (name.as_str(), data)));
+    Ok(etcd::objects::children(owner, managed, &plan, &revision))
+}
+
+/// The `tls.crt` of a Secret: from this pass's certificates, or read from the API.
+async fn ca_certificate(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    certs: &Certificates,
+) -> Result<String, Error> {
+    if let Some(material) = certs.materials.get(name) {
+        return Ok(material.cert_pem.clone());
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let secret = api
+        .get_opt(name)
+        .await
+        .map_err(Error::Kube)?
+        .ok_or_else(|| Error::MissingSecret(name.to_owned()))?;
+    secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(TLS_CERT_KEY))
+        .map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
+        .ok_or_else(|| Error::MissingKey {
+            secret: name.to_owned(),
+            key: TLS_CERT_KEY,
+        })
+}
+
+async fn merged_bundle(
+    ctx: &Context,
+    owner: &Owner,
+    bundle: &Bundle,
+    certs: &Certificates,
+) -> Result<Secret, Error> {
+    let mut pems = Vec::with_capacity(bundle.sources.len());
+    for source in &bundle.sources {
+        pems.push(ca_certificate(ctx, &owner.names.namespace, source, certs).await?);
+    }
+    let pems: Vec<&str> = pems.iter().map(String::as_str).collect();
+    Ok(ca_bundle::merged_bundle_secret(
+        owner,
+        bundle.name.clone(),
+        &pems,
+    ))
+}
+
+/// Hash over the data of every mounted Secret and ConfigMap. What this pass writes is taken
+/// from memory; what others own (user bundles, another resource's CAs) is read.
+async fn revision(
+    ctx: &Context,
+    owner: &Owner,
+    mounts: &[Mount],
+    certs: &Certificates,
+    written: &[Child],
+    draft: &[Child],
+) -> Result<String, Error> {
+    let mut known: BTreeMap<String, BTreeMap<String, ByteString>> = certs
+        .materials
+        .iter()
+        .map(|(name, material)| (format!("Secret/{name}"), material.to_secret_data()))
+        .collect();
+    for child in written.iter().chain(draft) {
+        match child {
+            Child::Secret(secret) => {
+                known.insert(
+                    format!(
+                        "Secret/{}",
+                        secret.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    secret.data.clone().unwrap_or_default(),
+                );
+            }
+            Child::ConfigMap(map) => {
+                let data = map
+                    .data
+                    .iter()
+                    .flatten()
+                    .map(|(key, value)| (key.clone(), ByteString(value.clone().into_bytes())))
+                    .collect();
+                known.insert(
+                    format!(
+                        "ConfigMap/{}",
+                        map.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    data,
+                );
+            }
+            _ => {}
+        }
+    }
+    let namespace = &owner.names.namespace;
+    let mut sources = BTreeMap::new();
+    for mount in mounts {
+        let key = match &mount.source {
+            Source::Secret(name) => format!("Secret/{name}"),
+            Source::ConfigMap(name) => format!("ConfigMap/{name}"),
+            Source::EmptyDir => continue,
+        };
+        if sources.contains_key(&key) {
+            continue;
+        }
+        let data = match (known.get(&key), &mount.source) {
+            (Some(data), _) => data.clone(),
+            (None, Source::Secret(name)) => {
+                let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+                api.get_opt(name)
+                    .await
+                    .map_err(Error::Kube)?
+                    .ok_or_else(|| Error::MissingSecret(name.clone()))?
+                    .data
+                    .unwrap_or_default()
+            }
+            (None, Source::ConfigMap(name)) => {
+                let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+                api.get_opt(name)
+                    .await
+                    .map_err(Error::Kube)?
+                    .ok_or_else(|| Error::MissingConfigMap(name.clone()))?
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(key, value)| (key, ByteString(value.into_bytes())))
+                    .collect()
+            }
+            (None, Source::EmptyDir) => continue,
+        };
+        sources.insert(key, data);
+    }
+    Ok(content_revision(
+        sources.iter().map(|(name, data)| (name.as_str(), data)),
+    ))
+}
+
+/// Reports a spec or reference problem as conditions (and, when the problem is new, a Warning
+/// event), then waits: a change to the object or its references triggers the next attempt.
+pub async fn invalid<K>(
+    ctx: &Context,
+    object: &K,
+    previous: &ComponentStatus,
+    problem: String,
+    version: String,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let known = previous.conditions.iter().any(|c| {
+        c.type_ == status::REFERENCES_VALID && c.status == "False" && c.message == problem
+    });
+    if !known {
+        ctx.publish(
+            object,
+            Event {
+                type_: EventType::Warning,
+                reason: "InvalidSpec".into(),
+                note: Some(problem.clone()),
+                action: "Validate".into(),
+                secondary: None,
+            },
+        )
+        .await;
+    }
+    let observation = Observation {
+        generation: object.meta().generation,
+        references: Err(problem),
+        rollout: None,
+        held: None,
+        warnings: Vec::new(),
+        target_version: version,
+    };
+    let next = status::component_status(previous, observation, Timestamp::now());
+    status::write(&ctx.client, object, previous, &next).await?;
+    Ok(Action::requeue(super::INVALID_REQUEUE))
+}

@@ -1,0 +1,81 @@
+//! FrontProxy: certificates from the root shard's CAs, kubeconfig, path mapping and the
+//! front-proxy Deployment behind a Service on the external port.
+
+use std::sync::Arc;
+
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+
+use crate::api::{FrontProxy, RootShard};
+use crate::build::{children, deployment};
+use crate::naming::Certificate;
+use crate::pki::catalog;
+use crate::validate::{self, FrontProxyConfig, Image};
+
+use super::component::{self, Bundle, Workload};
+use super::{Context, Error};
+
+pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if proxy.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let previous = proxy.status.clone().unwrap_or_default();
+    let version = Image::resolve(proxy.spec.image.as_ref()).version;
+    let roots: Api<RootShard> =
+        Api::namespaced(ctx.client.clone(), &proxy.namespace().unwrap_or_default());
+    let root = roots
+        .get_opt(&proxy.spec.root_shard.reference.name)
+        .await
+        .map_err(Error::Kube)?;
+    let prepared = validate::front_proxy(&proxy, root.as_ref())
+        .map_err(|error| error.to_string())
+        .and_then(|config| {
+            let certificates = catalog::front_proxy(&config).map_err(|error| error.to_string())?;
+            Ok((config, certificates))
+        });
+    let (config, certificates) = match prepared {
+        Ok(prepared) => prepared,
+        Err(problem) => {
+            return component::invalid(&ctx, &*proxy, &previous, problem, version).await;
+        }
+    };
+    let render = |revision: &str| children::front_proxy(&config, revision);
+    component::reconcile(
+        &ctx,
+        &*proxy,
+        &previous,
+        Workload {
+            owner: &config.owner,
+            certificates,
+            bundles: bundles(&config),
+            mounts: deployment::front_proxy_fragment(&config).mounts,
+            version: config.image.version.clone(),
+            warnings: config.warnings.clone(),
+            etcd: None,
+            render: &render,
+        },
+    )
+    .await
+}
+
+/// The front-proxy always mounts a merged client CA; a server CA bundle only when one is brought.
+fn bundles(config: &FrontProxyConfig) -> Vec<Bundle> {
+    let names = &config.owner.names;
+    let root = &config.root.names;
+    let mut client_sources = vec![root.certificate_secret(Certificate::ClientCa)];
+    client_sources.extend(config.client_ca_bundles.iter().cloned());
+    let mut bundles = vec![Bundle {
+        name: names.merged_client_ca_secret(),
+        sources: client_sources,
+    }];
+    if let Some(reference) = &config.spec.ca_bundle_secret_ref {
+        bundles.push(Bundle {
+            name: names.merged_ca_bundle_secret(),
+            sources: vec![
+                root.certificate_secret(Certificate::ServerCa),
+                reference.name.clone(),
+            ],
+        });
+    }
+    bundles
+}

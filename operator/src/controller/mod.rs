@@ -1,0 +1,127 @@
+//! The controllers: kube-runtime loops that run, per custom resource,
+//! dereference (client) -> validate (pure) -> build (pure) -> apply (server-side apply) -> status.
+//!
+//! A spec or reference problem is not an error of the loop: it becomes a condition and an event,
+//! and the object waits for a change. Errors (API failures, broken CA Secrets) are retried with a
+//! per-object exponential backoff, so a failing object never hot-loops.
+
+pub mod apply;
+pub mod backoff;
+pub mod cacheserver;
+pub mod certificates;
+pub mod component;
+pub mod frontproxy;
+pub mod server;
+pub mod status;
+
+use std::time::Duration;
+
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+
+use crate::naming::FIELD_MANAGER;
+
+pub use backoff::Backoff;
+
+/// Longest time between two reconciles of a healthy object.
+pub const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+/// How soon an invalid object is looked at again even without a change (its references may
+/// appear in objects the controller does not watch).
+pub const INVALID_REQUEUE: Duration = Duration::from_secs(300);
+
+/// Why a reconcile failed (and will be retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API request failed")]
+    Kube(#[source] kube::Error),
+    #[error("failed to serialise an object")]
+    Serialize(#[source] serde_json::Error),
+    #[error("failed to render the child objects")]
+    Build(#[source] crate::build::children::Error),
+    #[error("failed to issue a certificate")]
+    Pki(#[source] crate::pki::Error),
+    #[error("invalid certificate template")]
+    Template(#[source] crate::pki::duration::ParseDurationError),
+    #[error("CA Secret {0:?} is unreadable; it is never regenerated while it exists")]
+    BrokenCa(String),
+    #[error("Secret {0:?} does not exist")]
+    MissingSecret(String),
+    #[error("Secret {secret:?} has no key {key:?}")]
+    MissingKey { secret: String, key: &'static str },
+    #[error("ConfigMap {0:?} does not exist")]
+    MissingConfigMap(String),
+    #[error("managed etcd")]
+    Etcd(#[source] crate::etcd::members::Error),
+}
+
+impl Error {
+    /// CamelCase reason for events and metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "ApiError",
+            Error::Serialize(_) | Error::Build(_) => "RenderFailed",
+            Error::Pki(_) | Error::Template(_) | Error::BrokenCa(_) => "CertificateFailed",
+            Error::MissingSecret(_) | Error::MissingKey { .. } | Error::MissingConfigMap(_) => {
+                "ReferenceNotFound"
+            }
+            Error::Etcd(_) => "EtcdFailed",
+        }
+    }
+}
+
+/// State shared by every reconcile.
+pub struct Context {
+    pub client: Client,
+    pub reporter: Reporter,
+    pub backoff: Backoff,
+}
+
+impl Context {
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            reporter: Reporter {
+                controller: FIELD_MANAGER.into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+            backoff: Backoff::default(),
+        }
+    }
+
+    /// Publishes an event about `object`; a failure to publish is logged, never fatal.
+    pub async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, event: Event) {
+        let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
+        let reference = object.object_ref(&());
+        if let Err(error) = recorder.publish(&event, &reference).await {
+            tracing::warn!(%error, reason = %event.reason, "failed to publish event");
+        }
+    }
+
+    /// Warning event for a failed reconcile.
+    pub async fn publish_failure<K: Resource<DynamicType = ()>>(&self, object: &K, error: &Error) {
+        let note = error_chain(error);
+        self.publish(
+            object,
+            Event {
+                type_: EventType::Warning,
+                reason: error.reason().into(),
+                note: Some(note),
+                action: "Reconcile".into(),
+                secondary: None,
+            },
+        )
+        .await;
+    }
+}
+
+/// `error: cause: cause` in one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,125 @@
+//! RootShard and Shard: the kcp servers. A root shard issues the CAs every other component
+//! trusts; a shard borrows them from its root shard, which must exist first.
+
+use std::sync::Arc;
+
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+
+use crate::api::{RootShard, Shard};
+use crate::build::{children, deployment};
+use crate::naming::Certificate;
+use crate::pki::catalog::{self, CertificateSpec};
+use crate::validate::{self, Etcd, Image, ServerConfig};
+
+use super::component::{self, Bundle, Workload};
+use super::{Context, Error};
+
+pub async fn reconcile_root_shard(
+    root: Arc<RootShard>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    if root.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let previous = root.status.clone().unwrap_or_default().component;
+    let version = Image::resolve(root.spec.common.image.as_ref()).version;
+    let prepared = validate::root_shard(&root)
+        .map_err(|error| error.to_string())
+        .and_then(|config| {
+            let certificates = catalog::root_shard(&config).map_err(|error| error.to_string())?;
+            Ok((config, certificates))
+        });
+    match prepared {
+        Ok((config, certificates)) => {
+            reconcile(&ctx, &*root, &previous, &config, certificates).await
+        }
+        Err(problem) => component::invalid(&ctx, &*root, &previous, problem, version).await,
+    }
+}
+
+/// The shard's work proper; the Shard finalizer wraps it.
+pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> {
+    let previous = shard.status.clone().unwrap_or_default();
+    let version = Image::resolve(shard.spec.common.image.as_ref()).version;
+    let roots: Api<RootShard> =
+        Api::namespaced(ctx.client.clone(), &shard.namespace().unwrap_or_default());
+    let root = roots
+        .get_opt(&shard.spec.root_shard.reference.name)
+        .await
+        .map_err(Error::Kube)?;
+    let prepared = validate::shard(shard, root.as_ref())
+        .map_err(|error| error.to_string())
+        .and_then(|config| {
+            let certificates = catalog::shard(&config).map_err(|error| error.to_string())?;
+            Ok((config, certificates))
+        });
+    match prepared {
+        Ok((config, certificates)) => reconcile(ctx, shard, &previous, &config, certificates).await,
+        Err(problem) => component::invalid(ctx, shard, &previous, problem, version).await,
+    }
+}
+
+/// Merged client CA (root client CA + user bundles) and merged server CA bundle, when used.
+pub fn server_bundles(config: &ServerConfig) -> Vec<Bundle> {
+    let names = config.names();
+    let root = &config.root.names;
+    let mut bundles = Vec::new();
+    if !config.client_ca_bundles.is_empty() {
+        let mut sources = vec![root.certificate_secret(Certificate::ClientCa)];
+        sources.extend(config.client_ca_bundles.iter().cloned());
+        bundles.push(Bundle {
+            name: names.merged_client_ca_secret(),
+            sources,
+        });
+    }
+    if let Some(ca_bundle) = &config.ca_bundle {
+        bundles.push(Bundle {
+            name: names.merged_ca_bundle_secret(),
+            sources: vec![
+                root.certificate_secret(Certificate::ServerCa),
+                ca_bundle.clone(),
+            ],
+        });
+    }
+    bundles
+}
+
+async fn reconcile<K>(
+    ctx: &Context,
+    object: &K,
+    previous: &crate::api::common::ComponentStatus,
+    config: &ServerConfig,
+    mut certificates: Vec<CertificateSpec>,
+) -> Result<Action, Error>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let managed = match &config.etcd {
+        Etcd::Managed(managed) => {
+            certificates.extend(catalog::managed_etcd(config.names()));
+            Some(managed)
+        }
+        _ => None,
+    };
+    let render = |revision: &str| children::server(config, revision);
+    component::reconcile(
+        ctx,
+        object,
+        previous,
+        Workload {
+            owner: &config.owner,
+            certificates,
+            bundles: server_bundles(config),
+            mounts: deployment::server_fragment(config).mounts,
+            version: config.image.version.clone(),
+            warnings: config.warnings.clone(),
+            etcd: managed,
+            render: &render,
+        },
+    )
+    .await
+}

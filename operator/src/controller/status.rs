@@ -1,0 +1,268 @@
+//! Status from what was applied and observed: phase, conditions, versions.
+//!
+//! Conditions keep their `lastTransitionTime` while their status stays the same, so a reconcile
+//! that observes nothing new computes exactly the stored status and writes nothing.
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::api::common::{ComponentStatus, Phase};
+
+use super::Error;
+
+pub const AVAILABLE: &str = "Available";
+pub const PROGRESSING: &str = "Progressing";
+pub const DEGRADED: &str = "Degraded";
+pub const REFERENCES_VALID: &str = "ReferencesValid";
+/// Fields accepted for compatibility that this operator ignores (cert-manager settings).
+pub const IGNORED_FIELDS: &str = "IgnoredFields";
+
+/// How far a Deployment's rollout has come.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rollout {
+    /// Every replica runs the current template and is available.
+    Complete,
+    InProgress {
+        ready: i32,
+        desired: i32,
+    },
+    /// The Deployment gave up (`ProgressDeadlineExceeded`).
+    Failed(String),
+}
+
+pub fn rollout(deployment: &Deployment) -> Rollout {
+    let desired = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let status = deployment.status.clone().unwrap_or_default();
+    let failed = status.conditions.iter().flatten().find(|c| {
+        c.type_ == "Progressing"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    });
+    if let Some(condition) = failed {
+        return Rollout::Failed(condition.message.clone().unwrap_or_default());
+    }
+    let observed =
+        status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);
+    let ready = status.ready_replicas.unwrap_or(0);
+    let complete = observed
+        && status.updated_replicas.unwrap_or(0) == desired
+        && ready == desired
+        && status.available_replicas.unwrap_or(0) == desired
+        && status.replicas.unwrap_or(0) == desired;
+    if complete {
+        Rollout::Complete
+    } else {
+        Rollout::InProgress { ready, desired }
+    }
+}
+
+/// A condition to set, without bookkeeping fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    pub type_: &'static str,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Wanted {
+    pub fn new(
+        type_: &'static str,
+        status: bool,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            type_,
+            status,
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Conditions with transition times kept from `previous` where the status did not change.
+pub fn conditions(
+    previous: &[Condition],
+    wanted: Vec<Wanted>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    wanted
+        .into_iter()
+        .map(|wanted| {
+            let status = if wanted.status { "True" } else { "False" };
+            let last_transition_time = previous
+                .iter()
+                .find(|c| c.type_ == wanted.type_ && c.status == status)
+                .map_or(Time(now), |c| c.last_transition_time.clone());
+            Condition {
+                type_: wanted.type_.to_owned(),
+                status: status.to_owned(),
+                reason: wanted.reason,
+                message: wanted.message,
+                observed_generation: generation,
+                last_transition_time,
+            }
+        })
+        .collect()
+}
+
+/// The observations a component status is made of.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    pub generation: Option<i64>,
+    /// `Err` holds why the spec or its references are unusable.
+    pub references: Result<(), String>,
+    pub rollout: Option<Rollout>,
+    /// An upgrade that waits for another component (see `upgrade`).
+    pub held: Option<String>,
+    pub warnings: Vec<String>,
+    pub target_version: String,
+}
+
+/// The status for `observation`, starting from the stored `previous` one.
+pub fn component_status(
+    previous: &ComponentStatus,
+    observation: Observation,
+    now: Timestamp,
+) -> ComponentStatus {
+    let Observation {
+        generation,
+        references,
+        rollout,
+        held,
+        warnings,
+        target_version,
+    } = observation;
+    let mut wanted = Vec::new();
+    let references_valid = references.is_ok();
+    wanted.push(match &references {
+        Ok(()) => Wanted::new(REFERENCES_VALID, true, "Valid", "all references resolve"),
+        Err(message) => Wanted::new(REFERENCES_VALID, false, "Invalid", message.clone()),
+    });
+    let (available, progressing, degraded) = match (&references, &rollout) {
+        (Err(message), _) => (
+            Wanted::new(AVAILABLE, false, "Invalid", "the spec cannot be rendered"),
+            Wanted::new(
+                PROGRESSING,
+                false,
+                "Invalid",
+                "nothing is rolled out until the spec is fixed",
+            ),
+            Wanted::new(DEGRADED, true, "Invalid", message.clone()),
+        ),
+        (Ok(()), Some(Rollout::Complete)) => (
+            Wanted::new(
+                AVAILABLE,
+                true,
+                "ReplicasUp",
+                "every replica is updated and available",
+            ),
+            match &held {
+                Some(message) => Wanted::new(PROGRESSING, true, "UpgradeWaiting", message.clone()),
+                None => Wanted::new(PROGRESSING, false, "RolledOut", "the rollout is complete"),
+            },
+            Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
+        ),
+        (Ok(()), Some(Rollout::InProgress { ready, desired })) => (
+            Wanted::new(
+                AVAILABLE,
+                false,
+                "ReplicasUnavailable",
+                format!("{ready} of {desired} replicas ready"),
+            ),
+            Wanted::new(
+                PROGRESSING,
+                true,
+                "RollingOut",
+                format!("{ready} of {desired} replicas ready"),
+            ),
+            Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
+        ),
+        (Ok(()), Some(Rollout::Failed(message))) => (
+            Wanted::new(AVAILABLE, false, "RolloutFailed", message.clone()),
+            Wanted::new(PROGRESSING, false, "RolloutFailed", message.clone()),
+            Wanted::new(DEGRADED, true, "RolloutFailed", message.clone()),
+        ),
+        (Ok(()), None) => (
+            Wanted::new(
+                AVAILABLE,
+                false,
+                "NotRendered",
+                "the workload does not exist yet",
+            ),
+            Wanted::new(PROGRESSING, true, "Provisioning", "creating the workload"),
+            Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
+        ),
+    };
+    let is_available = available.status;
+    let is_degraded = degraded.status;
+    wanted.extend([available, progressing, degraded]);
+    if !warnings.is_empty() {
+        wanted.push(Wanted::new(
+            IGNORED_FIELDS,
+            true,
+            "CertManagerFields",
+            warnings.join("; "),
+        ));
+    }
+    let phase = match (is_available, is_degraded || !references_valid) {
+        (_, true) => Phase::Degraded,
+        (true, false) => Phase::Running,
+        (false, false) => Phase::Provisioning,
+    };
+    let rolled_out_at_target = rollout == Some(Rollout::Complete) && held.is_none();
+    ComponentStatus {
+        phase: Some(phase),
+        observed_generation: generation,
+        current_version: if rolled_out_at_target {
+            Some(target_version.clone())
+        } else {
+            previous.current_version.clone()
+        },
+        target_version: Some(target_version),
+        conditions: conditions(&previous.conditions, wanted, generation, now),
+    }
+}
+
+/// Writes `status` to the status subresource unless it is already stored.
+pub async fn write<K>(
+    client: &Client,
+    object: &K,
+    previous: &ComponentStatus,
+    status: &ComponentStatus,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    if previous == status {
+        return Ok(());
+    }
+    let meta = object.meta();
+    let api: Api<K> = Api::namespaced(
+        client.clone(),
+        meta.namespace.as_deref().unwrap_or_default(),
+    );
+    let body = json!({ "status": status });
+    api.patch_status(
+        meta.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&body),
+    )
+    .await
+    .map_err(Error::Kube)?;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! kcp-operator: runs kcp on a Kubernetes host cluster without cert-manager.
+//!
+//! The pure core (API types, validation, PKI decisions, builders) knows nothing of a client; the
+//! controllers wrap it in the dereference -> validate -> build -> apply -> status pipeline.
+
+pub mod api;
+pub mod build;
+pub mod controller;
+pub mod crds;
+pub mod etcd;
+pub mod naming;
+pub mod paths;
+pub mod pki;
+pub mod validate;

@@ -1,0 +1,477 @@
+//! Pure validation: a custom resource plus the objects it references become one resolved,
+//! checked configuration, or an error that becomes a condition. Builders only ever see the
+//! resolved form, so every default and every cross-reference is decided here, once.
+
+use k8s_openapi::api::core::v1::{LocalObjectReference, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::{Resource, ResourceExt};
+
+use crate::api::common::{CertificateTemplateMap, EtcdConfig, ExternalConfig, ImageSpec};
+use crate::api::{CacheServer, CommonShardSpec, FrontProxy, RootShard, Shard};
+use crate::naming::{self, Kind, Names};
+
+const DEFAULT_SERVER_REPLICAS: i32 = 2;
+const DEFAULT_ETCD_STORAGE: &str = "8Gi";
+
+/// Why a custom resource cannot be rendered.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("object has no namespace")]
+    MissingNamespace,
+    #[error("object has no uid yet")]
+    MissingUid,
+    #[error("{kind} {name:?} referenced by this object does not exist")]
+    ReferenceNotFound { kind: &'static str, name: String },
+    #[error("etcd: exactly one of endpoints or managed must be set")]
+    AmbiguousEtcd,
+    #[error("etcd.managed.replicas must be 1, 3 or 5, not {0}")]
+    InvalidEtcdReplicas(i32),
+    #[error("CacheServer with the embedded etcd runs at most one replica, not {0}")]
+    EmbeddedCacheReplicas(i32),
+}
+
+impl Error {
+    /// CamelCase reason for conditions and events.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::ReferenceNotFound { .. } => "ReferenceNotFound",
+            Error::MissingNamespace | Error::MissingUid => "IncompleteObject",
+            _ => "InvalidSpec",
+        }
+    }
+}
+
+/// Image reference and the version it stands for (its tag).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    pub reference: String,
+    pub version: String,
+    pub pull_secrets: Vec<LocalObjectReference>,
+}
+
+impl Image {
+    pub fn resolve(spec: Option<&ImageSpec>) -> Self {
+        let repository = spec
+            .and_then(|s| s.repository.clone())
+            .unwrap_or_else(|| naming::DEFAULT_IMAGE_REPOSITORY.into());
+        let version = spec
+            .and_then(|s| s.tag.clone())
+            .unwrap_or_else(|| naming::DEFAULT_IMAGE_TAG.into());
+        Self {
+            reference: format!("{repository}:{version}"),
+            version,
+            pull_secrets: spec
+                .map(|s| s.image_pull_secrets.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Where a server keeps its data.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Etcd {
+    External {
+        endpoints: Vec<String>,
+        prefix: Option<String>,
+        tls_secret: Option<String>,
+    },
+    Managed(ManagedEtcd),
+    /// Only for the cache server: an etcd inside its pod, on an emptyDir.
+    Embedded,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManagedEtcd {
+    pub replicas: i32,
+    pub image: String,
+    pub storage_size: Quantity,
+    pub storage_class: Option<String>,
+    pub resources: Option<ResourceRequirements>,
+    pub prefix: Option<String>,
+}
+
+fn resolve_etcd(config: &EtcdConfig) -> Result<Etcd, Error> {
+    match (&config.managed, config.endpoints.is_empty()) {
+        (Some(managed), true) => {
+            let replicas = managed.replicas.unwrap_or(1);
+            if ![1, 3, 5].contains(&replicas) {
+                return Err(Error::InvalidEtcdReplicas(replicas));
+            }
+            Ok(Etcd::Managed(ManagedEtcd {
+                replicas,
+                image: managed
+                    .image
+                    .clone()
+                    .unwrap_or_else(|| naming::DEFAULT_ETCD_IMAGE.into()),
+                storage_size: managed
+                    .storage
+                    .as_ref()
+                    .and_then(|s| s.size.clone())
+                    .unwrap_or_else(|| Quantity(DEFAULT_ETCD_STORAGE.into())),
+                storage_class: managed
+                    .storage
+                    .as_ref()
+                    .and_then(|s| s.storage_class_name.clone()),
+                resources: managed.resources.clone(),
+                prefix: config.prefix.clone(),
+            }))
+        }
+        (None, false) => Ok(Etcd::External {
+            endpoints: config.endpoints.clone(),
+            prefix: config.prefix.clone(),
+            tls_secret: config
+                .tls_config
+                .as_ref()
+                .map(|tls| tls.secret_ref.name.clone()),
+        }),
+        _ => Err(Error::AmbiguousEtcd),
+    }
+}
+
+/// Identity of a custom resource in the rendered objects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Owner {
+    pub names: Names,
+    pub reference: OwnerReference,
+}
+
+fn owner<K: Resource<DynamicType = ()>>(
+    object: &K,
+    kind: Kind,
+    cluster_domain: Option<&str>,
+) -> Result<Owner, Error> {
+    let name = object.meta().name.clone().unwrap_or_default();
+    naming::check_instance_name(&name).map_err(Error::InvalidName)?;
+    let namespace = object
+        .meta()
+        .namespace
+        .clone()
+        .ok_or(Error::MissingNamespace)?;
+    let reference = object.controller_owner_ref(&()).ok_or(Error::MissingUid)?;
+    Ok(Owner {
+        names: Names::new(kind, &name, &namespace, cluster_domain),
+        reference,
+    })
+}
+
+/// What every dependent of a RootShard needs to know about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RootShardFacts {
+    pub names: Names,
+    /// Secret holding the root CA: generated, or the user's `caSecretRef`.
+    pub root_ca_secret: String,
+    pub external: ExternalConfig,
+    pub shard_base_url: String,
+    pub client_ca_bundle: Option<String>,
+    pub cache: Option<Names>,
+    pub version: String,
+}
+
+impl RootShardFacts {
+    pub fn of(root: &RootShard) -> Result<Self, Error> {
+        let namespace = root.namespace().ok_or(Error::MissingNamespace)?;
+        let names = Names::new(
+            Kind::RootShard,
+            &root.name_any(),
+            &namespace,
+            root.spec.common.cluster_domain.as_deref(),
+        );
+        let root_ca_secret = match &root.spec.certificates.ca_secret_ref {
+            Some(reference) => reference.name.clone(),
+            None => names.certificate_secret(naming::Certificate::RootCa),
+        };
+        let cache = root
+            .spec
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.reference.as_ref())
+            .map(|reference| {
+                Names::new(
+                    Kind::CacheServer,
+                    &reference.name,
+                    &namespace,
+                    Some(&names.cluster_domain),
+                )
+            });
+        Ok(Self {
+            shard_base_url: root
+                .spec
+                .common
+                .shard_base_url
+                .clone()
+                .unwrap_or_else(|| names.service_url()),
+            names,
+            root_ca_secret,
+            external: root.spec.external.clone(),
+            client_ca_bundle: root
+                .spec
+                .common
+                .client_ca_bundle_ref
+                .as_ref()
+                .map(|r| r.name.clone()),
+            cache,
+            version: Image::resolve(root.spec.common.image.as_ref()).version,
+        })
+    }
+
+    pub fn external_url(&self) -> String {
+        format!("https://{}:{}", self.external.hostname, self.external.port)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerRole {
+    Root,
+    Shard,
+}
+
+/// A root shard or shard, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerConfig {
+    pub owner: Owner,
+    pub role: ServerRole,
+    pub root: RootShardFacts,
+    pub image: Image,
+    pub replicas: i32,
+    pub shard_base_url: String,
+    pub etcd: Etcd,
+    pub cache: Option<Names>,
+    /// User client CA bundles merged with the root client CA (RootShard's, then this shard's).
+    pub client_ca_bundles: Vec<String>,
+    pub ca_bundle: Option<String>,
+    pub spec: CommonShardSpec,
+    pub warnings: Vec<String>,
+}
+
+impl ServerConfig {
+    pub fn names(&self) -> &Names {
+        &self.owner.names
+    }
+
+    pub fn certificate_templates(&self) -> &CertificateTemplateMap {
+        &self.spec.certificate_templates
+    }
+}
+
+pub fn root_shard(root: &RootShard) -> Result<ServerConfig, Error> {
+    let spec = &root.spec.common;
+    let owner = owner(root, Kind::RootShard, spec.cluster_domain.as_deref())?;
+    let facts = RootShardFacts::of(root)?;
+    let mut warnings = cert_manager_warnings(&spec.certificate_templates);
+    if root.spec.certificates.issuer_ref.is_some() {
+        warnings.push(
+            "certificates.issuerRef is ignored: the operator issues the root CA itself".into(),
+        );
+    }
+    if root
+        .spec
+        .cache
+        .as_ref()
+        .is_some_and(|cache| cache.embedded.is_some())
+    {
+        warnings.push(
+            "cache.embedded is ignored: the embedded cache is used whenever cache.ref is unset"
+                .into(),
+        );
+    }
+    Ok(ServerConfig {
+        role: ServerRole::Root,
+        image: Image::resolve(spec.image.as_ref()),
+        replicas: spec.replicas.unwrap_or(DEFAULT_SERVER_REPLICAS),
+        shard_base_url: facts.shard_base_url.clone(),
+        etcd: resolve_etcd(&spec.etcd)?,
+        cache: facts.cache.clone(),
+        client_ca_bundles: facts.client_ca_bundle.iter().cloned().collect(),
+        ca_bundle: spec.ca_bundle_secret_ref.as_ref().map(|r| r.name.clone()),
+        spec: spec.clone(),
+        root: facts,
+        owner,
+        warnings,
+    })
+}
+
+/// `root` is `None` when the referenced RootShard does not exist.
+pub fn shard(shard: &Shard, root: Option<&RootShard>) -> Result<ServerConfig, Error> {
+    let spec = &shard.spec.common;
+    let root = root.ok_or_else(|| Error::ReferenceNotFound {
+        kind: "RootShard",
+        name: shard.spec.root_shard.reference.name.clone(),
+    })?;
+    let facts = RootShardFacts::of(root)?;
+    let owner = owner(shard, Kind::Shard, spec.cluster_domain.as_deref())?;
+    let cache = match shard
+        .spec
+        .cache
+        .as_ref()
+        .and_then(|cache| cache.reference.as_ref())
+    {
+        Some(reference) => Some(Names::new(
+            Kind::CacheServer,
+            &reference.name,
+            &owner.names.namespace,
+            Some(&owner.names.cluster_domain),
+        )),
+        None => facts.cache.clone(),
+    };
+    let client_ca_bundles = facts
+        .client_ca_bundle
+        .iter()
+        .chain(spec.client_ca_bundle_ref.as_ref().map(|r| &r.name))
+        .cloned()
+        .collect();
+    Ok(ServerConfig {
+        role: ServerRole::Shard,
+        image: Image::resolve(spec.image.as_ref()),
+        replicas: spec.replicas.unwrap_or(DEFAULT_SERVER_REPLICAS),
+        shard_base_url: spec
+            .shard_base_url
+            .clone()
+            .unwrap_or_else(|| owner.names.service_url()),
+        etcd: resolve_etcd(&spec.etcd)?,
+        cache,
+        client_ca_bundles,
+        ca_bundle: spec.ca_bundle_secret_ref.as_ref().map(|r| r.name.clone()),
+        spec: spec.clone(),
+        root: facts,
+        warnings: cert_manager_warnings(&spec.certificate_templates),
+        owner,
+    })
+}
+
+/// A front-proxy, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrontProxyConfig {
+    pub owner: Owner,
+    pub root: RootShardFacts,
+    pub image: Image,
+    pub replicas: i32,
+    /// Hostname and port clients use; the Service listens on this port.
+    pub external_hostname: String,
+    pub external_port: i32,
+    pub client_ca_bundles: Vec<String>,
+    pub spec: crate::api::FrontProxySpec,
+    pub warnings: Vec<String>,
+}
+
+pub fn front_proxy(
+    proxy: &FrontProxy,
+    root: Option<&RootShard>,
+) -> Result<FrontProxyConfig, Error> {
+    let root = root.ok_or_else(|| Error::ReferenceNotFound {
+        kind: "RootShard",
+        name: proxy.spec.root_shard.reference.name.clone(),
+    })?;
+    let facts = RootShardFacts::of(root)?;
+    let owner = owner(proxy, Kind::FrontProxy, Some(&facts.names.cluster_domain))?;
+    let (external_hostname, external_port) =
+        match (&proxy.spec.external, &proxy.spec.external_hostname) {
+            (Some(external), _) => (external.hostname.clone(), external.port as i32),
+            (None, Some(deprecated)) => match deprecated
+                .rsplit_once(':')
+                .map(|(host, port)| (host, port.parse::<i32>()))
+            {
+                Some((host, Ok(port))) => (host.to_owned(), port),
+                _ => (deprecated.clone(), facts.external.port as i32),
+            },
+            (None, None) => (facts.external.hostname.clone(), facts.external.port as i32),
+        };
+    let mut warnings = cert_manager_warnings(&proxy.spec.certificate_templates);
+    if proxy.spec.external_hostname.is_some() {
+        warnings
+            .push("externalHostname is deprecated: use external.hostname and external.port".into());
+    }
+    let client_ca_bundles = facts
+        .client_ca_bundle
+        .iter()
+        .chain(proxy.spec.client_ca_bundle_ref.as_ref().map(|r| &r.name))
+        .cloned()
+        .collect();
+    Ok(FrontProxyConfig {
+        image: Image::resolve(proxy.spec.image.as_ref()),
+        replicas: proxy.spec.replicas.unwrap_or(DEFAULT_SERVER_REPLICAS),
+        external_hostname,
+        external_port,
+        client_ca_bundles,
+        spec: proxy.spec.clone(),
+        root: facts,
+        owner,
+        warnings,
+    })
+}
+
+/// A cache server, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheServerConfig {
+    pub owner: Owner,
+    pub image: Image,
+    pub replicas: i32,
+    pub etcd: Etcd,
+    /// Secret holding the cache CA: generated, or the user's `caSecretRef`.
+    pub ca_secret: String,
+    pub spec: crate::api::CacheServerSpec,
+    pub warnings: Vec<String>,
+}
+
+pub fn cache_server(cache: &CacheServer) -> Result<CacheServerConfig, Error> {
+    let owner = owner(
+        cache,
+        Kind::CacheServer,
+        cache.spec.cluster_domain.as_deref(),
+    )?;
+    let etcd = match &cache.spec.etcd {
+        Some(config) => resolve_etcd(config)?,
+        None => Etcd::Embedded,
+    };
+    let replicas = match (&etcd, cache.spec.replicas) {
+        (Etcd::Embedded, Some(replicas)) if replicas > 1 => {
+            return Err(Error::EmbeddedCacheReplicas(replicas));
+        }
+        (Etcd::Embedded, replicas) => replicas.unwrap_or(1),
+        (_, replicas) => replicas.unwrap_or(DEFAULT_SERVER_REPLICAS),
+    };
+    let mut warnings = cert_manager_warnings(&cache.spec.certificate_templates);
+    if cache.spec.certificates.issuer_ref.is_some() {
+        warnings.push(
+            "certificates.issuerRef is ignored: the operator issues the cache CA itself".into(),
+        );
+    }
+    Ok(CacheServerConfig {
+        image: Image::resolve(cache.spec.image.as_ref()),
+        replicas,
+        etcd,
+        ca_secret: match &cache.spec.certificates.ca_secret_ref {
+            Some(reference) => reference.name.clone(),
+            None => owner.names.certificate_secret(naming::Certificate::RootCa),
+        },
+        spec: cache.spec.clone(),
+        owner,
+        warnings,
+    })
+}
+
+/// Fields of certificate templates only cert-manager understood.
+fn cert_manager_warnings(templates: &CertificateTemplateMap) -> Vec<String> {
+    templates
+        .iter()
+        .filter_map(|(key, template)| {
+            let spec = template.spec.as_ref()?;
+            let ignored: Vec<&str> = [
+                spec.issuer_ref.as_ref().map(|_| "issuerRef"),
+                spec.private_key.as_ref().map(|_| "privateKey"),
+                spec.secret_template.as_ref().map(|_| "secretTemplate"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            (!ignored.is_empty()).then(|| {
+                format!(
+                    "certificateTemplates.{key}: {} only configure cert-manager and are ignored",
+                    ignored.join(", ")
+                )
+            })
+        })
+        .collect()
+}

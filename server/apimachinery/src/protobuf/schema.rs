@@ -1,0 +1,129 @@
+//! The vocabulary of the message tables: what a field is on the wire and in JSON.
+//!
+//! A [`Message`] lists its fields in field-number order, which is also the order Go's generated
+//! marshallers write them in, so the encoder walks the table top to bottom and produces the
+//! bytes kube-apiserver would. The [`Label`] of each field records the Go shape behind it,
+//! because that, not the `.proto` file (where everything is `optional`), decides what Go puts on
+//! the wire: value fields are written even when empty, pointer fields only when set.
+
+/// One protobuf message: a name for error messages and its fields by ascending number.
+#[derive(Debug)]
+pub(super) struct Message {
+    pub(super) name: &'static str,
+    pub(super) fields: &'static [Field],
+}
+
+impl Message {
+    pub(super) fn field(&self, number: u32) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.number == number)
+    }
+}
+
+/// One field: its number, its JSON key and how it is represented.
+#[derive(Debug)]
+pub(super) struct Field {
+    pub(super) number: u32,
+    pub(super) json: &'static str,
+    pub(super) ty: FieldType,
+    pub(super) label: Label,
+}
+
+impl Field {
+    /// A Go value field: always written (empty when unset), omitted from JSON when zero.
+    pub(super) const fn value(number: u32, json: &'static str, ty: FieldType) -> Field {
+        Field {
+            number,
+            json,
+            ty,
+            label: Label::Value,
+        }
+    }
+
+    /// A Go pointer field: written only when set, kept in JSON even when zero.
+    pub(super) const fn optional(number: u32, json: &'static str, ty: FieldType) -> Field {
+        Field {
+            number,
+            json,
+            ty,
+            label: Label::Optional,
+        }
+    }
+
+    /// A list: one wire record per element, a JSON array.
+    pub(super) const fn repeated(number: u32, json: &'static str, ty: FieldType) -> Field {
+        Field {
+            number,
+            json,
+            ty,
+            label: Label::Repeated,
+        }
+    }
+
+    /// A `map<string, ty>`: one entry message `{1: key, 2: value}` per key in key order, a
+    /// JSON object.
+    pub(super) const fn map(number: u32, json: &'static str, ty: FieldType) -> Field {
+        Field {
+            number,
+            json,
+            ty,
+            label: Label::Map,
+        }
+    }
+}
+
+/// How many values a field holds and whether an unset one is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Label {
+    Value,
+    Optional,
+    Repeated,
+    Map,
+}
+
+/// The type of one value, with its wire and JSON forms.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum FieldType {
+    /// `string` ↔ JSON string.
+    String,
+    /// `bytes` ↔ JSON base64 string.
+    Bytes,
+    /// `bool` ↔ JSON boolean.
+    Bool,
+    /// `int32` ↔ JSON number.
+    Int32,
+    /// `int64` ↔ JSON number.
+    Int64,
+    /// `meta.v1.Time` `{1: seconds, 2: nanos}` ↔ RFC 3339 with whole seconds; an empty message
+    /// is Go's zero time, JSON `null`.
+    Time,
+    /// `meta.v1.MicroTime`, the same message ↔ RFC 3339 with six fractional digits.
+    MicroTime,
+    /// `meta.v1.FieldsV1` `{1: raw}` where `raw` is JSON text ↔ that JSON value.
+    FieldsV1,
+    /// `runtime.RawExtension` `{1: raw}` where `raw` is an enveloped protobuf object ↔ that
+    /// object's JSON (watch events).
+    Object,
+    /// An embedded message ↔ JSON object.
+    Message(&'static Message),
+}
+
+/// A top-level kind: the message its envelope's `raw` holds, under which API versions.
+pub(super) struct Registration {
+    pub(super) api_versions: &'static [&'static str],
+    pub(super) kind: &'static str,
+    pub(super) message: &'static Message,
+}
+
+impl Registration {
+    pub(super) const fn new(
+        api_versions: &'static [&'static str],
+        kind: &'static str,
+        message: &'static Message,
+    ) -> Registration {
+        Registration {
+            api_versions,
+            kind,
+            message,
+        }
+    }
+}

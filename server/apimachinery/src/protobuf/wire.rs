@@ -1,0 +1,234 @@
+//! The protobuf wire format at the byte level: varints, field keys and length-delimited records.
+//!
+//! Only what Kubernetes messages use is interpreted (varints and length-delimited fields), but
+//! the reader steps over every wire type, groups included, because a newer client may send
+//! fields this server does not know and protobuf requires those to be skipped, not rejected.
+//! Every read is bounds-checked so that arbitrary bytes produce an error, never a panic.
+
+use super::ProtobufError;
+
+/// Wire type of varint-encoded scalars (bool, int32, int64).
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+/// Wire type of strings, bytes, embedded messages and map entries.
+const LEN: u8 = 2;
+const START_GROUP: u8 = 3;
+const END_GROUP: u8 = 4;
+const FIXED32: u8 = 5;
+
+/// One field as read off the wire, before the schema gives it meaning.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum WireValue<'a> {
+    Varint(u64),
+    Len(&'a [u8]),
+    /// A fixed-width number or a group: never part of a Kubernetes message, only skipped.
+    Other {
+        wire_type: u8,
+    },
+}
+
+impl WireValue<'_> {
+    pub(super) fn wire_type(&self) -> u8 {
+        match self {
+            WireValue::Varint(_) => VARINT,
+            WireValue::Len(_) => LEN,
+            WireValue::Other { wire_type } => *wire_type,
+        }
+    }
+}
+
+/// Reads the fields of one message in wire order.
+pub(super) struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
+        Reader { rest: bytes }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], ProtobufError> {
+        if n > self.rest.len() {
+            return Err(ProtobufError::Truncated);
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    fn varint(&mut self) -> Result<u64, ProtobufError> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let &[byte] = self.take(1)? else {
+                return Err(ProtobufError::Truncated);
+            };
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Ok(value);
+            }
+        }
+        Err(ProtobufError::VarintOverflow)
+    }
+
+    fn length_delimited(&mut self) -> Result<&'a [u8], ProtobufError> {
+        let len = usize::try_from(self.varint()?).map_err(|_| ProtobufError::Truncated)?;
+        self.take(len)
+    }
+
+    fn key(&mut self) -> Result<(u32, u8), ProtobufError> {
+        let key = self.varint()?;
+        let number = u32::try_from(key >> 3).map_err(|_| ProtobufError::InvalidKey(key))?;
+        if number == 0 {
+            return Err(ProtobufError::InvalidKey(key));
+        }
+        Ok((number, (key & 7) as u8))
+    }
+
+    /// Steps over a group's content up to and including its matching end marker.
+    fn skip_group(&mut self) -> Result<(), ProtobufError> {
+        let mut depth = 1usize;
+        while depth > 0 {
+            let (_, wire_type) = self.key()?;
+            match wire_type {
+                START_GROUP => depth += 1,
+                END_GROUP => depth -= 1,
+                other => {
+                    self.value(other)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn value(&mut self, wire_type: u8) -> Result<WireValue<'a>, ProtobufError> {
+        match wire_type {
+            VARINT => self.varint().map(WireValue::Varint),
+            LEN => self.length_delimited().map(WireValue::Len),
+            FIXED64 => self.take(8).map(|_| WireValue::Other { wire_type }),
+            FIXED32 => self.take(4).map(|_| WireValue::Other { wire_type }),
+            START_GROUP => self.skip_group().map(|()| WireValue::Other { wire_type }),
+            _ => Err(ProtobufError::InvalidWireType(wire_type)),
+        }
+    }
+
+    /// The next field number and value, or `None` at the end of the message.
+    pub(super) fn next_field(&mut self) -> Result<Option<(u32, WireValue<'a>)>, ProtobufError> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        let (number, wire_type) = self.key()?;
+        let value = self.value(wire_type)?;
+        Ok(Some((number, value)))
+    }
+}
+
+/// Builds one message; fields are appended in the order the caller writes them.
+#[derive(Default)]
+pub(super) struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    fn raw_varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.buf.push((value & 0x7f) as u8 | 0x80);
+            value >>= 7;
+        }
+        self.buf.push(value as u8);
+    }
+
+    fn key(&mut self, number: u32, wire_type: u8) {
+        self.raw_varint(u64::from(number) << 3 | u64::from(wire_type));
+    }
+
+    /// A varint field; negative int32/int64 values arrive sign-extended, as Go writes them.
+    pub(super) fn varint(&mut self, number: u32, value: u64) {
+        self.key(number, VARINT);
+        self.raw_varint(value);
+    }
+
+    /// A length-delimited field (string, bytes, embedded message).
+    pub(super) fn bytes(&mut self, number: u32, value: &[u8]) {
+        self.key(number, LEN);
+        self.raw_varint(value.len() as u64);
+        self.buf.extend_from_slice(value);
+    }
+
+    pub(super) fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_at_boundaries() {
+        for value in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            u64::from(u32::MAX),
+            (-1i64) as u64,
+            u64::MAX,
+        ] {
+            let mut w = Writer::default();
+            w.varint(1, value);
+            let bytes = w.into_bytes();
+            let mut r = Reader::new(&bytes);
+            match r.next_field().unwrap() {
+                Some((1, WireValue::Varint(v))) => assert_eq!(v, value),
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(r.next_field().unwrap().is_none());
+        }
+    }
+
+    #[test]
+    fn negative_int_takes_ten_bytes() {
+        let mut w = Writer::default();
+        w.varint(1, (-1i64) as u64);
+        assert_eq!(w.into_bytes().len(), 11);
+    }
+
+    #[test]
+    fn skips_fixed_and_group_fields() {
+        // field 2 fixed64, field 3 fixed32, field 4 group holding a varint and a nested group,
+        // then field 5 varint 7.
+        let bytes = [
+            0x11, 1, 2, 3, 4, 5, 6, 7, 8, //
+            0x1d, 1, 2, 3, 4, //
+            0x23, 0x08, 0x01, 0x2b, 0x2c, 0x24, //
+            0x28, 0x07,
+        ];
+        let mut r = Reader::new(&bytes);
+        let mut seen = Vec::new();
+        while let Some((number, value)) = r.next_field().unwrap() {
+            seen.push((number, value.wire_type()));
+        }
+        assert_eq!(seen, [(2, 1), (3, 5), (4, 3), (5, 0)]);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let cases: [(&[u8], &str); 5] = [
+            (&[0x0a, 0x05, b'a'], "truncated"),
+            (&[0x08], "truncated"),
+            (
+                &[
+                    0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+                ],
+                "64 bits",
+            ),
+            (&[0x00, 0x00], "key"),
+            (&[0x0e], "wire type"),
+        ];
+        for (bytes, expected) in cases {
+            let err = Reader::new(bytes).next_field().unwrap_err();
+            assert!(err.to_string().contains(expected), "{bytes:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! Our protobuf bytes against bytes Go produced: request bodies captured from kubectl 1.32
+//! (`tests/protobuf_data/`, recorded by a TLS listener standing in for the API server), and
+//! bodies assembled by hand here from the `.proto` field numbers and Go's marshalling rules
+//! (fields by number, value fields always written, map keys sorted).
+
+use kcp_apimachinery::protobuf::{self, ProtobufError};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/protobuf_data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+// ---- hand assembly, independent of the library's writer ----
+
+fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    out
+}
+
+fn len_field(number: u64, bytes: &[u8]) -> Vec<u8> {
+    [
+        varint(number << 3 | 2),
+        varint(bytes.len() as u64),
+        bytes.to_vec(),
+    ]
+    .concat()
+}
+
+fn str_field(number: u64, s: &str) -> Vec<u8> {
+    len_field(number, s.as_bytes())
+}
+
+fn varint_field(number: u64, v: u64) -> Vec<u8> {
+    [varint(number << 3), varint(v)].concat()
+}
+
+fn map_entry(number: u64, key: &str, value: &[u8]) -> Vec<u8> {
+    len_field(number, &[str_field(1, key), len_field(2, value)].concat())
+}
+
+fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let type_meta = [str_field(1, api_version), str_field(2, kind)].concat();
+    let unknown = [
+        len_field(1, &type_meta),
+        len_field(2, raw),
+        str_field(3, ""),
+        str_field(4, ""),
+    ]
+    .concat();
+    [b"k8s\0".to_vec(), unknown].concat()
+}
+
+/// `ObjectMeta` as Go writes it for a created object: every value field, set or not.
+fn object_meta(name: &str, namespace: &str, uid: &str, rv: &str, created: u64) -> Vec<u8> {
+    let time = [varint_field(1, created), varint_field(2, 0)].concat();
+    [
+        str_field(1, name),
+        str_field(2, ""),
+        str_field(3, namespace),
+        str_field(4, ""),
+        str_field(5, uid),
+        str_field(6, rv),
+        varint_field(7, 0),
+        len_field(8, &time),
+    ]
+    .concat()
+}
+
+/// 2026-11-21T18:44:29Z
+const CREATED: u64 = 1_795_286_669;
+
+// ---- kubectl captures ----
+
+/// Decodes a capture, checks the JSON, and checks that encoding the JSON gives back the
+/// captured bytes exactly: our encoder is Go's marshaller for this object.
+fn check_capture(name: &str, expected: Value) {
+    let body = fixture(name);
+    let decoded = protobuf::decode(&body).unwrap();
+    assert_eq!(decoded, expected, "{name}");
+    assert_eq!(protobuf::encode(&decoded).unwrap(), body, "{name}");
+}
+
+#[test]
+fn kubectl_create_configmap() {
+    check_capture(
+        "kubectl-create-configmap.bin",
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "app-config", "namespace": "default"},
+            "data": {"log.level": "debug", "mode": "production"},
+            "binaryData": {"blob": "AAH+/2Jpbg=="},
+        }),
+    );
+}
+
+#[test]
+fn kubectl_create_secret() {
+    check_capture(
+        "kubectl-create-secret.bin",
+        json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "db-creds", "namespace": "default"},
+            "data": {"password": "czNjcjN0IQ==", "username": "YWRtaW4="},
+            "type": "Opaque",
+        }),
+    );
+}
+
+#[test]
+fn kubectl_create_namespace() {
+    check_capture(
+        "kubectl-create-namespace.bin",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}),
+    );
+}
+
+#[test]
+fn kubectl_create_serviceaccount() {
+    check_capture(
+        "kubectl-create-serviceaccount.bin",
+        json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "builder", "namespace": "default"},
+        }),
+    );
+}
+
+// ---- hand-assembled bodies ----
+
+/// `object` encodes to exactly the envelope around `raw` and decodes back from it.
+fn assert_same_as_go(object: &Value, raw: &[u8]) {
+    let api_version = object["apiVersion"].as_str().unwrap();
+    let kind = object["kind"].as_str().unwrap();
+    let expected = envelope(api_version, kind, raw);
+    assert_eq!(protobuf::encode(object).unwrap(), expected, "{kind}");
+    assert_eq!(&protobuf::decode(&expected).unwrap(), object, "{kind}");
+}
+
+#[test]
+fn configmap_matches_hand_assembled_bytes() {
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "settings",
+            "namespace": "prod",
+            "uid": "5b1c7c1e-0d7a-4c6e-9f55-2a0c3c5d7e11",
+            "resourceVersion": "42",
+            "creationTimestamp": "2026-11-21T18:44:29Z",
+            // Written out of order: Go sorts map keys.
+            "labels": {"tier": "backend", "app": "shop"},
+            "annotations": {"note": ""},
+            "finalizers": ["example.com/keep"],
+        },
+        "immutable": false,
+        "data": {"z.conf": "a=1", "a.conf": "b=2"},
+    });
+    let meta = [
+        object_meta(
+            "settings",
+            "prod",
+            "5b1c7c1e-0d7a-4c6e-9f55-2a0c3c5d7e11",
+            "42",
+            CREATED,
+        ),
+        map_entry(11, "app", b"shop"),
+        map_entry(11, "tier", b"backend"),
+        map_entry(12, "note", b""),
+        str_field(14, "example.com/keep"),
+    ]
+    .concat();
+    let raw = [
+        len_field(1, &meta),
+        map_entry(2, "a.conf", b"b=2"),
+        map_entry(2, "z.conf", b"a=1"),
+        varint_field(4, 0),
+    ]
+    .concat();
+    assert_same_as_go(&object, &raw);
+}
+
+#[test]
+fn secret_matches_hand_assembled_bytes() {
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "tls",
+            "namespace": "prod",
+            "uid": "u-1",
+            "resourceVersion": "7",
+            "creationTimestamp": "2026-11-21T18:44:29Z",
+            "deletionTimestamp": "2026-11-21T18:45:00Z",
+            "deletionGracePeriodSeconds": 0,
+            "ownerReferences": [{
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": "owner",
+                "uid": "u-0",
+                "controller": true,
+            }],
+        },
+        "data": {"tls.key": "AAH+/w==", "tls.crt": "LS0t"},
+        "type": "kubernetes.io/tls",
+        "immutable": true,
+    });
+    let owner = [
+        str_field(1, "ConfigMap"),
+        str_field(3, "owner"),
+        str_field(4, "u-0"),
+        str_field(5, "v1"),
+        varint_field(6, 1),
+    ]
+    .concat();
+    let deletion = [varint_field(1, 1_795_286_700), varint_field(2, 0)].concat();
+    let meta = [
+        object_meta("tls", "prod", "u-1", "7", CREATED),
+        len_field(9, &deletion),
+        varint_field(10, 0),
+        len_field(13, &owner),
+    ]
+    .concat();
+    let raw = [
+        len_field(1, &meta),
+        map_entry(2, "tls.crt", b"---"),
+        map_entry(2, "tls.key", &[0x00, 0x01, 0xfe, 0xff]),
+        str_field(3, "kubernetes.io/tls"),
+        varint_field(5, 1),
+    ]
+    .concat();
+    assert_same_as_go(&object, &raw);
+}
+
+#[test]
+fn lease_with_negative_and_micro_time_fields() {
+    let object = json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "leader", "namespace": "kube-system"},
+        "spec": {
+            "holderIdentity": "node-a",
+            "leaseDurationSeconds": -1,
+            "renewTime": "2026-11-21T18:44:29.250000Z",
+        },
+    });
+    let renew = [varint_field(1, CREATED), varint_field(2, 250_000_000)].concat();
+    let spec = [
+        str_field(1, "node-a"),
+        // int32 -1 travels sign-extended: ten bytes.
+        varint_field(2, u64::MAX),
+        len_field(4, &renew),
+    ]
+    .concat();
+    let meta = [
+        str_field(1, "leader"),
+        str_field(2, ""),
+        str_field(3, "kube-system"),
+        str_field(4, ""),
+        str_field(5, ""),
+        str_field(6, ""),
+        varint_field(7, 0),
+        len_field(8, &[]),
+    ]
+    .concat();
+    let raw = [len_field(1, &meta), len_field(2, &spec)].concat();
+    assert_same_as_go(&object, &raw);
+}
+
+#[test]
+fn unknown_fields_are_skipped() {
+    // A ConfigMap from a newer client: field 99 in the ConfigMap, field 40 in its ObjectMeta,
+    // a fixed32 and a fixed64 field, none of which this server knows.
+    let meta = [str_field(1, "future"), str_field(40, "new meta field")].concat();
+    let raw = [
+        len_field(1, &meta),
+        varint_field(99, 5),
+        vec![0x9d, 0x06, 1, 2, 3, 4],
+        vec![0xa1, 0x06, 1, 2, 3, 4, 5, 6, 7, 8],
+        map_entry(2, "k", b"v"),
+    ]
+    .concat();
+    let decoded = protobuf::decode(&envelope("v1", "ConfigMap", &raw)).unwrap();
+    assert_eq!(
+        decoded,
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "future"},
+            "data": {"k": "v"},
+        })
+    );
+}
+
+#[test]
+fn repeated_embedded_message_merges() {
+    // Protobuf merges a message field that appears twice; Go's unmarshaller does too.
+    let raw = [
+        len_field(1, &str_field(1, "first")),
+        len_field(1, &str_field(3, "ns")),
+    ]
+    .concat();
+    let decoded = protobuf::decode(&envelope("v1", "ServiceAccount", &raw)).unwrap();
+    assert_eq!(
+        decoded["metadata"],
+        json!({"name": "first", "namespace": "ns"})
+    );
+}
+
+#[test]
+fn invalid_utf8_strings_are_repaired() {
+    let raw = len_field(1, &len_field(1, &[b'a', 0xff, b'b']));
+    let decoded = protobuf::decode(&envelope("v1", "Namespace", &raw)).unwrap();
+    assert_eq!(decoded["metadata"]["name"], "a\u{fffd}b");
+}
+
+#[test]
+fn wrong_wire_type_is_malformed() {
+    // ConfigMap.immutable (a bool) sent length-delimited.
+    let raw = str_field(4, "yes");
+    let err = protobuf::decode(&envelope("v1", "ConfigMap", &raw)).unwrap_err();
+    assert!(matches!(
+        err,
+        ProtobufError::WrongWireType {
+            message: "ConfigMap",
+            field: "immutable",
+            wire_type: 2
+        }
+    ));
+    assert!(!err.is_unsupported());
+}
+
+#[test]
+fn unsupported_kind_is_distinguished() {
+    let err = protobuf::decode(&envelope("apps/v1", "Deployment", &[])).unwrap_err();
+    assert!(err.is_unsupported(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "no protobuf encoding for kind \"Deployment\" in \"apps/v1\""
+    );
+}
+
+#[test]
+fn malformed_envelopes_are_rejected() {
+    let no_magic = protobuf::decode(br#"{"kind":"ConfigMap"}"#).unwrap_err();
+    assert!(matches!(no_magic, ProtobufError::MissingMagic));
+    let empty = protobuf::decode(b"k8s\0").unwrap_err();
+    assert!(matches!(empty, ProtobufError::MissingTypeMeta));
+    let no_kind = protobuf::decode(&envelope("v1", "", &[])).unwrap_err();
+    assert!(matches!(no_kind, ProtobufError::MissingTypeMeta));
+    let bad_fields_v1 = {
+        let entry = len_field(7, &str_field(1, "{not json"));
+        let meta = len_field(17, &entry);
+        envelope("v1", "ConfigMap", &len_field(1, &meta))
+    };
+    let err = protobuf::decode(&bad_fields_v1).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("invalid ManagedFieldsEntry.fieldsV1: not JSON"),
+        "{err}"
+    );
+}

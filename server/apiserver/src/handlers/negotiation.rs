@@ -1,0 +1,223 @@
+//! Content negotiation: which encoding a client accepts, and what a request body is.
+//!
+//! `kubectl get` asks for `application/json;as=Table;v=v1;g=meta.k8s.io` first; metadata-only clients
+//! ask for `as=PartialObjectMetadata(List)`; humans with curl may ask for YAML. Anything we cannot
+//! produce is `406`, anything we cannot read is `415`, as kube-apiserver answers.
+
+use kcp_apimachinery::ApiError;
+
+use crate::registry::table::IncludeObject;
+
+/// How a response is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    Table(IncludeObject),
+    /// `PartialObjectMetadata` for objects, `PartialObjectMetadataList` for lists.
+    PartialMetadata,
+}
+
+/// One media range of an Accept header, with its parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaRange {
+    pub essence: String,
+    params: Vec<(String, String)>,
+}
+
+impl MediaRange {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn parse(raw: &str) -> MediaRange {
+        let mut parts = raw.split(';');
+        let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let params = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| {
+                (
+                    k.trim().to_ascii_lowercase(),
+                    v.trim().trim_matches('"').to_string(),
+                )
+            })
+            .collect();
+        MediaRange { essence, params }
+    }
+}
+
+/// The media ranges of an Accept header in the client's order (q-values are not used by Kubernetes
+/// clients; order is their preference).
+pub fn accept_ranges(accept: Option<&str>) -> Vec<MediaRange> {
+    let accept = accept.unwrap_or("").trim();
+    if accept.is_empty() {
+        return vec![MediaRange::parse("*/*")];
+    }
+    accept
+        .split(',')
+        .map(MediaRange::parse)
+        .filter(|r| !r.essence.is_empty())
+        .collect()
+}
+
+fn is_json(essence: &str) -> bool {
+    matches!(essence, "application/json" | "*/*" | "application/*")
+}
+
+/// Picks the output for a resource response. `include_object` is the `includeObject` query parameter.
+pub fn negotiate(accept: Option<&str>, include_object: Option<&str>) -> Result<Output, ApiError> {
+    let include = match include_object {
+        None | Some("") | Some("Metadata") => IncludeObject::Metadata,
+        Some("None") => IncludeObject::None,
+        Some("Object") => IncludeObject::Object,
+        Some(other) => {
+            return Err(ApiError::bad_request(&format!(
+                "includeObject: Unsupported value: {other:?}: supported values: \"None\", \"Metadata\", \"Object\""
+            )));
+        }
+    };
+    let ranges = accept_ranges(accept);
+    for range in &ranges {
+        let meta_group = range.param("g") == Some("meta.k8s.io")
+            && matches!(range.param("v"), Some("v1" | "v1beta1"));
+        match (range.essence.as_str(), range.param("as")) {
+            (e, Some("Table")) if is_json(e) && meta_group => return Ok(Output::Table(include)),
+            (e, Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
+                if is_json(e) && meta_group =>
+            {
+                return Ok(Output::PartialMetadata);
+            }
+            (e, None) if is_json(e) => return Ok(Output::Json),
+            ("application/yaml", None) => return Ok(Output::Yaml),
+            _ => continue,
+        }
+    }
+    Err(ApiError::not_acceptable(&format!(
+        "only the following media types are accepted: application/json, application/yaml, \
+         application/json;as=Table;v=v1;g=meta.k8s.io (asked for {:?})",
+        accept.unwrap_or("")
+    )))
+}
+
+/// How a create/update body is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFormat {
+    Json,
+    Yaml,
+}
+
+pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
+    let essence = MediaRange::parse(content_type.unwrap_or("application/json")).essence;
+    match essence.as_str() {
+        "application/json" | "" => Ok(BodyFormat::Json),
+        "application/yaml" => Ok(BodyFormat::Yaml),
+        other => Err(ApiError::unsupported_media_type(other)),
+    }
+}
+
+/// The four patch types Kubernetes defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
+    let essence = MediaRange::parse(content_type.unwrap_or("")).essence;
+    match essence.as_str() {
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
+        "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchType::Apply),
+        other => Err(ApiError::unsupported_media_type(other)),
+    }
+}
+
+/// Decodes a JSON or YAML body into a JSON value.
+pub fn decode_body(format: BodyFormat, body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    match format {
+        BodyFormat::Json => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(&format!(
+                "the body of the request was in an unknown format: {e}"
+            ))
+        }),
+        BodyFormat::Yaml => yaml_serde::from_slice(body).map_err(|e| {
+            ApiError::bad_request(&format!(
+                "the body of the request was in an unknown format: {e}"
+            ))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_get_gets_a_table() {
+        let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            negotiate(Some(accept), None).unwrap(),
+            Output::Table(IncludeObject::Metadata)
+        );
+    }
+
+    #[test]
+    fn plain_and_fallbacks() {
+        assert_eq!(negotiate(None, None).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some("application/yaml"), None).unwrap(),
+            Output::Yaml
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/vnd.kubernetes.protobuf, application/json"),
+                None
+            )
+            .unwrap(),
+            Output::Json
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"),
+                None
+            )
+            .unwrap(),
+            Output::PartialMetadata
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf"), None)
+                .unwrap_err()
+                .code,
+            406
+        );
+        assert_eq!(negotiate(Some("text/html"), None).unwrap_err().code, 406);
+        assert_eq!(negotiate(None, Some("Everything")).unwrap_err().code, 400);
+    }
+
+    #[test]
+    fn bodies_and_patches() {
+        assert_eq!(
+            body_format(Some("application/json; charset=utf-8")).unwrap(),
+            BodyFormat::Json
+        );
+        assert_eq!(body_format(Some("text/plain")).unwrap_err().code, 415);
+        assert_eq!(
+            patch_type(Some("application/merge-patch+json")).unwrap(),
+            PatchType::Merge
+        );
+        assert_eq!(patch_type(Some("application/json")).unwrap_err().code, 415);
+        assert_eq!(
+            decode_body(BodyFormat::Json, b"{not json")
+                .unwrap_err()
+                .code,
+            400
+        );
+        assert_eq!(decode_body(BodyFormat::Yaml, b"a: 1\n").unwrap()["a"], 1);
+    }
+}

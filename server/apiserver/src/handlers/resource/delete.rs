@@ -1,0 +1,138 @@
+//! delete and deletecollection, with DeleteOptions from the body or the query.
+
+use http::Response;
+use kcp_apimachinery::{ApiError, FieldError, meta};
+use serde_json::{Value, json};
+
+use super::Resolved;
+use crate::handlers::response::Body;
+use crate::registry::store::{DeleteOptions, Deleted};
+use crate::request::query::ListOptions;
+use crate::storage::objects::ListRequest;
+
+/// Parses metav1.DeleteOptions (body first, query parameters as fallback, like kube-apiserver).
+fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
+    let body: Value = if r.request.body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(&r.request.body).map_err(|e| {
+            ApiError::bad_request(&format!(
+                "the body of the request was in an unknown format: {e}"
+            ))
+        })?
+    };
+    let query = &r.request.query;
+    let dry_run = match body.get("dryRun").and_then(Value::as_array) {
+        Some(values) => values.iter().any(|v| v == "All"),
+        None => crate::request::query::WriteOptions::parse(query)?.dry_run,
+    };
+    let mut errors = Vec::new();
+    let policy = body
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| query.get("propagationPolicy").map(str::to_string));
+    if let Some(policy) =
+        policy.filter(|p| !matches!(p.as_str(), "Orphan" | "Background" | "Foreground"))
+    {
+        errors.push(FieldError::not_supported(
+            "propagationPolicy",
+            json!(policy),
+            &["Foreground", "Background", "Orphan"],
+        ));
+    }
+    let grace = body
+        .get("gracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .or_else(|| query.get("gracePeriodSeconds").and_then(|g| g.parse().ok()));
+    if query
+        .get("gracePeriodSeconds")
+        .is_some_and(|g| g.parse::<i64>().is_err())
+    {
+        return Err(ApiError::bad_request(
+            "gracePeriodSeconds must be an integer",
+        ));
+    }
+    if grace.is_some_and(|g| g < 0) {
+        errors.push(FieldError::invalid(
+            "gracePeriodSeconds",
+            json!(grace),
+            "must be greater than or equal to 0",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid("", "DeleteOptions", "", errors));
+    }
+    let precondition = |field: &str| {
+        body.pointer(&format!("/preconditions/{field}"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Ok(DeleteOptions {
+        dry_run,
+        precondition_uid: precondition("uid"),
+        precondition_resource_version: precondition("resourceVersion"),
+    })
+}
+
+pub async fn delete(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
+    let options = delete_options(r)?;
+    match r
+        .app
+        .store
+        .delete(&r.rt, r.location()?, r.name(), &options)
+        .await?
+    {
+        Deleted::Pending(object) => r.render_object(202, object),
+        Deleted::Gone(object) => {
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": r.name(), "group": r.rt.group, "kind": r.rt.plural,
+                    "uid": meta::uid(&object).unwrap_or_default()}});
+            match r.output()? {
+                crate::handlers::negotiation::Output::Json => {
+                    Ok(crate::handlers::response::json(200, &status))
+                }
+                _ => r.render_object(200, object),
+            }
+        }
+    }
+}
+
+pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
+    let options = delete_options(r)?;
+    let list_options = ListOptions::parse(&r.request.query)?;
+    let keep = r.selector(&list_options)?;
+    let prefix = r.list_prefix();
+    let page = r
+        .app
+        .store
+        .list(
+            &r.rt,
+            ListRequest {
+                prefix: &prefix,
+                revision: 0,
+                limit: 0,
+                continuation: None,
+            },
+            &keep,
+        )
+        .await?;
+    let at = r.location()?;
+    let mut deleted = Vec::new();
+    for object in page.items {
+        let name = meta::name(&object).unwrap_or_default().to_string();
+        let at = crate::registry::store::Location {
+            namespace: meta::namespace(&object).or(at.namespace),
+            ..at
+        };
+        match r.app.store.delete(&r.rt, at, &name, &options).await {
+            Ok(Deleted::Gone(object) | Deleted::Pending(object)) => deleted.push(object),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    r.render_list(
+        deleted,
+        json!({"resourceVersion": page.revision.to_string()}),
+    )
+}

@@ -1,0 +1,276 @@
+//! watch: a stream of `{"type": ..., "object": ...}` lines, one per change.
+//!
+//! The stream starts where the client asks (`resourceVersion` unset or `0`: the current state as
+//! ADDED events first; `N`: every change after N, or a 410 ERROR event when N was compacted), filters
+//! by selectors with kube's transition rules (an object that stops matching is reported DELETED),
+//! sends BOOKMARKs when asked, and ends at `timeoutSeconds` or at server shutdown.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, stream};
+use http::{Response, header};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use kcp_apimachinery::{ApiError, meta};
+use kcp_storage::Revision;
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::Resolved;
+use crate::handlers::negotiation::Output;
+use crate::handlers::response::Body;
+use crate::registry::{ResourceType, table};
+use crate::request::query::ListOptions;
+use crate::storage::objects::{Change, ChangeType, ListRequest};
+
+/// How often a watch that asked for bookmarks gets one.
+const BOOKMARK_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Turns objects into watch event lines in the negotiated encoding.
+struct Encoder {
+    output: Output,
+    rt: Arc<ResourceType>,
+}
+
+impl Encoder {
+    fn event(&self, kind: &str, object: &Value) -> Bytes {
+        let object = match self.output {
+            Output::Table(include) => {
+                let metadata =
+                    json!({"resourceVersion": meta::resource_version(object).unwrap_or_default()});
+                let strategy = &self.rt.strategy;
+                table::build(
+                    &strategy.columns(),
+                    &|o| strategy.cells(o),
+                    std::slice::from_ref(object),
+                    metadata,
+                    include,
+                )
+            }
+            Output::PartialMetadata => table::partial_object_metadata(object),
+            Output::Json | Output::Yaml => object.clone(),
+        };
+        line(&json!({"type": kind, "object": object}))
+    }
+
+    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Bytes {
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line(
+            &json!({"type": "BOOKMARK", "object": {"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": metadata}}),
+        )
+    }
+}
+
+fn line(value: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+fn error_line(error: &ApiError) -> Bytes {
+    line(&json!({"type": "ERROR", "object": error.to_status()}))
+}
+
+/// What a change means to a client filtering with `keep`.
+fn filtered(change: &Change, keep: &dyn Fn(&Value) -> bool) -> Option<ChangeType> {
+    let now = keep(&change.object);
+    let before = change.previous.as_ref().is_some_and(keep);
+    match change.kind {
+        ChangeType::Added if now => Some(ChangeType::Added),
+        ChangeType::Modified if now && before => Some(ChangeType::Modified),
+        ChangeType::Modified if now => Some(ChangeType::Added),
+        ChangeType::Modified if before => Some(ChangeType::Deleted),
+        ChangeType::Deleted if now => Some(ChangeType::Deleted),
+        _ => None,
+    }
+}
+
+pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
+    let options = ListOptions::parse(&r.request.query)?;
+    let output = match r.output()? {
+        Output::Yaml => Output::Json,
+        other => other,
+    };
+    let keep = r.selector(&options)?;
+    let prefix = r.list_prefix();
+    let rt = r.rt.clone();
+    let encoder = Encoder {
+        output,
+        rt: rt.clone(),
+    };
+    let store = r.app.store.clone();
+    let shutdown = r.app.shutdown.clone();
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+
+    // Initial state for "" and "0" (and for sendInitialEvents=true), otherwise changes after N.
+    let requested: Option<Revision> = match options.resource_version.as_deref() {
+        None | Some("0") => None,
+        Some(rv) => Some(
+            rv.parse()
+                .map_err(|_| ApiError::bad_request(&format!("invalid resource version: {rv:?}")))?,
+        ),
+    };
+    let send_initial = options.send_initial_events.unwrap_or(requested.is_none());
+    let mut initial = Vec::new();
+    let mut start = match requested {
+        Some(rv) => rv,
+        None => store.objects().current_revision().await?,
+    };
+    if send_initial {
+        let page = store
+            .list(
+                &rt,
+                ListRequest {
+                    prefix: &prefix,
+                    revision: 0,
+                    limit: 0,
+                    continuation: None,
+                },
+                &keep,
+            )
+            .await?;
+        start = page.revision;
+        initial = page.items;
+    }
+    let timeout = Duration::from_secs(
+        options
+            .timeout_seconds
+            .unwrap_or_else(|| rand::rng().random_range(1800..3600)),
+    );
+    let bookmarks = options.allow_watch_bookmarks;
+    let changes = store.objects().watch(&prefix, start + 1).await;
+
+    tokio::spawn(async move {
+        let send = |bytes: Bytes| {
+            let tx = tx.clone();
+            async move { tx.send(bytes).await.is_ok() }
+        };
+        for object in &initial {
+            if !send(encoder.event("ADDED", object)).await {
+                return;
+            }
+        }
+        if send_initial && bookmarks && options.send_initial_events == Some(true) {
+            send(encoder.bookmark(start, true)).await;
+        }
+        let mut changes = match changes {
+            Ok(changes) => changes,
+            Err(error) => {
+                send(error_line(&error)).await;
+                return;
+            }
+        };
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut bookmark_timer = tokio::time::interval(BOOKMARK_INTERVAL);
+        bookmark_timer.tick().await;
+        let mut last_revision = start;
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = shutdown.cancelled() => return,
+                _ = tx.closed() => return,
+                _ = bookmark_timer.tick(), if bookmarks => {
+                    if !send(encoder.bookmark(last_revision, false)).await { return; }
+                }
+                change = changes.next() => match change {
+                    None => return,
+                    Some(Err(error)) => { send(error_line(&error)).await; return; }
+                    Some(Ok(mut change)) => {
+                        last_revision = change.revision;
+                        change.object = rt.strategy.storage_to_api(change.object);
+                        change.previous = change.previous.map(|p| rt.strategy.storage_to_api(p));
+                        if let Some(kind) = filtered(&change, &keep)
+                            && !send(encoder.event(kind.as_str(), &change.object)).await
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    });
+
+    let frames = stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|bytes| (Ok::<_, Infallible>(Frame::data(bytes)), rx))
+    });
+    let mut response = Response::new(BodyExt::boxed(StreamBody::new(frames)));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(kind: ChangeType, now: &str, before: Option<&str>) -> Change {
+        Change {
+            kind,
+            object: json!({"metadata": {"labels": {"app": now}}}),
+            previous: before.map(|b| json!({"metadata": {"labels": {"app": b}}})),
+            revision: 1,
+        }
+    }
+
+    #[test]
+    fn selector_transitions() {
+        let keep = |o: &Value| o.pointer("/metadata/labels/app") == Some(&json!("web"));
+        assert_eq!(
+            filtered(&change(ChangeType::Added, "web", None), &keep),
+            Some(ChangeType::Added)
+        );
+        assert_eq!(
+            filtered(&change(ChangeType::Added, "db", None), &keep),
+            None
+        );
+        assert_eq!(
+            filtered(&change(ChangeType::Modified, "web", Some("web")), &keep),
+            Some(ChangeType::Modified)
+        );
+        assert_eq!(
+            filtered(&change(ChangeType::Modified, "web", Some("db")), &keep),
+            Some(ChangeType::Added)
+        );
+        assert_eq!(
+            filtered(&change(ChangeType::Modified, "db", Some("web")), &keep),
+            Some(ChangeType::Deleted)
+        );
+        assert_eq!(
+            filtered(&change(ChangeType::Modified, "db", Some("db")), &keep),
+            None
+        );
+        assert_eq!(
+            filtered(&change(ChangeType::Deleted, "web", Some("web")), &keep),
+            Some(ChangeType::Deleted)
+        );
+    }
+
+    #[test]
+    fn include_object_none_is_still_a_row() {
+        use crate::registry::table::IncludeObject;
+        let registry = crate::registry::Registry::builtin();
+        let rt = registry.lookup("", "v1", "configmaps").unwrap().clone();
+        let encoder = Encoder {
+            output: Output::Table(IncludeObject::None),
+            rt,
+        };
+        let event: Value =
+            serde_json::from_slice(&encoder.event("ADDED", &json!({"metadata": {"name": "a"}})))
+                .unwrap();
+        assert_eq!(event["type"], "ADDED");
+        assert_eq!(event["object"]["kind"], "Table");
+        assert!(event["object"]["rows"][0].get("object").is_none());
+    }
+}

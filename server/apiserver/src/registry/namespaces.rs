@@ -1,0 +1,118 @@
+//! core/v1 Namespace: cluster-scoped, with the `status` and `finalize` subresources and the
+//! `kubernetes` finalizer that the namespace controller removes once the namespace is empty.
+
+use kcp_apimachinery::validation::NameRule;
+use kcp_apimachinery::{FieldError, meta};
+use serde_json::{Value, json};
+
+use super::{Column, ResourceType, Strategy};
+
+/// The finalizer in `spec.finalizers` that keeps a namespace until its content is gone.
+pub const KUBERNETES_FINALIZER: &str = "kubernetes";
+/// The label every namespace carries with its own name (so selectors can pick namespaces by name).
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+pub fn resource() -> ResourceType {
+    let mut t = super::resource(
+        "",
+        "Namespace",
+        "namespaces",
+        false,
+        &["ns"],
+        Box::new(Namespaces),
+    );
+    t.subresources = vec!["status".into(), "finalize".into()];
+    t
+}
+
+struct Namespaces;
+
+fn set_name_label(object: &mut Value) {
+    if let Some(name) = meta::name(object).map(str::to_string) {
+        meta::set_label(object, NAME_LABEL, &name);
+    }
+}
+
+impl Strategy for Namespaces {
+    fn name_rule(&self) -> NameRule {
+        NameRule::Dns1123Label
+    }
+
+    fn prepare_for_create(&self, object: &mut Value) {
+        object["status"] = json!({"phase": "Active"});
+        let finalizers = &mut object["spec"]["finalizers"];
+        match finalizers.as_array_mut() {
+            Some(list) if !list.iter().any(|f| f == KUBERNETES_FINALIZER) => {
+                list.push(json!(KUBERNETES_FINALIZER))
+            }
+            Some(_) => {}
+            None => *finalizers = json!([KUBERNETES_FINALIZER]),
+        }
+        set_name_label(object);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        // Status changes go through /status, spec.finalizers through /finalize (the handler copies the
+        // relevant part over for those subresources).
+        new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+        new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+        set_name_label(new);
+    }
+
+    fn validate(&self, object: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        if let Some(finalizers) = object.pointer("/spec/finalizers").and_then(Value::as_array) {
+            for (i, f) in finalizers.iter().enumerate() {
+                let valid = f.as_str().is_some_and(|f| {
+                    f == KUBERNETES_FINALIZER
+                        || kcp_apimachinery::validation::is_qualified_name(f).is_empty()
+                });
+                if !valid {
+                    errors.push(FieldError::invalid(
+                        &format!("spec.finalizers[{i}]"),
+                        f.clone(),
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    ));
+                }
+            }
+        }
+        errors
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["status.phase"]
+    }
+
+    fn field_value(&self, object: &Value, field: &str) -> Option<String> {
+        (field == "status.phase").then(|| {
+            object
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        vec![Column::new(
+            "Status",
+            "string",
+            "The status of the namespace",
+        )]
+    }
+
+    fn cells(&self, object: &Value) -> Vec<Value> {
+        vec![
+            object
+                .pointer("/status/phase")
+                .cloned()
+                .unwrap_or(json!("")),
+        ]
+    }
+}
+
+/// Whether a namespace is being deleted (its content may no longer grow).
+pub fn is_terminating(namespace: &Value) -> bool {
+    meta::deletion_timestamp(namespace).is_some()
+        || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+}

@@ -1,0 +1,135 @@
+//! The `/clusters/<name>` prefix kcp puts in front of every Kubernetes path.
+//!
+//! Requests without the prefix go to `root`, so a plain Kubernetes client pointed at the server's base
+//! URL talks to the root logical cluster. `*` selects every logical cluster at once and is only good for
+//! list and watch (checked by the caller, which knows the verb).
+
+use std::fmt;
+
+/// The name of a logical cluster, validated: `root`, a generated or chosen DNS-label-like name, or a
+/// `system:` name (e.g. `system:admin`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LogicalClusterName(String);
+
+impl LogicalClusterName {
+    /// The root logical cluster, which exists from the start.
+    pub fn root() -> Self {
+        Self("root".to_string())
+    }
+
+    /// Checks a name as it appears in a URL or a storage key.
+    pub fn parse(name: &str) -> Option<Self> {
+        let local = name.strip_prefix("system:").unwrap_or(name);
+        let valid = !local.is_empty()
+            && local.len() <= 63
+            && local
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !local.starts_with('-')
+            && !local.ends_with('-');
+        valid.then(|| Self(name.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for LogicalClusterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Which logical cluster(s) a request addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterTarget {
+    One(LogicalClusterName),
+    /// `/clusters/*`: every logical cluster of this shard.
+    Wildcard,
+}
+
+/// Why a cluster prefix was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterPathError {
+    #[error("missing logical cluster name after /clusters/")]
+    Missing,
+    /// Workspace paths (`root:org:team`) resolve through Workspaces, which this server does not serve yet.
+    #[error("logical cluster {0:?} not found")]
+    NotFound(String),
+    #[error("invalid logical cluster name {0:?}")]
+    Invalid(String),
+}
+
+/// Splits `/clusters/<name>/rest` into the target and `/rest`; paths without the prefix address `root`.
+pub fn split_cluster(path: &str) -> Result<(ClusterTarget, &str), ClusterPathError> {
+    let Some(after) = path.strip_prefix("/clusters/") else {
+        if path == "/clusters" {
+            return Err(ClusterPathError::Missing);
+        }
+        return Ok((ClusterTarget::One(LogicalClusterName::root()), path));
+    };
+    let (name, rest) = match after.find('/') {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after, ""),
+    };
+    let target = match name {
+        "" => return Err(ClusterPathError::Missing),
+        "*" => ClusterTarget::Wildcard,
+        _ => match LogicalClusterName::parse(name) {
+            Some(name) => ClusterTarget::One(name),
+            None if name.contains(':') => return Err(ClusterPathError::NotFound(name.to_string())),
+            None => return Err(ClusterPathError::Invalid(name.to_string())),
+        },
+    };
+    if rest.starts_with("/clusters/") || rest == "/clusters" {
+        // `/clusters/a/clusters/b` is not a nesting, it is a mistake (upstream answers 404 too).
+        return Err(ClusterPathError::NotFound(rest.to_string()));
+    }
+    Ok((target, if rest.is_empty() { "/" } else { rest }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(name: &str) -> ClusterTarget {
+        ClusterTarget::One(LogicalClusterName::parse(name).unwrap())
+    }
+
+    #[test]
+    fn splits_prefix() {
+        assert_eq!(split_cluster("/api/v1").unwrap(), (one("root"), "/api/v1"));
+        assert_eq!(
+            split_cluster("/clusters/abc/api/v1").unwrap(),
+            (one("abc"), "/api/v1")
+        );
+        assert_eq!(split_cluster("/clusters/abc").unwrap(), (one("abc"), "/"));
+        assert_eq!(
+            split_cluster("/clusters/system:admin/api").unwrap(),
+            (one("system:admin"), "/api")
+        );
+        assert_eq!(
+            split_cluster("/clusters/*/api/v1/configmaps").unwrap().0,
+            ClusterTarget::Wildcard
+        );
+    }
+
+    #[test]
+    fn rejects_bad_prefixes() {
+        assert_eq!(split_cluster("/clusters/"), Err(ClusterPathError::Missing));
+        assert_eq!(split_cluster("/clusters"), Err(ClusterPathError::Missing));
+        assert!(matches!(
+            split_cluster("/clusters/Bad_Name/api"),
+            Err(ClusterPathError::Invalid(_))
+        ));
+        assert!(matches!(
+            split_cluster("/clusters/root:org/api"),
+            Err(ClusterPathError::NotFound(_))
+        ));
+        assert!(matches!(
+            split_cluster("/clusters/a/clusters/a/api"),
+            Err(ClusterPathError::NotFound(_))
+        ));
+    }
+}

@@ -1,0 +1,164 @@
+//! The listener: accept TCP, handshake TLS, serve HTTP/1.1 or HTTP/2 on each connection, and shut
+//! down gracefully (stop accepting, end watches, let in-flight requests finish, close the store).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use kcp_storage::Storage;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::filters::UserInfo;
+use crate::server::{App, ServerConfig};
+use crate::{bootstrap, controllers, tls};
+
+/// A TLS handshake that takes longer than this is abandoned.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    #[error("binding {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("bootstrapping the root logical cluster: {0}")]
+    Bootstrap(kcp_apimachinery::ApiError),
+    #[error("closing the store: {0}")]
+    Close(kcp_storage::StorageError),
+}
+
+/// A bound, bootstrapped API server, ready to [`run`](ApiServer::run).
+pub struct ApiServer {
+    app: Arc<App>,
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    storage: Arc<dyn Storage>,
+}
+
+impl ApiServer {
+    /// Binds the secure port and bootstraps the root logical cluster.
+    pub async fn bind(
+        config: ServerConfig,
+        storage: Arc<dyn Storage>,
+    ) -> Result<ApiServer, ServeError> {
+        let acceptor = TlsAcceptor::from(tls::server_config(&config)?);
+        let address = config.bind_address;
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| ServeError::Bind { address, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { address, source })?;
+        let host = if local.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            local.ip().to_string()
+        };
+        let app = Arc::new(App::new(
+            config,
+            storage.clone(),
+            format!("{host}:{}", local.port()),
+        ));
+        bootstrap::ensure_root(&app.store)
+            .await
+            .map_err(ServeError::Bootstrap)?;
+        app.mark_bootstrapped();
+        Ok(ApiServer {
+            app,
+            listener,
+            acceptor,
+            storage,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until `shutdown` completes, then shuts down gracefully.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
+        let ApiServer {
+            app,
+            listener,
+            acceptor,
+            storage,
+        } = self;
+        let controllers = tokio::spawn(controllers::namespace::run(
+            app.store.clone(),
+            app.shutdown.clone(),
+        ));
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        tracing::warn!(%error, "accepting a connection failed");
+                        continue;
+                    }
+                },
+            };
+            let acceptor = acceptor.clone();
+            let app = app.clone();
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let tls =
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(error)) => {
+                            tracing::debug!(%peer, %error, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    };
+                let user = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|certs| certs.first())
+                    .and_then(UserInfo::from_certificate)
+                    .map(Arc::new);
+                let service = service_fn(move |request| {
+                    let app = app.clone();
+                    let user = user.clone();
+                    async move { Ok::<_, std::convert::Infallible>(app.handle(user, request).await) }
+                });
+                let builder = auto::Builder::new(TokioExecutor::new());
+                let connection = builder
+                    .serve_connection(TokioIo::new(tls), service)
+                    .into_owned();
+                if let Err(error) = watcher.watch(connection).await {
+                    tracing::debug!(%peer, %error, "connection ended with an error");
+                }
+            });
+        }
+        tracing::info!("shutting down: no new connections, ending watches");
+        drop(listener);
+        app.shutdown.cancel();
+        if tokio::time::timeout(app.config.shutdown_grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("in-flight requests did not finish within the grace period");
+        }
+        let _ = controllers.await;
+        storage.close().await.map_err(ServeError::Close)?;
+        tracing::info!("shutdown complete");
+        Ok(())
+    }
+}

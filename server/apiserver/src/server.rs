@@ -1,0 +1,285 @@
+//! The server: shared state ([`App`]), the request pipeline, and the listener's lifecycle.
+//!
+//! Pipeline, outside in: panic guard and access log -> logical-cluster resolution -> request info ->
+//! authentication (client certificate) -> authorization -> health / version / discovery / OpenAPI /
+//! resource handlers. Each step answers with a Kubernetes `Status` when it refuses, so no input
+//! reaches a handler it cannot serve, and no handler failure takes other clients down.
+
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::FutureExt;
+use http::{Method, Request, Response, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use kcp_apimachinery::validation::MAX_REQUEST_BODY_BYTES;
+use kcp_apimachinery::{ApiError, StatusReason};
+use kcp_openapi::OpenApiDocuments;
+use kcp_storage::Storage;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::filters::UserInfo;
+use crate::filters::authorization;
+use crate::handlers::resource::{self, ResourceRequest};
+use crate::handlers::response::{self, Body};
+use crate::handlers::{discovery, health, openapi};
+use crate::registry::Registry;
+use crate::registry::store::RestStore;
+use crate::request::cluster::{ClusterPathError, split_cluster};
+use crate::request::query::Query;
+use crate::request::{ClusterTarget, RequestInfo};
+use crate::storage::ObjectStore;
+
+/// The Kubernetes version this server speaks (its built-in types are those of this release).
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
+
+/// What the API server needs to know, independent of how flags spell it.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind_address: SocketAddr,
+    /// PEM certificate chain and key the server presents.
+    pub serving_cert_chain_pem: String,
+    pub serving_key_pem: String,
+    /// PEM CAs client certificates are verified against; `None` accepts no client certificates.
+    pub client_ca_pem: Option<String>,
+    /// Storage key prefix (`--etcd-prefix`).
+    pub storage_prefix: String,
+    /// Paths anybody may read, authenticated or not (`--authorization-always-allow-paths`).
+    pub always_allow_paths: Vec<String>,
+    /// How long in-flight requests may take to finish after a shutdown signal.
+    pub shutdown_grace: Duration,
+}
+
+/// State shared by every request.
+pub struct App {
+    pub store: RestStore,
+    pub openapi: OpenApiDocuments,
+    /// Cancelled when the server shuts down; watches end on it.
+    pub shutdown: CancellationToken,
+    pub config: ServerConfig,
+    /// The address clients reached us at, for `/api` discovery.
+    pub server_address: String,
+    bootstrapped: AtomicBool,
+}
+
+impl App {
+    pub fn new(config: ServerConfig, storage: Arc<dyn Storage>, server_address: String) -> App {
+        let registry = Arc::new(Registry::builtin());
+        let (definitions, kinds) = kcp_openapi::builtin();
+        App {
+            store: RestStore::new(ObjectStore::new(storage, &config.storage_prefix), registry),
+            openapi: OpenApiDocuments::new(&definitions, &kinds),
+            shutdown: CancellationToken::new(),
+            config,
+            server_address,
+            bootstrapped: AtomicBool::new(false),
+        }
+    }
+
+    pub fn bootstrapped(&self) -> bool {
+        self.bootstrapped.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_bootstrapped(&self) {
+        self.bootstrapped.store(true, Ordering::Release);
+    }
+
+    /// Serves one request: never panics, always answers.
+    pub async fn handle(
+        self: Arc<Self>,
+        user: Option<Arc<UserInfo>>,
+        request: Request<Incoming>,
+    ) -> Response<Body> {
+        let started = Instant::now();
+        let method = request.method().clone();
+        let uri = request.uri().clone();
+        let user_name = user
+            .as_ref()
+            .map_or_else(|| "system:anonymous".to_string(), |u| u.name.clone());
+        let response = match AssertUnwindSafe(self.route(user, request))
+            .catch_unwind()
+            .await
+        {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => response::error(&error),
+            Err(_) => {
+                tracing::error!(%method, %uri, "handler panicked");
+                response::error(&ApiError::internal_error(
+                    "an internal error occurred while serving the request",
+                ))
+            }
+        };
+        tracing::info!(
+            verb = %method,
+            uri = %uri,
+            user = %user_name,
+            status = response.status().as_u16(),
+            latency_us = started.elapsed().as_micros() as u64,
+            "request"
+        );
+        response
+    }
+
+    async fn route(
+        &self,
+        user: Option<Arc<UserInfo>>,
+        request: Request<Incoming>,
+    ) -> Result<Response<Body>, ApiError> {
+        let (parts, body) = request.into_parts();
+        let full_path = parts.uri.path().to_string();
+        let raw_query = parts.uri.query().map(str::to_string);
+        let (cluster, path) = split_cluster(&full_path).map_err(|e| match e {
+            ClusterPathError::Missing | ClusterPathError::Invalid(_) => {
+                ApiError::bad_request(&e.to_string())
+            }
+            ClusterPathError::NotFound(_) => resource::no_such_resource(),
+        })?;
+        let path = path.to_string();
+        let query = Query::parse(raw_query.as_deref());
+        let info = RequestInfo::parse(&parts.method, &path, query.is_watch());
+
+        let always_allowed = !info.is_resource_request
+            && self
+                .config
+                .always_allow_paths
+                .iter()
+                .any(|p| path_matches(p, &path));
+        if !always_allowed {
+            let Some(user) = user else {
+                return Err(ApiError::unauthorized("Unauthorized"));
+            };
+            authorization::authorize(&user, &info, &full_path)?;
+        }
+        let accept = parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+
+        if !info.is_resource_request {
+            if !matches!(parts.method, Method::GET | Method::HEAD) {
+                return Err(ApiError::method_not_supported(
+                    "",
+                    "",
+                    parts.method.as_str(),
+                ));
+            }
+            if let Some(response) = health::serve(self, &path, raw_query.as_deref()).await {
+                return Ok(response);
+            }
+            if path == "/version" {
+                return Ok(response::json(200, &version()));
+            }
+            let base = match &cluster {
+                ClusterTarget::One(name) if full_path.starts_with("/clusters/") => {
+                    format!("/clusters/{name}")
+                }
+                ClusterTarget::Wildcard => "/clusters/*".to_string(),
+                ClusterTarget::One(_) => String::new(),
+            };
+            if let Some(response) = openapi::serve(&self.openapi, &path, accept.as_deref(), &base) {
+                return Ok(response);
+            }
+            if let Some(result) = discovery::serve(
+                self.store.registry(),
+                &path,
+                accept.as_deref(),
+                &self.server_address,
+            ) {
+                return result;
+            }
+            return Err(ApiError {
+                code: 404,
+                reason: StatusReason::NotFound,
+                message: "the server could not find the requested resource".into(),
+                details: None,
+            });
+        }
+
+        let body = read_body(&parts.headers, body).await?;
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        resource::handle(
+            self,
+            ResourceRequest {
+                cluster,
+                info,
+                query,
+                accept,
+                content_type,
+                body,
+            },
+        )
+        .await
+    }
+}
+
+/// `--authorization-always-allow-paths` entries are exact paths or prefixes ending in `*`.
+fn path_matches(pattern: &str, path: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => {
+            pattern == path
+                || path
+                    .strip_prefix(pattern)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        }
+    }
+}
+
+/// Reads a request body, refusing more than kube-apiserver's limit with 413.
+async fn read_body(headers: &http::HeaderMap, body: Incoming) -> Result<Bytes, ApiError> {
+    let too_large =
+        || ApiError::request_entity_too_large(&format!("limit is {MAX_REQUEST_BODY_BYTES}"));
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > MAX_REQUEST_BODY_BYTES) {
+        return Err(too_large());
+    }
+    match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(ApiError::bad_request(&format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+/// `/version`.
+pub fn version() -> serde_json::Value {
+    let (major, minor) = KUBERNETES_VERSION;
+    json!({
+        "major": major,
+        "minor": minor,
+        "gitVersion": format!("v{major}.{minor}.0+kcp-rs-v{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, if std::env::consts::ARCH == "x86_64" { "amd64" } else if std::env::consts::ARCH == "aarch64" { "arm64" } else { std::env::consts::ARCH }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn always_allow_paths() {
+        assert!(path_matches("/healthz", "/healthz"));
+        assert!(path_matches("/healthz", "/healthz/ping"));
+        assert!(!path_matches("/healthz", "/healthzz"));
+        assert!(path_matches("/metrics*", "/metrics/x"));
+    }
+}

@@ -1,0 +1,223 @@
+//! What the process was asked to do, from its whole argument vector.
+//!
+//! kcp is one multi-call binary: upstream images start `/kcp start`, `/kcp-front-proxy` and
+//! `/cache-server`, so an image can link all three names to this file and the program name picks the
+//! component. Under the name `kcp` (or any other name), subcommands pick it instead. Keeping this
+//! decision in one pure function lets tests drive it without spawning processes.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::Path;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::options::StartOptions;
+
+/// A component of upstream kcp that has its own entrypoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    FrontProxy,
+    CacheServer,
+}
+
+impl Component {
+    /// The program name upstream images use for this component.
+    fn program(self) -> &'static str {
+        match self {
+            Component::FrontProxy => "kcp-front-proxy",
+            Component::CacheServer => "cache-server",
+        }
+    }
+
+    fn from_program(path: &OsString) -> Option<Self> {
+        let name = Path::new(path).file_name()?.to_str()?;
+        [Component::FrontProxy, Component::CacheServer]
+            .into_iter()
+            .find(|component| component.program() == name)
+    }
+}
+
+impl fmt::Display for Component {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is not part of this build yet; only `kcp start` is",
+            self.program()
+        )
+    }
+}
+
+/// What to do.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Run a shard.
+    Start(Box<StartOptions>),
+    /// Print this text (`kcp start options`) and exit 0.
+    PrintStartFlags(String),
+    /// A component that this build does not contain.
+    NotBuilt(Component),
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kcp",
+    version,
+    about = "kcp: a multi-tenant Kubernetes control plane",
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: CliCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum CliCommand {
+    /// Run a kcp shard (the root shard by default) with its API server.
+    #[command(args_override_self = true)]
+    Start {
+        #[command(subcommand)]
+        print: Option<StartSubcommand>,
+        #[command(flatten)]
+        options: Box<StartOptions>,
+    },
+    /// The front-proxy (not in this build yet).
+    FrontProxy(ComponentArgs),
+    /// The cache server (not in this build yet).
+    CacheServer(ComponentArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum StartSubcommand {
+    /// Print the flags of `kcp start` and exit.
+    Options,
+}
+
+/// Whatever follows a component's subcommand; it is not interpreted.
+#[derive(Debug, Args)]
+struct ComponentArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    args: Vec<OsString>,
+}
+
+/// Decides what the argument vector (program name first) asks for. Errors are clap's: printing one
+/// and exiting with its code gives usage errors exit code 2, and help and version exit code 0.
+pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
+    if let Some(component) = args.first().and_then(Component::from_program) {
+        return Ok(Invocation::NotBuilt(component));
+    }
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    match cli.command {
+        CliCommand::Start {
+            print: Some(StartSubcommand::Options),
+            ..
+        } => {
+            let mut command = Cli::command();
+            // Building propagates the program name, so the usage line reads `kcp start`.
+            command.build();
+            let help = command
+                .find_subcommand_mut("start")
+                .map(|start| start.render_long_help().to_string())
+                .unwrap_or_default();
+            Ok(Invocation::PrintStartFlags(help))
+        }
+        CliCommand::Start { print: None, .. } => {
+            let start_matches = matches
+                .subcommand_matches("start")
+                .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+            Ok(Invocation::Start(Box::new(StartOptions::from_matches(
+                start_matches,
+            )?)))
+        }
+        CliCommand::FrontProxy(_) => Ok(Invocation::NotBuilt(Component::FrontProxy)),
+        CliCommand::CacheServer(_) => Ok(Invocation::NotBuilt(Component::CacheServer)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn program_name_picks_the_component() {
+        for (program, want) in [
+            ("/kcp-front-proxy", Component::FrontProxy),
+            ("kcp-front-proxy", Component::FrontProxy),
+            ("/usr/local/bin/cache-server", Component::CacheServer),
+        ] {
+            let invocation = parse(args(&[program, "--secure-port=6443"]));
+            assert!(
+                matches!(invocation, Ok(Invocation::NotBuilt(c)) if c == want),
+                "{program}"
+            );
+        }
+    }
+
+    #[test]
+    fn subcommands_pick_the_component() {
+        let invocation = parse(args(&["/kcp", "front-proxy", "--mapping-file=/x"]));
+        assert!(matches!(
+            invocation,
+            Ok(Invocation::NotBuilt(Component::FrontProxy))
+        ));
+        let invocation = parse(args(&["kcp", "cache-server"]));
+        assert!(matches!(
+            invocation,
+            Ok(Invocation::NotBuilt(Component::CacheServer))
+        ));
+        assert_eq!(
+            Component::CacheServer.to_string(),
+            "cache-server is not part of this build yet; only `kcp start` is"
+        );
+    }
+
+    #[test]
+    fn start_options_prints_the_flags() {
+        let Ok(Invocation::PrintStartFlags(text)) = parse(args(&["kcp", "start", "options"]))
+        else {
+            panic!("kcp start options must print the flags");
+        };
+        assert!(text.contains("Usage: kcp start"), "{text}");
+        for flag in [
+            "--root-directory",
+            "--batteries-included",
+            "--etcd-servers",
+            "-v, --v",
+        ] {
+            assert!(text.contains(flag), "{flag} missing from:\n{text}");
+        }
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_help_exits_0() {
+        let exit_code = |list: &[&str]| match parse(args(list)) {
+            Err(err) => err.exit_code(),
+            Ok(invocation) => panic!("{list:?} parsed as {invocation:?}"),
+        };
+        assert_eq!(exit_code(&["kcp", "start", "--no-such-flag"]), 2);
+        assert_eq!(exit_code(&["kcp", "stop"]), 2);
+        assert_eq!(exit_code(&["kcp"]), 2);
+        assert_eq!(exit_code(&["kcp", "start", "--secure-port=70000"]), 2);
+        assert_eq!(exit_code(&["kcp", "start", "--help"]), 0);
+        assert_eq!(exit_code(&["kcp", "--version"]), 0);
+    }
+
+    #[test]
+    fn start_parses_into_options() {
+        let Ok(Invocation::Start(options)) = parse(args(&["kcp", "start", "--shard-name=alpha"]))
+        else {
+            panic!("kcp start must parse");
+        };
+        assert_eq!(options.shard_name, "alpha");
+    }
+}

@@ -1,0 +1,315 @@
+//! The admin kubeconfig `kcp start` writes, shaped like upstream kcp's.
+//!
+//! Tutorials, scripts and kubectl plugins written for upstream kcp switch between its contexts by
+//! name (`root` for the root workspace, `base` for the server without a workspace, `system:admin`),
+//! so the file keeps those names and `root` as the current context. Credentials and the CA are
+//! embedded, so the file works from any directory and can be copied as one piece; because it then
+//! holds a private key it is written like one (see [`crate::private_file`]).
+
+use std::net::{IpAddr, Ipv6Addr};
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::Serialize;
+
+use crate::pki::ServingMaterial;
+use crate::private_file::{self, PrivateFileError};
+
+/// Why the admin kubeconfig could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("rendering the admin kubeconfig: {0}")]
+    Render(#[from] yaml_serde::Error),
+    #[error(transparent)]
+    Write(#[from] PrivateFileError),
+}
+
+/// The host clients use for a server bound to `bind_address`: `localhost` for wildcard and
+/// loopback addresses (it is in the serving certificate and works for IPv4 and IPv6), otherwise the
+/// address itself.
+pub fn server_host(bind_address: IpAddr) -> String {
+    if bind_address.is_unspecified() || bind_address.is_loopback() {
+        "localhost".to_owned()
+    } else {
+        bind_address.to_string()
+    }
+}
+
+/// Writes the admin kubeconfig for a server reachable at `server_host:port` (pass the port the
+/// listener actually bound, which differs from the flag with `--secure-port=0`).
+pub fn write(
+    path: &Path,
+    material: &ServingMaterial,
+    server_host: &str,
+    port: u16,
+) -> Result<(), KubeconfigError> {
+    if material.admin_client.is_none() {
+        tracing::warn!(
+            kubeconfig = %path.display(),
+            "no admin client certificate (--client-ca-file names a CA whose key kcp does not have): \
+             the admin kubeconfig carries no credentials"
+        );
+    }
+    let yaml = render(material, server_host, port)?;
+    private_file::write(path, yaml.as_bytes())?;
+    tracing::info!(kubeconfig = %path.display(), "wrote admin kubeconfig");
+    Ok(())
+}
+
+const USER: &str = "admin";
+
+fn render(
+    material: &ServingMaterial,
+    server_host: &str,
+    port: u16,
+) -> Result<String, yaml_serde::Error> {
+    let host = match server_host.parse::<Ipv6Addr>() {
+        Ok(ip) => format!("[{ip}]"),
+        Err(_) => server_host.to_owned(),
+    };
+    let base_url = format!("https://{host}:{port}");
+    let ca_data = STANDARD.encode(&material.server_ca_pem);
+    let cluster = |name: &'static str, server: String| NamedCluster {
+        name,
+        cluster: Cluster {
+            server,
+            certificate_authority_data: ca_data.clone(),
+        },
+    };
+    let context = |name: &'static str, cluster: &'static str| NamedContext {
+        name,
+        context: Context {
+            cluster,
+            user: USER,
+        },
+    };
+    let config = Config {
+        api_version: "v1",
+        kind: "Config",
+        clusters: vec![
+            cluster("base", base_url.clone()),
+            cluster("root", format!("{base_url}/clusters/root")),
+        ],
+        contexts: vec![
+            context("base", "base"),
+            context("root", "root"),
+            context("system:admin", "base"),
+        ],
+        current_context: "root",
+        users: vec![NamedUser {
+            name: USER,
+            user: User {
+                client_certificate_data: material
+                    .admin_client
+                    .as_ref()
+                    .map(|admin| STANDARD.encode(&admin.cert_pem)),
+                client_key_data: material
+                    .admin_client
+                    .as_ref()
+                    .map(|admin| STANDARD.encode(&admin.key_pem)),
+            },
+        }],
+    };
+    yaml_serde::to_string(&config)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct Config {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    clusters: Vec<NamedCluster>,
+    contexts: Vec<NamedContext>,
+    current_context: &'static str,
+    users: Vec<NamedUser>,
+}
+
+#[derive(Serialize)]
+struct NamedCluster {
+    name: &'static str,
+    cluster: Cluster,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct Cluster {
+    server: String,
+    certificate_authority_data: String,
+}
+
+#[derive(Serialize)]
+struct NamedContext {
+    name: &'static str,
+    context: Context,
+}
+
+#[derive(Serialize)]
+struct Context {
+    cluster: &'static str,
+    user: &'static str,
+}
+
+#[derive(Serialize)]
+struct NamedUser {
+    name: &'static str,
+    user: User,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct User {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_certificate_data: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_key_data: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pki::PemPair;
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
+
+    fn material(admin: bool) -> ServingMaterial {
+        ServingMaterial {
+            serving_cert_chain_pem: "serving".into(),
+            serving_key_pem: "serving key".into(),
+            client_ca_pem: None,
+            server_ca_pem: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n".into(),
+            admin_client: admin.then(|| PemPair {
+                cert_pem: "admin cert".into(),
+                key_pem: "admin key".into(),
+            }),
+        }
+    }
+
+    fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .output()
+            .expect("kubectl must be installed (/usr/bin/kubectl)");
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    #[test]
+    fn host_follows_the_bind_address() {
+        assert_eq!(server_host("0.0.0.0".parse().unwrap()), "localhost");
+        assert_eq!(server_host("::".parse().unwrap()), "localhost");
+        assert_eq!(server_host("127.0.0.1".parse().unwrap()), "localhost");
+        assert_eq!(server_host("10.1.2.3".parse().unwrap()), "10.1.2.3");
+        assert_eq!(server_host("fd00::1".parse().unwrap()), "fd00::1");
+    }
+
+    #[test]
+    fn kubectl_reads_the_upstream_contexts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/admin.kubeconfig");
+        write(&path, &material(true), "localhost", 6443).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+
+        let view: serde_json::Value =
+            serde_json::from_str(&kubectl(&path, &["config", "view", "--raw", "-o", "json"]))
+                .unwrap();
+        assert_eq!(view["current-context"], "root");
+        let clusters: Vec<(String, String)> = view["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let ca = STANDARD
+                    .decode(c["cluster"]["certificate-authority-data"].as_str().unwrap())
+                    .unwrap();
+                assert_eq!(String::from_utf8(ca).unwrap(), material(true).server_ca_pem);
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["cluster"]["server"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            clusters,
+            [
+                ("base".to_owned(), "https://localhost:6443".to_owned()),
+                (
+                    "root".to_owned(),
+                    "https://localhost:6443/clusters/root".to_owned()
+                ),
+            ]
+        );
+        let contexts: Vec<(String, String, String)> = view["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["context"]["cluster"].as_str().unwrap().to_owned(),
+                    c["context"]["user"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String, String)> =
+            [("base", "base"), ("root", "root"), ("system:admin", "base")]
+                .iter()
+                .map(|(name, cluster)| ((*name).into(), (*cluster).into(), "admin".into()))
+                .collect();
+        assert_eq!(contexts, expected);
+        let user = &view["users"][0];
+        assert_eq!(user["name"], "admin");
+        let decode = |field: &str| {
+            String::from_utf8(
+                STANDARD
+                    .decode(user["user"][field].as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(decode("client-certificate-data"), "admin cert");
+        assert_eq!(decode("client-key-data"), "admin key");
+
+        let names = kubectl(&path, &["config", "get-contexts", "-o", "name"]);
+        assert_eq!(
+            names.lines().collect::<Vec<_>>(),
+            ["base", "root", "system:admin"]
+        );
+        let current = kubectl(&path, &["config", "current-context"]);
+        assert_eq!(current.trim(), "root");
+    }
+
+    #[test]
+    fn ipv6_hosts_are_bracketed_and_missing_credentials_omitted() {
+        let yaml = render(&material(false), "fd00::1", 0).unwrap();
+        assert!(
+            yaml.contains("server: https://[fd00::1]:0/clusters/root"),
+            "{yaml}"
+        );
+        assert!(!yaml.contains("client-certificate-data"), "{yaml}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.kubeconfig");
+        write(&path, &material(false), "fd00::1", 6443).unwrap();
+        let server = kubectl(
+            &path,
+            &[
+                "config",
+                "view",
+                "-o",
+                "jsonpath={.clusters[?(@.name==\"base\")].cluster.server}",
+            ],
+        );
+        assert_eq!(server, "https://[fd00::1]:6443");
+    }
+}

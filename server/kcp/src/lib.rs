@@ -1,0 +1,10 @@
+//! The kcp server binary's library: command line, options, PKI bootstrap, admin kubeconfig and the
+//! `start` entry point. `main.rs` only dispatches, so everything here is testable in-process.
+
+pub mod cli;
+pub mod kubeconfig;
+pub mod logging;
+pub mod options;
+pub mod pki;
+mod private_file;
+pub mod start;

@@ -1,0 +1,61 @@
+//! `kcp`: a multi-call binary (see [`kcp::cli`]). Exit codes: 0 clean, 1 runtime error, 2 bad
+//! command line or flags.
+
+use std::process::ExitCode;
+
+use kcp::cli::{self, Invocation};
+use kcp::logging;
+use kcp::options::StartOptions;
+
+const RUNTIME_ERROR: u8 = 1;
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    match cli::parse(std::env::args_os().collect()) {
+        Err(err) => {
+            // Printing can only fail when stderr is gone; the exit code still tells.
+            let _ = err.print();
+            ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(USAGE_ERROR))
+        }
+        Ok(Invocation::NotBuilt(component)) => {
+            eprintln!("error: {component}");
+            ExitCode::from(USAGE_ERROR)
+        }
+        Ok(Invocation::PrintStartFlags(text)) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Ok(Invocation::Start(options)) => start(*options),
+    }
+}
+
+fn start(options: StartOptions) -> ExitCode {
+    if let Err(err) = logging::init(options.logging_format, options.verbosity) {
+        eprintln!("error: {err}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    let options = match options.validate() {
+        Ok(options) => options,
+        Err(err) => {
+            tracing::error!("invalid flags: {err}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!("starting the async runtime: {err}");
+            return ExitCode::from(RUNTIME_ERROR);
+        }
+    };
+    match runtime.block_on(kcp::start::run(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err}");
+            ExitCode::from(RUNTIME_ERROR)
+        }
+    }
+}

@@ -1,0 +1,733 @@
+//! The flags of `kcp start`, spelled as upstream kcp spells them, and their validation.
+//!
+//! Compatibility is the point: kcp-operator renders a fixed set of flags into every shard Deployment
+//! (`kcp-operator.md` sections 2.5-2.6), users add their own through `extraArgs`, and both must start
+//! this server unchanged. So every such flag parses here with upstream's syntax (`--flag=value` and
+//! `--flag value`, Go booleans, comma lists, Go durations, last occurrence wins) and unknown flags
+//! fail, as in upstream. Flags whose features are not built yet are still validated and reported
+//! (see [`inactive`]).
+//!
+//! Parsing (clap) checks each value's syntax; [`StartOptions::validate`] checks what needs several
+//! flags or the file system and yields the [`ValidatedOptions`] the rest of the server reads.
+
+pub mod batteries;
+pub mod duration;
+mod inactive;
+pub mod values;
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
+use http::Uri;
+use kcp_storage::StorageConfig;
+use kcp_storage::etcd::EtcdConfig;
+
+use crate::logging::LoggingFormat;
+use batteries::{Batteries, BatteriesError, Battery};
+
+/// File name of the embedded store under `--root-directory`.
+pub const EMBEDDED_STORE_FILE: &str = "store.redb";
+/// File name of the admin kubeconfig under `--root-directory` (unless `--kubeconfig-path`).
+pub const ADMIN_KUBECONFIG_FILE: &str = "admin.kubeconfig";
+
+/// `--storage-backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StorageBackend {
+    /// A single file under `--root-directory`.
+    Embedded,
+    /// An etcd v3 cluster at `--etcd-servers`.
+    Etcd3,
+}
+
+/// `--tls-min-version`, with Go's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TlsVersion {
+    #[value(name = "VersionTLS10")]
+    Tls10,
+    #[value(name = "VersionTLS11")]
+    Tls11,
+    #[value(name = "VersionTLS12")]
+    Tls12,
+    #[value(name = "VersionTLS13")]
+    Tls13,
+}
+
+/// API version of a SubjectAccessReview or TokenReview webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WebhookVersion {
+    V1beta1,
+    V1,
+}
+
+/// `--audit-webhook-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditWebhookMode {
+    Batch,
+    Blocking,
+    BlockingStrict,
+}
+
+/// Every flag of `kcp start`. Field docs are the help texts.
+#[derive(Debug, Clone, Args)]
+pub struct StartOptions {
+    // ---- secure serving ----
+    /// IP address to listen on (0.0.0.0 or :: for all interfaces).
+    #[arg(long, default_value = "0.0.0.0", help_heading = "Secure serving")]
+    pub bind_address: IpAddr,
+    /// HTTPS port (0 picks a free port).
+    #[arg(long, default_value_t = 6443, help_heading = "Secure serving")]
+    pub secure_port: u16,
+    /// Directory for generated serving certificates (not used yet: they go to --root-directory).
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub cert_dir: Option<PathBuf>,
+    /// Serving certificate (PEM, leaf first); generated under --root-directory when not given.
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file.
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Lowest TLS version to accept.
+    #[arg(long, help_heading = "Secure serving")]
+    pub tls_min_version: Option<TlsVersion>,
+    /// Comma-separated TLS cipher suites (Go names).
+    #[arg(long, value_delimiter = ',', value_parser = values::cipher_suite, help_heading = "Secure serving")]
+    pub tls_cipher_suites: Vec<String>,
+    /// Time to keep serving after SIGTERM before shutting down.
+    #[arg(long, default_value = "0s", value_parser = duration::parse, help_heading = "Secure serving")]
+    pub shutdown_delay_duration: Duration,
+
+    // ---- authentication ----
+    /// CA bundle that client certificates are verified against (user = CN, groups = O).
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub client_ca_file: Option<PathBuf>,
+    /// CA bundle for front-proxy client certificates that carry identity in request headers.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// Comma-separated common names allowed to send request-header identity.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    pub requestheader_allowed_names: Vec<String>,
+    /// Comma-separated headers carrying the user name.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    pub requestheader_username_headers: Vec<String>,
+    /// Comma-separated headers carrying groups.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    pub requestheader_group_headers: Vec<String>,
+    /// Comma-separated header prefixes carrying extra user information.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// Comma-separated headers carrying the user's UID.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    pub requestheader_uid_headers: Vec<String>,
+    /// CSV file of static bearer tokens.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub token_auth_file: Option<PathBuf>,
+    /// Treat unauthenticated requests as system:anonymous.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Authentication")]
+    pub anonymous_auth: bool,
+    /// OIDC issuer URL (https).
+    #[arg(long, value_parser = values::https_url, help_heading = "Authentication")]
+    pub oidc_issuer_url: Option<Uri>,
+    /// OIDC client ID (required with --oidc-issuer-url).
+    #[arg(long, help_heading = "Authentication")]
+    pub oidc_client_id: Option<String>,
+    /// CA bundle of the OIDC issuer.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub oidc_ca_file: Option<PathBuf>,
+    /// JWT claim holding the user name.
+    #[arg(long, default_value = "sub", help_heading = "Authentication")]
+    pub oidc_username_claim: String,
+    /// Prefix for OIDC user names.
+    #[arg(long, help_heading = "Authentication")]
+    pub oidc_username_prefix: Option<String>,
+    /// JWT claim holding the groups.
+    #[arg(long, help_heading = "Authentication")]
+    pub oidc_groups_claim: Option<String>,
+    /// Prefix for OIDC group names.
+    #[arg(long, help_heading = "Authentication")]
+    pub oidc_groups_prefix: Option<String>,
+    /// Comma-separated key=value claims every token must carry.
+    #[arg(long, value_delimiter = ',', value_parser = values::key_value, help_heading = "Authentication")]
+    pub oidc_required_claim: Vec<(String, String)>,
+    /// Comma-separated accepted JOSE signing algorithms.
+    #[arg(long, value_delimiter = ',', default_values = ["RS256"], value_parser = values::signing_alg,
+        help_heading = "Authentication")]
+    pub oidc_signing_algs: Vec<String>,
+    /// Kubeconfig of a TokenReview webhook.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+    /// How long to cache TokenReview answers.
+    #[arg(long, default_value = "2m", value_parser = duration::parse, help_heading = "Authentication")]
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// TokenReview API version of the webhook.
+    #[arg(long, default_value = "v1beta1", help_heading = "Authentication")]
+    pub authentication_token_webhook_version: WebhookVersion,
+    /// Public key (or certificate) that verifies service account tokens; repeatable.
+    #[arg(long, value_parser = values::path, action = ArgAction::Append, help_heading = "Service accounts")]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// Private key the service account controller signs tokens with.
+    #[arg(long, value_parser = values::path, help_heading = "Service accounts")]
+    pub service_account_private_key_file: Option<PathBuf>,
+    /// Private key the token issuer signs service account tokens with.
+    #[arg(long, value_parser = values::path, help_heading = "Service accounts")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// Issuer of service account tokens; repeatable, the first one signs.
+    #[arg(long, action = ArgAction::Append, help_heading = "Service accounts")]
+    pub service_account_issuer: Vec<String>,
+    /// Check that a service account token's objects still exist.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Service accounts")]
+    pub service_account_lookup: bool,
+    /// CA put into service account token secrets as ca.crt.
+    #[arg(long, value_parser = values::path, help_heading = "Service accounts")]
+    pub root_ca_file: Option<PathBuf>,
+
+    // ---- authorization ----
+    /// Comma-separated paths anyone may request.
+    #[arg(long, value_delimiter = ',', default_values = ["/healthz", "/readyz", "/livez"],
+        help_heading = "Authorization")]
+    pub authorization_always_allow_paths: Vec<String>,
+    /// Kubeconfig of a SubjectAccessReview webhook.
+    #[arg(long, value_parser = values::path, help_heading = "Authorization")]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// SubjectAccessReview API version of the webhook.
+    #[arg(long, default_value = "v1beta1", help_heading = "Authorization")]
+    pub authorization_webhook_version: WebhookVersion,
+    /// How long to cache allowed webhook answers.
+    #[arg(long, default_value = "5m", value_parser = duration::parse, help_heading = "Authorization")]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long to cache denied webhook answers.
+    #[arg(long, default_value = "30s", value_parser = duration::parse, help_heading = "Authorization")]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+
+    // ---- audit ----
+    /// Audit policy file.
+    #[arg(long, value_parser = values::path, help_heading = "Auditing")]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Audit log file ("-" for stdout).
+    #[arg(long, value_parser = values::path, help_heading = "Auditing")]
+    pub audit_log_path: Option<PathBuf>,
+    /// Kubeconfig of the audit webhook.
+    #[arg(long, value_parser = values::path, help_heading = "Auditing")]
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// How audit events reach the webhook.
+    #[arg(long, default_value = "batch", help_heading = "Auditing")]
+    pub audit_webhook_mode: AuditWebhookMode,
+    /// Events buffered before batching.
+    #[arg(long, default_value_t = 10000, help_heading = "Auditing")]
+    pub audit_webhook_batch_buffer_size: u32,
+    /// Largest batch.
+    #[arg(long, default_value_t = 400, help_heading = "Auditing")]
+    pub audit_webhook_batch_max_size: u32,
+    /// Longest wait before sending a partial batch.
+    #[arg(long, default_value = "30s", value_parser = duration::parse, help_heading = "Auditing")]
+    pub audit_webhook_batch_max_wait: Duration,
+    /// Throttle batch sending.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Auditing")]
+    pub audit_webhook_batch_throttle_enable: bool,
+    /// Batches per second when throttled.
+    #[arg(long, default_value_t = 10.0, help_heading = "Auditing")]
+    pub audit_webhook_batch_throttle_qps: f32,
+    /// Batch burst when throttled.
+    #[arg(long, default_value_t = 15, help_heading = "Auditing")]
+    pub audit_webhook_batch_throttle_burst: u32,
+    /// First retry backoff.
+    #[arg(long, default_value = "10s", value_parser = duration::parse, help_heading = "Auditing")]
+    pub audit_webhook_initial_backoff: Duration,
+    /// Truncate events and batches that are too large.
+    #[arg(long, default_value = "false", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Auditing")]
+    pub audit_webhook_truncate_enabled: bool,
+    /// Largest batch in bytes when truncating.
+    #[arg(long, default_value_t = 10_485_760, help_heading = "Auditing")]
+    pub audit_webhook_truncate_max_batch_size: u32,
+    /// Largest event in bytes when truncating. (`--audit-webhook-truncate-max-event-sizes` is
+    /// accepted too: kcp-operator renders that misspelling.)
+    #[arg(
+        long,
+        default_value_t = 102_400,
+        alias = "audit-webhook-truncate-max-event-sizes",
+        help_heading = "Auditing"
+    )]
+    pub audit_webhook_truncate_max_event_size: u32,
+    /// Event API version sent to the webhook.
+    #[arg(long, default_value = "audit.k8s.io/v1", value_parser = values::audit_version,
+        help_heading = "Auditing")]
+    pub audit_webhook_version: String,
+
+    // ---- storage ----
+    /// Storage backend; defaults to embedded without --etcd-servers and etcd3 with them.
+    #[arg(long, help_heading = "Storage")]
+    pub storage_backend: Option<StorageBackend>,
+    /// Comma-separated etcd URLs; selects etcd instead of the embedded store.
+    #[arg(long, value_delimiter = ',', value_parser = values::etcd_server, help_heading = "Storage")]
+    pub etcd_servers: Vec<String>,
+    /// First segment of every storage key.
+    #[arg(long, default_value = "/registry", help_heading = "Storage")]
+    pub etcd_prefix: String,
+    /// CA bundle of the etcd servers.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// Client key for etcd.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// How often old revisions are compacted (0 disables).
+    #[arg(long, default_value = "5m", value_parser = duration::parse, help_heading = "Storage")]
+    pub etcd_compaction_interval: Duration,
+
+    // ---- kcp ----
+    /// Directory for generated files (store, certificates, admin kubeconfig); empty generates none.
+    #[arg(long, value_parser = values::path, default_value = ".kcp", help_heading = "kcp")]
+    pub root_directory: PathBuf,
+    /// Where to write the admin kubeconfig (default <root-directory>/admin.kubeconfig).
+    #[arg(long, value_parser = values::path, help_heading = "kcp")]
+    pub kubeconfig_path: Option<PathBuf>,
+    /// Comma-separated batteries (admin, metrics-viewer, user, workspace-types), or +x/-x changes to
+    /// the defaults.
+    #[arg(long, value_delimiter = ',', default_values = ["admin", "workspace-types"], help_heading = "kcp")]
+    pub batteries_included: Vec<String>,
+    /// Comma-separated Name=true|false feature gates.
+    #[arg(long, value_delimiter = ',', value_parser = values::feature_gate, help_heading = "kcp")]
+    pub feature_gates: Vec<(String, bool)>,
+    /// Name of this shard; "root" hosts the root workspace.
+    #[arg(long, default_value = "root", help_heading = "Sharding")]
+    pub shard_name: String,
+    /// URL other shards and the front-proxy use to reach this shard.
+    #[arg(long, value_parser = values::url, help_heading = "Sharding")]
+    pub shard_base_url: Option<Uri>,
+    /// URL users see for workspaces on this shard (usually the front-proxy).
+    #[arg(long, value_parser = values::url, help_heading = "Sharding")]
+    pub shard_external_url: Option<Uri>,
+    /// URL of this shard's virtual workspaces.
+    #[arg(long, value_parser = values::url, help_heading = "Sharding")]
+    pub shard_virtual_workspace_url: Option<Uri>,
+    /// CA bundle of an external virtual workspace server.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub shard_virtual_workspace_ca_file: Option<PathBuf>,
+    /// Client certificate towards other shards and components.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub shard_client_cert_file: Option<PathBuf>,
+    /// Key of --shard-client-cert-file.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub shard_client_key_file: Option<PathBuf>,
+    /// Public host name of kcp (also added to the generated serving certificate).
+    #[arg(long, value_parser = values::hostname, help_heading = "Sharding")]
+    pub external_hostname: Option<String>,
+    /// Kubeconfig of an external cache server (default: in-process).
+    #[arg(long, value_parser = values::path, alias = "cache-server-kubeconfig-file", help_heading = "Sharding")]
+    pub cache_kubeconfig: Option<PathBuf>,
+    /// Admin kubeconfig of the root shard (non-root shards).
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub root_shard_kubeconfig_file: Option<PathBuf>,
+    /// Kubeconfig with credentials for peer shards.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub shard_kubeconfig_file: Option<PathBuf>,
+    /// Kubeconfig the workspace scheduler uses to create logical clusters on target shards.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub logical_cluster_admin_kubeconfig: Option<PathBuf>,
+    /// Kubeconfig pointing at the front-proxy for cross-shard operations.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub external_logical_cluster_admin_kubeconfig: Option<PathBuf>,
+    /// Client certificate for re-entering the front-proxy for mounted workspaces.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub mount_proxy_client_cert_file: Option<PathBuf>,
+    /// Key of --mount-proxy-client-cert-file.
+    #[arg(long, value_parser = values::path, help_heading = "Sharding")]
+    pub mount_proxy_client_key_file: Option<PathBuf>,
+    /// Serve virtual workspaces in this process.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Sharding")]
+    pub run_virtual_workspaces: bool,
+
+    // ---- controllers ----
+    /// Run the in-process controllers.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Controllers")]
+    pub run_controllers: bool,
+    /// Elect one replica to run the controllers.
+    #[arg(long, default_value = "false", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Controllers")]
+    pub enable_leader_election: bool,
+    /// Namespace of the leader election lease.
+    #[arg(long, default_value = "kube-system", help_heading = "Controllers")]
+    pub leader_election_namespace: String,
+    /// Name of the leader election lease.
+    #[arg(long, default_value = "kcp-controllers", help_heading = "Controllers")]
+    pub leader_election_name: String,
+    /// Create home workspaces for users on first access.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Controllers")]
+    pub enable_home_workspaces: bool,
+
+    // ---- logging ----
+    /// Log format.
+    #[arg(long, default_value = "text", help_heading = "Logging")]
+    pub logging_format: LoggingFormat,
+    /// Log verbosity (0-1 info, 2-4 debug, 5+ trace); RUST_LOG overrides it.
+    #[arg(
+        short = 'v',
+        long = "v",
+        value_name = "LEVEL",
+        default_value_t = 0,
+        help_heading = "Logging"
+    )]
+    pub verbosity: u32,
+
+    /// Long names of the flags given on the command line (filled by [`StartOptions::from_matches`]).
+    #[arg(skip)]
+    given: BTreeSet<String>,
+}
+
+/// Why the flags of `kcp start` do not make a runnable configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionsError {
+    #[error("--{flag}={}: {source}", path.display())]
+    Unreadable {
+        flag: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--{flag}={}: not a file", path.display())]
+    NotAFile { flag: &'static str, path: PathBuf },
+    #[error("--{given} needs --{missing} too")]
+    Unpaired {
+        given: &'static str,
+        missing: &'static str,
+    },
+    #[error("--batteries-included: {0}")]
+    Batteries(#[from] BatteriesError),
+    #[error("--storage-backend=etcd3 needs --etcd-servers")]
+    EtcdWithoutServers,
+    #[error("--storage-backend=embedded conflicts with --etcd-servers")]
+    EmbeddedWithEtcdServers,
+    #[error("--{0} is only used with --etcd-servers")]
+    EtcdFlagWithoutEtcd(&'static str),
+    #[error(
+        "the embedded store lives under --root-directory, which is empty: give a directory or --etcd-servers"
+    )]
+    EmbeddedWithoutRootDirectory,
+    #[error("--shard-name must not be empty")]
+    EmptyShardName,
+    #[error("shard {0:?} is not the root shard and needs --cache-kubeconfig")]
+    NonRootWithoutCache(String),
+    #[error("--logical-cluster-admin-kubeconfig needs --shard-external-url")]
+    LogicalClusterAdminWithoutExternalUrl,
+    #[error("--oidc-issuer-url and --oidc-client-id must be given together")]
+    OidcIncomplete,
+    #[error("--audit-webhook-batch-throttle-qps must be greater than 0")]
+    AuditThrottleQps,
+}
+
+impl StartOptions {
+    /// Reads the options from `start`'s matches and records which flags the command line gave.
+    pub fn from_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut options = Self::from_arg_matches(matches)?;
+        let command = Self::augment_args(clap::Command::new("start"));
+        options.given = command
+            .get_arguments()
+            .filter(|arg| {
+                matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine)
+            })
+            .filter_map(|arg| arg.get_long().map(str::to_owned))
+            .collect();
+        Ok(options)
+    }
+
+    /// Checks everything clap cannot: files, flags that need each other, the storage choice.
+    pub fn validate(self) -> Result<ValidatedOptions, OptionsError> {
+        self.check_files()?;
+        for (cert, key) in [
+            ("tls-cert-file", "tls-private-key-file"),
+            ("shard-client-cert-file", "shard-client-key-file"),
+            (
+                "mount-proxy-client-cert-file",
+                "mount-proxy-client-key-file",
+            ),
+            ("etcd-certfile", "etcd-keyfile"),
+        ] {
+            self.check_pair(cert, key)?;
+        }
+        let batteries = Batteries::resolve(&self.batteries_included)?;
+        let root_directory = non_empty(Some(&self.root_directory));
+        let storage = self.storage_config(root_directory.as_deref())?;
+
+        let shard_name = self.shard_name.trim().to_owned();
+        if shard_name.is_empty() {
+            return Err(OptionsError::EmptyShardName);
+        }
+        if shard_name != "root" && non_empty(self.cache_kubeconfig.as_ref()).is_none() {
+            return Err(OptionsError::NonRootWithoutCache(shard_name));
+        }
+        if non_empty(self.logical_cluster_admin_kubeconfig.as_ref()).is_some()
+            && self.shard_external_url.is_none()
+        {
+            return Err(OptionsError::LogicalClusterAdminWithoutExternalUrl);
+        }
+        let oidc_client_id = self.oidc_client_id.as_deref().unwrap_or("").trim();
+        if self.oidc_issuer_url.is_some() == oidc_client_id.is_empty() {
+            return Err(OptionsError::OidcIncomplete);
+        }
+        if self.audit_webhook_batch_throttle_enable && self.audit_webhook_batch_throttle_qps <= 0.0
+        {
+            return Err(OptionsError::AuditThrottleQps);
+        }
+
+        let admin_kubeconfig_path = if batteries.contains(Battery::Admin) {
+            non_empty(self.kubeconfig_path.as_ref()).or_else(|| {
+                root_directory
+                    .as_ref()
+                    .map(|dir| dir.join(ADMIN_KUBECONFIG_FILE))
+            })
+        } else {
+            None
+        };
+        let tls = match (
+            non_empty(self.tls_cert_file.as_ref()),
+            non_empty(self.tls_private_key_file.as_ref()),
+        ) {
+            (Some(cert_file), Some(key_file)) => Some(CertKeyFiles {
+                cert_file,
+                key_file,
+            }),
+            _ => None,
+        };
+        Ok(ValidatedOptions {
+            bind_address: self.bind_address,
+            secure_port: self.secure_port,
+            tls,
+            client_ca_file: non_empty(self.client_ca_file.as_ref()),
+            root_directory,
+            admin_kubeconfig_path,
+            shard_name,
+            shard_base_url: self.shard_base_url,
+            shard_external_url: self.shard_external_url,
+            external_hostname: self.external_hostname,
+            batteries,
+            etcd_prefix: self.etcd_prefix,
+            etcd_compaction_interval: self.etcd_compaction_interval,
+            storage,
+            inactive: inactive::given_but_inactive(&self.given),
+        })
+    }
+
+    /// Input files that must exist when given, by flag name.
+    fn input_files(&self) -> Vec<(&'static str, &Path)> {
+        let single = [
+            ("cache-kubeconfig", &self.cache_kubeconfig),
+            ("client-ca-file", &self.client_ca_file),
+            ("etcd-cafile", &self.etcd_cafile),
+            ("etcd-certfile", &self.etcd_certfile),
+            ("etcd-keyfile", &self.etcd_keyfile),
+            (
+                "external-logical-cluster-admin-kubeconfig",
+                &self.external_logical_cluster_admin_kubeconfig,
+            ),
+            (
+                "logical-cluster-admin-kubeconfig",
+                &self.logical_cluster_admin_kubeconfig,
+            ),
+            (
+                "mount-proxy-client-cert-file",
+                &self.mount_proxy_client_cert_file,
+            ),
+            (
+                "mount-proxy-client-key-file",
+                &self.mount_proxy_client_key_file,
+            ),
+            ("oidc-ca-file", &self.oidc_ca_file),
+            (
+                "requestheader-client-ca-file",
+                &self.requestheader_client_ca_file,
+            ),
+            ("root-ca-file", &self.root_ca_file),
+            (
+                "root-shard-kubeconfig-file",
+                &self.root_shard_kubeconfig_file,
+            ),
+            (
+                "service-account-private-key-file",
+                &self.service_account_private_key_file,
+            ),
+            (
+                "service-account-signing-key-file",
+                &self.service_account_signing_key_file,
+            ),
+            ("shard-client-cert-file", &self.shard_client_cert_file),
+            ("shard-client-key-file", &self.shard_client_key_file),
+            ("shard-kubeconfig-file", &self.shard_kubeconfig_file),
+            (
+                "shard-virtual-workspace-ca-file",
+                &self.shard_virtual_workspace_ca_file,
+            ),
+            ("tls-cert-file", &self.tls_cert_file),
+            ("tls-private-key-file", &self.tls_private_key_file),
+            ("token-auth-file", &self.token_auth_file),
+            ("audit-policy-file", &self.audit_policy_file),
+            ("audit-webhook-config-file", &self.audit_webhook_config_file),
+            (
+                "authentication-token-webhook-config-file",
+                &self.authentication_token_webhook_config_file,
+            ),
+            (
+                "authorization-webhook-config-file",
+                &self.authorization_webhook_config_file,
+            ),
+        ];
+        let singles = single.into_iter().filter_map(|(flag, path)| {
+            path.as_deref()
+                .filter(|path| !path.as_os_str().is_empty())
+                .map(|path| (flag, path))
+        });
+        let repeated = self
+            .service_account_key_file
+            .iter()
+            .filter(|path| !path.as_os_str().is_empty())
+            .map(|path| ("service-account-key-file", path.as_path()));
+        singles.chain(repeated).collect()
+    }
+
+    fn check_files(&self) -> Result<(), OptionsError> {
+        for (flag, path) in self.input_files() {
+            let metadata = std::fs::metadata(path).map_err(|source| OptionsError::Unreadable {
+                flag,
+                path: path.to_owned(),
+                source,
+            })?;
+            if !metadata.is_file() {
+                return Err(OptionsError::NotAFile {
+                    flag,
+                    path: path.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn check_pair(&self, cert: &'static str, key: &'static str) -> Result<(), OptionsError> {
+        let given: BTreeSet<&str> = self
+            .input_files()
+            .into_iter()
+            .map(|(flag, _)| flag)
+            .collect();
+        match (given.contains(cert), given.contains(key)) {
+            (true, false) => Err(OptionsError::Unpaired {
+                given: cert,
+                missing: key,
+            }),
+            (false, true) => Err(OptionsError::Unpaired {
+                given: key,
+                missing: cert,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn storage_config(&self, root_directory: Option<&Path>) -> Result<StorageConfig, OptionsError> {
+        let servers: Vec<String> = self
+            .etcd_servers
+            .iter()
+            .filter(|server| !server.is_empty())
+            .cloned()
+            .collect();
+        let backend = match (self.storage_backend, servers.is_empty()) {
+            (Some(StorageBackend::Etcd3), true) => return Err(OptionsError::EtcdWithoutServers),
+            (Some(StorageBackend::Embedded), false) => {
+                return Err(OptionsError::EmbeddedWithEtcdServers);
+            }
+            (_, true) => StorageBackend::Embedded,
+            (_, false) => StorageBackend::Etcd3,
+        };
+        match backend {
+            StorageBackend::Etcd3 => Ok(StorageConfig::Etcd(EtcdConfig {
+                servers,
+                ca_file: non_empty(self.etcd_cafile.as_ref()),
+                cert_file: non_empty(self.etcd_certfile.as_ref()),
+                key_file: non_empty(self.etcd_keyfile.as_ref()),
+            })),
+            StorageBackend::Embedded => {
+                for (flag, path) in [
+                    ("etcd-cafile", &self.etcd_cafile),
+                    ("etcd-certfile", &self.etcd_certfile),
+                    ("etcd-keyfile", &self.etcd_keyfile),
+                ] {
+                    if non_empty(path.as_ref()).is_some() {
+                        return Err(OptionsError::EtcdFlagWithoutEtcd(flag));
+                    }
+                }
+                let directory = root_directory.ok_or(OptionsError::EmbeddedWithoutRootDirectory)?;
+                Ok(StorageConfig::Embedded {
+                    path: directory.join(EMBEDDED_STORE_FILE),
+                })
+            }
+        }
+    }
+}
+
+/// An empty path flag (`--tls-cert-file=`) means "not given", as an empty string does in pflag.
+fn non_empty(path: Option<&PathBuf>) -> Option<PathBuf> {
+    path.filter(|path| !path.as_os_str().is_empty()).cloned()
+}
+
+/// A certificate file and its private key file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertKeyFiles {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+/// The validated configuration of `kcp start`: only what active features read, typed.
+#[derive(Debug, Clone)]
+pub struct ValidatedOptions {
+    /// `--bind-address`.
+    pub bind_address: IpAddr,
+    /// `--secure-port` (0: the listener picks one).
+    pub secure_port: u16,
+    /// `--tls-cert-file` and `--tls-private-key-file`; `None` means generate.
+    pub tls: Option<CertKeyFiles>,
+    /// `--client-ca-file`; `None` means a generated client CA (when the admin battery is on).
+    pub client_ca_file: Option<PathBuf>,
+    /// `--root-directory`; `None` when empty (nothing is written to disk).
+    pub root_directory: Option<PathBuf>,
+    /// Where the admin kubeconfig goes: `--kubeconfig-path` or `<root-directory>/admin.kubeconfig`,
+    /// `None` when the admin battery is off or there is nowhere to write.
+    pub admin_kubeconfig_path: Option<PathBuf>,
+    /// `--shard-name`.
+    pub shard_name: String,
+    /// `--shard-base-url`.
+    pub shard_base_url: Option<Uri>,
+    /// `--shard-external-url`.
+    pub shard_external_url: Option<Uri>,
+    /// `--external-hostname`, host only.
+    pub external_hostname: Option<String>,
+    /// `--batteries-included`, resolved.
+    pub batteries: Batteries,
+    /// `--etcd-prefix`: the first segment of every storage key, whichever the backend.
+    pub etcd_prefix: String,
+    /// `--etcd-compaction-interval` (zero disables compaction).
+    pub etcd_compaction_interval: Duration,
+    storage: StorageConfig,
+    inactive: Vec<&'static str>,
+}
+
+impl ValidatedOptions {
+    /// The store to open: embedded at `<root-directory>/store.redb` unless `--etcd-servers`.
+    pub fn storage_config(&self) -> StorageConfig {
+        self.storage.clone()
+    }
+
+    /// Flags given on the command line whose features are not built yet (long names).
+    pub fn inactive_flags(&self) -> &[&'static str] {
+        &self.inactive
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

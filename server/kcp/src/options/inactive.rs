@@ -1,0 +1,96 @@
+//! The one list of `kcp start` flags that are accepted and validated but whose features are not
+//! built yet.
+//!
+//! kcp-operator renders all of them for every shard, so refusing them would keep its Deployments
+//! from starting; ignoring them silently would hide that, say, OIDC is not enforced. `kcp start`
+//! names the given ones in a single log line instead. Each later feature deletes its flags here.
+
+use std::collections::BTreeSet;
+
+/// Long names (without `--`) of flags whose features are not active yet.
+pub(super) const NOT_YET_ACTIVE: &[&str] = &[
+    // authentication beyond client certificates
+    "anonymous-auth",
+    "authentication-token-webhook-cache-ttl",
+    "authentication-token-webhook-config-file",
+    "authentication-token-webhook-version",
+    "oidc-ca-file",
+    "oidc-client-id",
+    "oidc-groups-claim",
+    "oidc-groups-prefix",
+    "oidc-issuer-url",
+    "oidc-required-claim",
+    "oidc-signing-algs",
+    "oidc-username-claim",
+    "oidc-username-prefix",
+    "requestheader-allowed-names",
+    "requestheader-client-ca-file",
+    "requestheader-extra-headers-prefix",
+    "requestheader-group-headers",
+    "requestheader-uid-headers",
+    "requestheader-username-headers",
+    "token-auth-file",
+    // service accounts
+    "root-ca-file",
+    "service-account-issuer",
+    "service-account-key-file",
+    "service-account-lookup",
+    "service-account-private-key-file",
+    "service-account-signing-key-file",
+    // authorization beyond system:masters
+    "authorization-always-allow-paths",
+    "authorization-webhook-cache-authorized-ttl",
+    "authorization-webhook-cache-unauthorized-ttl",
+    "authorization-webhook-config-file",
+    "authorization-webhook-version",
+    // audit
+    "audit-log-path",
+    "audit-policy-file",
+    "audit-webhook-batch-buffer-size",
+    "audit-webhook-batch-max-size",
+    "audit-webhook-batch-max-wait",
+    "audit-webhook-batch-throttle-burst",
+    "audit-webhook-batch-throttle-enable",
+    "audit-webhook-batch-throttle-qps",
+    "audit-webhook-config-file",
+    "audit-webhook-initial-backoff",
+    "audit-webhook-mode",
+    "audit-webhook-truncate-enabled",
+    "audit-webhook-truncate-max-batch-size",
+    "audit-webhook-truncate-max-event-size",
+    "audit-webhook-version",
+    // sharding, cache server, virtual workspaces, mounts
+    "cache-kubeconfig",
+    "external-logical-cluster-admin-kubeconfig",
+    "logical-cluster-admin-kubeconfig",
+    "mount-proxy-client-cert-file",
+    "mount-proxy-client-key-file",
+    "root-shard-kubeconfig-file",
+    "run-virtual-workspaces",
+    "shard-client-cert-file",
+    "shard-client-key-file",
+    "shard-kubeconfig-file",
+    "shard-virtual-workspace-ca-file",
+    "shard-virtual-workspace-url",
+    // controllers and tenancy
+    "enable-home-workspaces",
+    "enable-leader-election",
+    "feature-gates",
+    "leader-election-name",
+    "leader-election-namespace",
+    "run-controllers",
+    // serving details not wired into the TLS listener yet
+    "cert-dir",
+    "shutdown-delay-duration",
+    "tls-cipher-suites",
+    "tls-min-version",
+];
+
+/// The inactive flags among `given` (long names), in the order of [`NOT_YET_ACTIVE`].
+pub(super) fn given_but_inactive(given: &BTreeSet<String>) -> Vec<&'static str> {
+    NOT_YET_ACTIVE
+        .iter()
+        .copied()
+        .filter(|flag| given.contains(*flag))
+        .collect()
+}

@@ -1,0 +1,98 @@
+//! `kcp start`: bring a shard up from validated options and serve until SIGTERM/SIGINT.
+//!
+//! Order matters for users: the admin kubeconfig is written only once the port is bound (so it names
+//! the real port, also with `--secure-port=0`) and the root logical cluster exists, so a script that
+//! waits for the file can use it at once.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::kubeconfig::{self, KubeconfigError};
+use crate::options::ValidatedOptions;
+use crate::pki::{self, PkiError};
+
+/// How long in-flight requests may take after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Why `kcp start` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    #[error("opening the store: {0}")]
+    Storage(#[from] kcp_storage::StorageError),
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("installing signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Runs the shard until it is told to stop.
+pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
+    if !options.inactive_flags().is_empty() {
+        warn!(flags = %options.inactive_flags().join(","), "flags accepted but not active yet in this build");
+    }
+    let storage_config = options.storage_config();
+    info!(shard = %options.shard_name, batteries = %options.batteries, storage = ?storage_config, "starting");
+    let material = pki::bootstrap(&options)?;
+    let storage = kcp_storage::open(&storage_config).await?;
+
+    let stop_compactor = CancellationToken::new();
+    let compactor = (!options.etcd_compaction_interval.is_zero()).then(|| {
+        tokio::spawn(kcp_storage::compactor::run(
+            storage.clone(),
+            options.etcd_compaction_interval,
+            stop_compactor.clone(),
+        ))
+    });
+
+    let config = ServerConfig {
+        bind_address: SocketAddr::new(options.bind_address, options.secure_port),
+        serving_cert_chain_pem: material.serving_cert_chain_pem.clone(),
+        serving_key_pem: material.serving_key_pem.clone(),
+        client_ca_pem: material.client_ca_pem.clone(),
+        storage_prefix: options.etcd_prefix.clone(),
+        always_allow_paths: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
+        shutdown_grace: SHUTDOWN_GRACE,
+    };
+    let server = ApiServer::bind(config, storage).await?;
+    let port = server
+        .local_addr()
+        .map_or(options.secure_port, |a| a.port());
+    if let Some(path) = &options.admin_kubeconfig_path {
+        kubeconfig::write(
+            path,
+            &material,
+            &kubeconfig::server_host(options.bind_address),
+            port,
+        )?;
+    }
+    info!(address = %SocketAddr::new(options.bind_address, port), "serving");
+    let signals = shutdown_signal().map_err(StartError::Signals)?;
+    let result = server.run(signals).await;
+    stop_compactor.cancel();
+    if let Some(compactor) = compactor {
+        let _ = compactor.await;
+    }
+    result?;
+    Ok(())
+}
+
+/// Completes on the first SIGTERM or SIGINT.
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => info!("received SIGTERM"),
+            _ = int.recv() => info!("received SIGINT"),
+        }
+    })
+}

@@ -1,0 +1,263 @@
+//! The embedded backend: the whole store in one redb file, so a single binary is a control plane.
+//!
+//! The pieces, each in its own module: `schema` lays out the file (versions, change log, garbage
+//! index, counters), `reads` serves ranges and change-log windows from one snapshot, `writer` is the
+//! one thread that batches writes into durable commits, and `watch` turns the change log plus the
+//! writer's fan-out into watch streams. This module ties them together behind [`Storage`].
+//!
+//! redb is synchronous, so reads run on tokio's blocking pool and writes on the writer thread; the
+//! async runtime never waits on disk I/O.
+
+mod reads;
+mod schema;
+mod watch;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use redb::{Database, ReadTransaction, ReadableDatabase};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tracing::info;
+
+use self::schema::{VERSIONS, live_at};
+use self::writer::{Batch, Op, Published};
+use crate::{
+    KeyValue, RangeRequest, RangeResponse, Result, Revision, Storage, StorageError, WatchStream,
+};
+
+/// A [`Storage`] kept in a single redb file. Cheap to share behind an `Arc`; [`Storage::close`]
+/// releases the file so it can be opened again.
+#[derive(Debug)]
+pub struct EmbeddedStore {
+    inner: Arc<Inner>,
+}
+
+/// What the store and its watch streams share.
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    /// `None` once closed.
+    open: RwLock<Option<Open>>,
+    published: Arc<Published>,
+}
+
+/// The resources of an open store.
+#[derive(Debug)]
+struct Open {
+    db: Arc<Database>,
+    ops: mpsc::Sender<Op>,
+    events: broadcast::Sender<Batch>,
+    writer: std::thread::JoinHandle<()>,
+}
+
+impl From<redb::Error> for StorageError {
+    fn from(error: redb::Error) -> Self {
+        StorageError::Unavailable(format!("embedded store: {error}"))
+    }
+}
+
+fn closed() -> StorageError {
+    StorageError::Unavailable("the embedded store is closed".to_owned())
+}
+
+fn task_failed(error: tokio::task::JoinError) -> StorageError {
+    StorageError::Unavailable(format!("embedded store task failed: {error}"))
+}
+
+impl EmbeddedStore {
+    /// Opens the store in the file at `path`, creating the file and its parent directories when
+    /// missing. Everything committed before is there again: keys, revisions, compaction point.
+    pub async fn open(path: &Path) -> Result<EmbeddedStore> {
+        let path = path.to_owned();
+        tokio::task::spawn_blocking(move || Self::open_blocking(path))
+            .await
+            .map_err(task_failed)?
+    }
+
+    fn open_blocking(path: PathBuf) -> Result<EmbeddedStore> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                StorageError::Config(format!("cannot create directory {}: {e}", parent.display()))
+            })?;
+        }
+        let db = Database::create(&path).map_err(|e| {
+            StorageError::Unavailable(format!(
+                "cannot open embedded store {}: {e}",
+                path.display()
+            ))
+        })?;
+        let db = Arc::new(db);
+        let handle = writer::spawn(db.clone())?;
+        info!(
+            path = %path.display(),
+            revision = handle.published.revision.load(Ordering::SeqCst),
+            "opened embedded store"
+        );
+        let open = Open {
+            db,
+            ops: handle.ops,
+            events: handle.events,
+            writer: handle.thread,
+        };
+        let inner = Inner {
+            path,
+            open: RwLock::new(Some(open)),
+            published: handle.published,
+        };
+        Ok(EmbeddedStore {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+impl Inner {
+    /// Runs `f` on the open store's resources, or fails when the store is closed.
+    fn with_open<T>(&self, f: impl FnOnce(&Open) -> T) -> Result<T> {
+        let guard = self.open.read().map_err(|_| closed())?;
+        guard.as_ref().map(f).ok_or_else(closed)
+    }
+
+    /// Runs a read on a fresh snapshot, on the blocking pool.
+    async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&ReadTransaction) -> Result<Result<T>, redb::Error> + Send + 'static,
+    {
+        let db = self.with_open(|open| open.db.clone())?;
+        let read = move || -> Result<Result<T>, redb::Error> { f(&db.begin_read()?) };
+        tokio::task::spawn_blocking(read)
+            .await
+            .map_err(task_failed)??
+    }
+
+    /// Queues a mutation for the writer and waits until it is committed (or failed).
+    async fn submit<T>(&self, op: impl FnOnce(oneshot::Sender<Result<T>>) -> Op) -> Result<T> {
+        let ops = self.with_open(|open| open.ops.clone())?;
+        let (reply, answer) = oneshot::channel();
+        ops.send(op(reply)).await.map_err(|_| closed())?;
+        answer.await.map_err(|_| {
+            StorageError::Unavailable("the embedded store writer dropped the operation".to_owned())
+        })?
+    }
+
+    /// The latest committed revision counters, once the store is known to be open.
+    fn published(&self, counter: impl FnOnce(&Published) -> Revision) -> Result<Revision> {
+        self.with_open(|_| counter(&self.published))
+    }
+}
+
+#[async_trait]
+impl Storage for EmbeddedStore {
+    async fn current_revision(&self) -> Result<Revision> {
+        self.inner.published(|p| p.revision.load(Ordering::SeqCst))
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        let key = key.to_owned();
+        self.inner
+            .read(move |txn| {
+                Ok(Ok(live_at(
+                    &txn.open_table(VERSIONS)?,
+                    &key,
+                    Revision::MAX,
+                )?))
+            })
+            .await
+    }
+
+    async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
+        self.inner
+            .read(move |txn| reads::range(txn, &request))
+            .await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+        let key = key.to_owned();
+        self.inner
+            .submit(|reply| Op::Create { key, value, reply })
+            .await
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
+        let key = key.to_owned();
+        self.inner
+            .submit(|reply| Op::Update {
+                key,
+                value,
+                expected,
+                reply,
+            })
+            .await
+    }
+
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<(KeyValue, Revision)> {
+        let key = key.to_owned();
+        self.inner
+            .submit(|reply| Op::Delete {
+                key,
+                expected,
+                reply,
+            })
+            .await
+    }
+
+    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream> {
+        // Subscribe before reading the counters: every commit after them reaches the subscription.
+        let live = self.inner.with_open(|open| open.events.subscribe())?;
+        let current = self.inner.published.revision.load(Ordering::SeqCst);
+        let compacted = self.inner.published.compacted.load(Ordering::SeqCst);
+        if from == 0 {
+            return Ok(watch::stream(
+                self.inner.clone(),
+                prefix,
+                current + 1,
+                live,
+                false,
+            ));
+        }
+        if from < compacted {
+            return Err(StorageError::Compacted {
+                requested: from,
+                compacted,
+            });
+        }
+        Ok(watch::stream(self.inner.clone(), prefix, from, live, true))
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        self.inner
+            .submit(|reply| Op::Compact { revision, reply })
+            .await
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision> {
+        self.inner.published(|p| p.compacted.load(Ordering::SeqCst))
+    }
+
+    async fn close(&self) -> Result<()> {
+        let open = self.inner.open.write().map_err(|_| closed())?.take();
+        let Some(Open {
+            db,
+            ops,
+            events,
+            writer,
+        }) = open
+        else {
+            return Ok(());
+        };
+        // The writer stops once the last queue sender is gone and releases the file when it does.
+        drop((db, ops, events));
+        tokio::task::spawn_blocking(move || writer.join())
+            .await
+            .map_err(task_failed)?
+            .map_err(|_| {
+                StorageError::Unavailable("the embedded store writer panicked".to_owned())
+            })?;
+        info!(path = %self.inner.path.display(), "closed embedded store");
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! Throwaway TLS material for an etcd that demands client certificates.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+
+/// PEM files written into a directory: a CA, a server certificate for 127.0.0.1/localhost and a
+/// client certificate, all signed by the CA.
+pub struct TlsFiles {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+pub fn write_tls_files(dir: &Path) -> TlsFiles {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "kcp-storage test CA");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+
+    let leaf = |sans: Vec<String>, name: &str, usage: ExtendedKeyUsagePurpose| {
+        let mut params = CertificateParams::new(sans).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![usage];
+        params.use_authority_key_identifier_extension = true;
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let server = leaf(
+        vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
+        "etcd",
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    let client = leaf(Vec::new(), "kcp", ExtendedKeyUsagePurpose::ClientAuth);
+
+    let write = |name: &str, pem: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, pem).unwrap();
+        path
+    };
+    TlsFiles {
+        ca: write("ca.pem", &ca.pem()),
+        server_cert: write("server.pem", &server.0),
+        server_key: write("server-key.pem", &server.1),
+        client_cert: write("client.pem", &client.0),
+        client_key: write("client-key.pem", &client.1),
+    }
+}
