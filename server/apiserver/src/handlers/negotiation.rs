@@ -4,7 +4,7 @@
 //! ask for `as=PartialObjectMetadata(List)`; humans with curl may ask for YAML. Anything we cannot
 //! produce is `406`, anything we cannot read is `415`, as kube-apiserver answers.
 
-use kcp_apimachinery::ApiError;
+use kcp_apimachinery::{ApiError, protobuf};
 
 use crate::registry::table::IncludeObject;
 
@@ -16,6 +16,8 @@ pub enum Output {
     Table(IncludeObject),
     /// `PartialObjectMetadata` for objects, `PartialObjectMetadataList` for lists.
     PartialMetadata,
+    /// Kubernetes protobuf, which typed clients ask for first (JSON when a kind has no encoding).
+    Protobuf,
 }
 
 /// One media range of an Accept header, with its parameters.
@@ -92,6 +94,7 @@ pub fn negotiate(accept: Option<&str>, include_object: Option<&str>) -> Result<O
             }
             (e, None) if is_json(e) => return Ok(Output::Json),
             ("application/yaml", None) => return Ok(Output::Yaml),
+            (protobuf::CONTENT_TYPE, None) => return Ok(Output::Protobuf),
             _ => continue,
         }
     }
@@ -107,6 +110,7 @@ pub fn negotiate(accept: Option<&str>, include_object: Option<&str>) -> Result<O
 pub enum BodyFormat {
     Json,
     Yaml,
+    Protobuf,
 }
 
 pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
@@ -114,6 +118,7 @@ pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
     match essence.as_str() {
         "application/json" | "" => Ok(BodyFormat::Json),
         "application/yaml" => Ok(BodyFormat::Yaml),
+        protobuf::CONTENT_TYPE => Ok(BodyFormat::Protobuf),
         other => Err(ApiError::unsupported_media_type(other)),
     }
 }
@@ -138,18 +143,22 @@ pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
     }
 }
 
-/// Decodes a JSON or YAML body into a JSON value.
+/// Decodes a JSON, YAML or Kubernetes protobuf body into a JSON value.
 pub fn decode_body(format: BodyFormat, body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    let unknown = |e: &dyn std::fmt::Display| {
+        ApiError::bad_request(&format!(
+            "the body of the request was in an unknown format: {e}"
+        ))
+    };
     match format {
-        BodyFormat::Json => serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(&format!(
-                "the body of the request was in an unknown format: {e}"
-            ))
-        }),
-        BodyFormat::Yaml => yaml_serde::from_slice(body).map_err(|e| {
-            ApiError::bad_request(&format!(
-                "the body of the request was in an unknown format: {e}"
-            ))
+        BodyFormat::Json => serde_json::from_slice(body).map_err(|e| unknown(&e)),
+        BodyFormat::Yaml => yaml_serde::from_slice(body).map_err(|e| unknown(&e)),
+        BodyFormat::Protobuf => protobuf::decode(body).map_err(|e| {
+            if e.is_unsupported() {
+                ApiError::unsupported_media_type(protobuf::CONTENT_TYPE)
+            } else {
+                unknown(&e)
+            }
         }),
     }
 }
@@ -219,5 +228,11 @@ mod tests {
             400
         );
         assert_eq!(decode_body(BodyFormat::Yaml, b"a: 1\n").unwrap()["a"], 1);
+        assert_eq!(
+            decode_body(BodyFormat::Protobuf, b"k8s\0garbage")
+                .unwrap_err()
+                .code,
+            400
+        );
     }
 }

@@ -5,6 +5,7 @@ use kcp_apimachinery::{ApiError, FieldError, meta};
 use serde_json::{Value, json};
 
 use super::Resolved;
+use crate::handlers::negotiation;
 use crate::handlers::response::Body;
 use crate::registry::store::{DeleteOptions, Deleted};
 use crate::request::query::ListOptions;
@@ -15,11 +16,8 @@ fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
     let body: Value = if r.request.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
-        serde_json::from_slice(&r.request.body).map_err(|e| {
-            ApiError::bad_request(&format!(
-                "the body of the request was in an unknown format: {e}"
-            ))
-        })?
+        let format = negotiation::body_format(r.request.content_type.as_deref())?;
+        negotiation::decode_body(format, &r.request.body)?
     };
     let query = &r.request.query;
     let dry_run = match body.get("dryRun").and_then(Value::as_array) {

@@ -1,7 +1,7 @@
 //! Rendering objects and lists in the negotiated encoding (JSON, YAML, Table, PartialObjectMetadata).
 
 use http::Response;
-use kcp_apimachinery::{ApiError, meta};
+use kcp_apimachinery::{ApiError, meta, protobuf};
 use serde_json::{Value, json};
 
 use super::Resolved;
@@ -21,6 +21,7 @@ impl Resolved<'_> {
     pub fn render_object(&self, code: u16, object: Value) -> Result<Response<Body>, ApiError> {
         Ok(match self.output()? {
             Output::Json => response::json(code, &object),
+            Output::Protobuf => protobuf_or_json(code, &object),
             Output::Yaml => response::yaml(code, &object),
             Output::PartialMetadata => {
                 response::json(code, &table::partial_object_metadata(&object))
@@ -50,6 +51,7 @@ impl Resolved<'_> {
                 )
             }
             Output::Json => response::json(200, &self.list_object(items, metadata)),
+            Output::Protobuf => protobuf_or_json(200, &self.list_object(items, metadata)),
             Output::Yaml => response::yaml(200, &self.list_object(items, metadata)),
         })
     }
@@ -72,5 +74,13 @@ impl Resolved<'_> {
             metadata,
             include,
         )
+    }
+}
+
+/// Protobuf when the kind has an encoding, JSON otherwise (clients asking for protobuf accept JSON).
+fn protobuf_or_json(code: u16, object: &Value) -> Response<Body> {
+    match protobuf::encode(object) {
+        Ok(bytes) => response::bytes(code, protobuf::CONTENT_TYPE, bytes),
+        Err(_) => response::json(code, object),
     }
 }

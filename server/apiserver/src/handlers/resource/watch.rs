@@ -14,7 +14,7 @@ use futures::{StreamExt, stream};
 use http::{Response, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use kcp_apimachinery::{ApiError, meta};
+use kcp_apimachinery::{ApiError, meta, protobuf};
 use kcp_storage::Revision;
 use rand::Rng;
 use serde_json::{Value, json};
@@ -52,6 +52,9 @@ impl Encoder {
                 )
             }
             Output::PartialMetadata => table::partial_object_metadata(object),
+            Output::Protobuf => {
+                return Bytes::from(protobuf::encode_watch_event(kind, object).unwrap_or_default());
+            }
             Output::Json | Output::Yaml => object.clone(),
         };
         line(&json!({"type": kind, "object": object}))
@@ -94,8 +97,10 @@ fn filtered(change: &Change, keep: &dyn Fn(&Value) -> bool) -> Option<ChangeType
 
 pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = ListOptions::parse(&r.request.query)?;
+    // Watches stream JSON lines, or length-delimited protobuf frames for kinds with an encoding.
     let output = match r.output()? {
         Output::Yaml => Output::Json,
+        Output::Protobuf if !protobuf::supports(&r.rt.api_version(), &r.rt.kind) => Output::Json,
         other => other,
     };
     let keep = r.selector(&options)?;
