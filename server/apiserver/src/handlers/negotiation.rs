@@ -189,7 +189,7 @@ mod tests {
                 None
             )
             .unwrap(),
-            Output::Json
+            Output::Protobuf
         );
         assert_eq!(
             negotiate(
@@ -200,9 +200,11 @@ mod tests {
             Output::PartialMetadata
         );
         assert_eq!(
-            negotiate(Some("application/vnd.kubernetes.protobuf"), None)
-                .unwrap_err()
-                .code,
+            negotiate(Some("application/vnd.kubernetes.protobuf"), None).unwrap(),
+            Output::Protobuf
+        );
+        assert_eq!(
+            negotiate(Some("application/cbor"), None).unwrap_err().code,
             406
         );
         assert_eq!(negotiate(Some("text/html"), None).unwrap_err().code, 406);
