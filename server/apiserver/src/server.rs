@@ -31,6 +31,7 @@ use crate::handlers::{discovery, health, openapi};
 use crate::registry::Registry;
 use crate::registry::store::RestStore;
 use crate::request::cluster::{ClusterPathError, split_cluster};
+use crate::request::path::percent_decode;
 use crate::request::query::Query;
 use crate::request::{ClusterTarget, RequestInfo};
 use crate::storage::ObjectStore;
@@ -131,7 +132,9 @@ impl App {
         request: Request<Incoming>,
     ) -> Result<Response<Body>, ApiError> {
         let (parts, body) = request.into_parts();
-        let full_path = parts.uri.path().to_string();
+        let full_path = percent_decode(parts.uri.path()).ok_or_else(|| {
+            ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
+        })?;
         let raw_query = parts.uri.query().map(str::to_string);
         let (cluster, path) = split_cluster(&full_path).map_err(|e| match e {
             ClusterPathError::Missing | ClusterPathError::Invalid(_) => {

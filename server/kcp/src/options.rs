@@ -513,6 +513,7 @@ impl StartOptions {
             batteries,
             etcd_prefix: self.etcd_prefix,
             etcd_compaction_interval: self.etcd_compaction_interval,
+            authorization_always_allow_paths: self.authorization_always_allow_paths,
             storage,
             inactive: inactive::given_but_inactive(&self.given),
         })
@@ -713,6 +714,8 @@ pub struct ValidatedOptions {
     pub etcd_prefix: String,
     /// `--etcd-compaction-interval` (zero disables compaction).
     pub etcd_compaction_interval: Duration,
+    /// `--authorization-always-allow-paths`: non-resource paths anybody may read.
+    pub authorization_always_allow_paths: Vec<String>,
     storage: StorageConfig,
     inactive: Vec<&'static str>,
 }

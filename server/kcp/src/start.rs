@@ -58,7 +58,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         serving_key_pem: material.serving_key_pem.clone(),
         client_ca_pem: material.client_ca_pem.clone(),
         storage_prefix: options.etcd_prefix.clone(),
-        always_allow_paths: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
+        always_allow_paths: options.authorization_always_allow_paths.clone(),
         shutdown_grace: SHUTDOWN_GRACE,
     };
     let server = ApiServer::bind(config, storage).await?;

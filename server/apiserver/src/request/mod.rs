@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod info;
+pub mod path;
 pub mod query;
 
 pub use cluster::{ClusterTarget, LogicalClusterName};

@@ -38,7 +38,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "service-account-private-key-file",
     "service-account-signing-key-file",
     // authorization beyond system:masters
-    "authorization-always-allow-paths",
     "authorization-webhook-cache-authorized-ttl",
     "authorization-webhook-cache-unauthorized-ttl",
     "authorization-webhook-config-file",

@@ -534,6 +534,7 @@ fn aliases_report_the_canonical_flag() {
 #[test]
 fn every_flag_is_classified() {
     const ACTIVE: &[&str] = &[
+        "authorization-always-allow-paths",
         "batteries-included",
         "bind-address",
         "client-ca-file",
