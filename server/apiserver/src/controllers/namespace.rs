@@ -84,16 +84,7 @@ async fn watch_namespaces(
         .all_clusters()
         .to_string();
     let page = store
-        .list(
-            &namespaces,
-            ListRequest {
-                prefix: &prefix,
-                revision: 0,
-                limit: 0,
-                continuation: None,
-            },
-            &|_| true,
-        )
+        .list(&namespaces, ListRequest::everything(&prefix), &|_| true)
         .await?;
     for namespace in page
         .items
@@ -139,16 +130,7 @@ async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiErr
             .keys(&rt.storage_group, &rt.plural)
             .scope(cluster, Some(name));
         let page = store
-            .list(
-                rt,
-                ListRequest {
-                    prefix: &prefix,
-                    revision: 0,
-                    limit: 0,
-                    continuation: None,
-                },
-                &|_| true,
-            )
+            .list(rt, ListRequest::everything(&prefix), &|_| true)
             .await?;
         for object in page.items {
             let object_name = meta::name(&object).unwrap_or_default().to_string();

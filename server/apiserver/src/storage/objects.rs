@@ -49,6 +49,18 @@ pub struct ListRequest<'a> {
     pub continuation: Option<Continuation>,
 }
 
+impl<'a> ListRequest<'a> {
+    /// Everything under a prefix at the latest revision, in one page.
+    pub fn everything(prefix: &'a str) -> Self {
+        ListRequest {
+            prefix,
+            revision: 0,
+            limit: 0,
+            continuation: None,
+        }
+    }
+}
+
 /// A change to an object, as a watch reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeType {

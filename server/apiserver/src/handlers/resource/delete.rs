@@ -104,16 +104,7 @@ pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiEr
     let page = r
         .app
         .store
-        .list(
-            &r.rt,
-            ListRequest {
-                prefix: &prefix,
-                revision: 0,
-                limit: 0,
-                continuation: None,
-            },
-            &keep,
-        )
+        .list(&r.rt, ListRequest::everything(&prefix), &keep)
         .await?;
     let at = r.location()?;
     let mut deleted = Vec::new();

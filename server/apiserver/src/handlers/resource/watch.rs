@@ -130,16 +130,7 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     };
     if send_initial {
         let page = store
-            .list(
-                &rt,
-                ListRequest {
-                    prefix: &prefix,
-                    revision: 0,
-                    limit: 0,
-                    continuation: None,
-                },
-                &keep,
-            )
+            .list(&rt, ListRequest::everything(&prefix), &keep)
             .await?;
         start = page.revision;
         initial = page.items;

@@ -8,11 +8,33 @@ use serde_json::{Value, json};
 use super::Resolved;
 use crate::handlers::negotiation::{self, PatchType};
 use crate::handlers::response::Body;
+use crate::registry::store::UpdateFn;
 use crate::request::query::WriteOptions;
 
 impl Resolved<'_> {
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
         WriteOptions::parse(&self.request.query)
+    }
+
+    /// Runs an update computed from the current object and renders the result.
+    async fn update_with(
+        &self,
+        build: &UpdateFn<'_>,
+        subresource: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Response<Body>, ApiError> {
+        let store = &self.app.store;
+        let updated = store
+            .update(
+                &self.rt,
+                self.location()?,
+                self.name(),
+                build,
+                subresource,
+                dry_run,
+            )
+            .await?;
+        self.render_object(200, updated)
     }
 
     fn body_object(&self) -> Result<Value, ApiError> {
@@ -69,19 +91,7 @@ pub async fn update(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let body = r.body_object()?;
     let subresource = r.request.info.subresource.as_deref();
     let build = |current: &Value| Ok(merge_subresource(subresource, current, &body));
-    let updated = r
-        .app
-        .store
-        .update(
-            &r.rt,
-            r.location()?,
-            r.name(),
-            &build,
-            subresource,
-            options.dry_run,
-        )
-        .await?;
-    r.render_object(200, updated)
+    r.update_with(&build, subresource, options.dry_run).await
 }
 
 pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
@@ -125,19 +135,7 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
             None => patched,
         })
     };
-    let patched = r
-        .app
-        .store
-        .update(
-            &r.rt,
-            r.location()?,
-            r.name(),
-            &build,
-            subresource,
-            options.dry_run,
-        )
-        .await?;
-    r.render_object(200, patched)
+    r.update_with(&build, subresource, options.dry_run).await
 }
 
 #[cfg(test)]
