@@ -78,11 +78,7 @@ async fn watch_namespaces(
     let Some(namespaces) = store.registry().lookup("", "v1", "namespaces").cloned() else {
         return Ok(());
     };
-    let prefix = store
-        .objects()
-        .keys("", "namespaces")
-        .all_clusters()
-        .to_string();
+    let prefix = store.keys(&namespaces).all_clusters().to_string();
     let page = store
         .list(&namespaces, ListRequest::everything(&prefix), &|_| true)
         .await?;
@@ -125,10 +121,7 @@ async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiErr
         if !seen_storage.insert((rt.storage_group.clone(), rt.plural.clone())) {
             continue;
         }
-        let prefix = store
-            .objects()
-            .keys(&rt.storage_group, &rt.plural)
-            .scope(cluster, Some(name));
+        let prefix = store.keys(rt).scope(cluster, Some(name));
         let page = store
             .list(rt, ListRequest::everything(&prefix), &|_| true)
             .await?;

@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 use kcp_apimachinery::validation::NameRule;
 use kcp_apimachinery::{FieldError, meta};
+
+use crate::storage::KeyLayout;
 use serde_json::Value;
 
 pub use table::Column;
@@ -91,6 +93,8 @@ pub struct ResourceType {
     pub subresources: Vec<String>,
     /// The group whose storage holds the objects (differs from `group` only when APIs share storage).
     pub storage_group: String,
+    /// Built-in or defined by a CRD, which decides where its objects are stored.
+    pub layout: KeyLayout,
     pub strategy: Box<dyn Strategy>,
 }
 
@@ -207,6 +211,7 @@ pub(crate) fn resource(
         namespaced,
         subresources: Vec::new(),
         storage_group: group.to_string(),
+        layout: KeyLayout::BuiltIn,
         strategy,
     }
 }

@@ -17,7 +17,7 @@ use super::namespaces;
 use super::{Registry, ResourceType};
 use crate::request::LogicalClusterName;
 use crate::storage::objects::{ListPage, ListRequest, ObjectRef};
-use crate::storage::{ObjectStore, StoredObject};
+use crate::storage::{ObjectStore, ResourceKeys, StoredObject};
 
 /// How many times a write that lost a compare-and-swap race is retried when the client did not ask
 /// for a specific resourceVersion.
@@ -70,10 +70,13 @@ impl RestStore {
         &self.registry
     }
 
+    /// Where objects of a type are stored.
+    pub fn keys(&self, rt: &ResourceType) -> ResourceKeys {
+        self.objects.keys(&rt.storage_group, &rt.plural, rt.layout)
+    }
+
     fn key(&self, rt: &ResourceType, at: Location<'_>, name: &str) -> String {
-        self.objects
-            .keys(&rt.storage_group, &rt.plural)
-            .object(at.cluster, at.namespace, name)
+        self.keys(rt).object(at.cluster, at.namespace, name)
     }
 
     fn what<'a>(rt: &'a ResourceType, name: &'a str) -> ObjectRef<'a> {

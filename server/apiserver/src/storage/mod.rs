@@ -10,5 +10,5 @@ pub mod continuation;
 pub mod keys;
 pub mod objects;
 
-pub use keys::ResourceKeys;
+pub use keys::{KeyLayout, ResourceKeys};
 pub use objects::{ObjectStore, StoredObject};

@@ -9,7 +9,7 @@ use kcp_storage::{EventKind, KeyValue, RangeRequest, Revision, Storage, StorageE
 use serde_json::Value;
 
 use super::continuation::Continuation;
-use super::keys::ResourceKeys;
+use super::keys::{KeyLayout, ResourceKeys};
 use crate::request::LogicalClusterName;
 
 /// The annotation kcp puts on every object it returns, naming the logical cluster it lives in.
@@ -104,8 +104,8 @@ impl ObjectStore {
         }
     }
 
-    pub fn keys(&self, group: &str, resource: &str) -> ResourceKeys {
-        ResourceKeys::new(&self.prefix, group, resource)
+    pub fn keys(&self, group: &str, resource: &str, layout: KeyLayout) -> ResourceKeys {
+        ResourceKeys::new(&self.prefix, group, resource, layout)
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {
@@ -330,13 +330,18 @@ fn decode(prefix: &str, kv: &KeyValue, revision: Revision) -> Result<StoredObjec
     Ok(StoredObject { object, revision })
 }
 
-/// Keys are `<prefix>/<group>/<resource>/<cluster>/...` (see [`ResourceKeys`]), so the logical cluster
-/// is the third segment after the prefix.
+/// Keys are `<prefix>/<group>/<resource>/[customresources/]<cluster>/...` (see [`ResourceKeys`]), so
+/// the logical cluster is the third segment after the prefix, or the fourth for custom resources.
 fn cluster_of_key(prefix: &str, key: &str) -> Option<LogicalClusterName> {
     let rest = key
         .strip_prefix(prefix.trim_end_matches('/'))?
         .strip_prefix('/')?;
-    LogicalClusterName::parse(rest.split('/').nth(2)?)
+    let mut segments = rest.split('/').skip(2);
+    let cluster = match segments.next()? {
+        super::keys::CUSTOM_RESOURCES_SEGMENT => segments.next()?,
+        cluster => cluster,
+    };
+    LogicalClusterName::parse(cluster)
 }
 
 /// Maps a storage failure to the Kubernetes Status clients expect.
@@ -384,6 +389,10 @@ mod tests {
             Some("abc")
         );
         assert_eq!(cluster("/other/core/namespaces/abc/default"), None);
+        assert_eq!(
+            cluster("/registry/example.com/widgets/customresources/abc/ns/w").as_deref(),
+            Some("abc")
+        );
     }
 
     #[test]

@@ -20,11 +20,7 @@ pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
 impl Resolved<'_> {
     /// The storage prefix a list or watch covers: one namespace, one logical cluster, or all of them.
     pub fn list_prefix(&self) -> String {
-        let keys = self
-            .app
-            .store
-            .objects()
-            .keys(&self.rt.storage_group, &self.rt.plural);
+        let keys = self.app.store.keys(&self.rt);
         match &self.request.cluster {
             ClusterTarget::Wildcard => keys.all_clusters().to_string(),
             ClusterTarget::One(cluster) => keys.scope(cluster, self.namespace()),
