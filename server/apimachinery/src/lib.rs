@@ -6,6 +6,7 @@
 mod gofmt;
 
 pub mod fields;
+pub mod jsonpath;
 pub mod labels;
 pub mod meta;
 pub mod names;
