@@ -11,7 +11,7 @@ pub const ROOT_NAMESPACES: [&str; 2] = ["default", "kube-system"];
 
 pub async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {
     let root = LogicalClusterName::root();
-    let Some(namespaces) = store.registry().lookup("", "v1", "namespaces").cloned() else {
+    let Some(namespaces) = store.registry().builtin_type("", "v1", "namespaces") else {
         return Err(ApiError::internal_error("namespaces are not registered"));
     };
     for name in ROOT_NAMESPACES {

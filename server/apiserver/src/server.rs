@@ -18,7 +18,6 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use kcp_apimachinery::validation::MAX_REQUEST_BODY_BYTES;
 use kcp_apimachinery::{ApiError, StatusReason};
-use kcp_openapi::OpenApiDocuments;
 use kcp_storage::Storage;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -59,7 +58,6 @@ pub struct ServerConfig {
 /// State shared by every request.
 pub struct App {
     pub store: RestStore,
-    pub openapi: OpenApiDocuments,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: CancellationToken,
     pub config: ServerConfig,
@@ -70,11 +68,11 @@ pub struct App {
 
 impl App {
     pub fn new(config: ServerConfig, storage: Arc<dyn Storage>, server_address: String) -> App {
-        let registry = Arc::new(Registry::builtin());
-        let (definitions, kinds) = kcp_openapi::builtin();
+        let registry = Arc::new(Registry::new());
+        // Built before the first request, so kubectl's first discovery is not the one that pays.
+        registry.builtin().openapi();
         App {
             store: RestStore::new(ObjectStore::new(storage, &config.storage_prefix), registry),
-            openapi: OpenApiDocuments::new(&definitions, &kinds),
             shutdown: CancellationToken::new(),
             config,
             server_address,
@@ -185,15 +183,14 @@ impl App {
                 ClusterTarget::Wildcard => "/clusters/*".to_string(),
                 ClusterTarget::One(_) => String::new(),
             };
-            if let Some(response) = openapi::serve(&self.openapi, &path, accept.as_deref(), &base) {
+            let apis = self.store.registry().for_target(&cluster);
+            if let Some(response) = openapi::serve(apis.openapi(), &path, accept.as_deref(), &base)
+            {
                 return Ok(response);
             }
-            if let Some(result) = discovery::serve(
-                self.store.registry(),
-                &path,
-                accept.as_deref(),
-                &self.server_address,
-            ) {
+            if let Some(result) =
+                discovery::serve(&apis, &path, accept.as_deref(), &self.server_address)
+            {
                 return result;
             }
             return Err(ApiError {

@@ -75,7 +75,7 @@ async fn watch_namespaces(
     queue: &mpsc::UnboundedSender<Key>,
     shutdown: &CancellationToken,
 ) -> Result<(), ApiError> {
-    let Some(namespaces) = store.registry().lookup("", "v1", "namespaces").cloned() else {
+    let Some(namespaces) = store.registry().builtin_type("", "v1", "namespaces") else {
         return Ok(());
     };
     let prefix = store.keys(&namespaces).all_clusters().to_string();
@@ -116,7 +116,8 @@ async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiErr
     let registry = store.registry().clone();
     let mut remaining = 0;
     let mut seen_storage = HashSet::new();
-    for rt in registry.types().iter().filter(|t| t.namespaced) {
+    let types = registry.for_cluster(cluster);
+    for rt in types.types().iter().filter(|t| t.namespaced) {
         // Types sharing one storage (the two Event APIs) are emptied once.
         if !seen_storage.insert((rt.storage_group.clone(), rt.plural.clone())) {
             continue;
@@ -145,7 +146,7 @@ async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiErr
     if remaining > 0 {
         return Ok(false);
     }
-    let Some(namespaces) = registry.lookup("", "v1", "namespaces").cloned() else {
+    let Some(namespaces) = registry.builtin_type("", "v1", "namespaces") else {
         return Ok(true);
     };
     let at = Location {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::negotiation::accept_ranges;
 use super::resource::no_such_resource;
 use super::response::{self, Body};
-use crate::registry::{Registry, ResourceType};
+use crate::registry::{ApiSet, ResourceType};
 
 /// Which aggregated discovery version a client asked for, if any.
 fn aggregated_version(accept: Option<&str>) -> Option<&'static str> {
@@ -31,7 +31,7 @@ fn aggregated_version(accept: Option<&str>) -> Option<&'static str> {
 
 /// Serves a discovery path (already stripped of the cluster prefix), or `None` if it is not one.
 pub fn serve(
-    registry: &Registry,
+    registry: &ApiSet,
     path: &str,
     accept: Option<&str>,
     server_address: &str,
@@ -61,7 +61,7 @@ pub fn serve(
     })
 }
 
-fn versions_of(registry: &Registry, group: &str) -> Vec<String> {
+fn versions_of(registry: &ApiSet, group: &str) -> Vec<String> {
     registry
         .group_versions()
         .into_iter()
@@ -70,7 +70,7 @@ fn versions_of(registry: &Registry, group: &str) -> Vec<String> {
         .collect()
 }
 
-fn group_object(registry: &Registry, group: &str) -> Option<Value> {
+fn group_object(registry: &ApiSet, group: &str) -> Option<Value> {
     let versions = versions_of(registry, group);
     let first = versions.first()?;
     let gv = |v: &str| json!({"groupVersion": format!("{group}/{v}"), "version": v});
@@ -81,7 +81,7 @@ fn group_object(registry: &Registry, group: &str) -> Option<Value> {
     )
 }
 
-fn group_list(registry: &Registry) -> Value {
+fn group_list(registry: &ApiSet) -> Value {
     let mut groups: Vec<String> = registry
         .group_versions()
         .into_iter()
@@ -104,7 +104,7 @@ fn group_list(registry: &Registry) -> Value {
 }
 
 fn types_of<'a>(
-    registry: &'a Registry,
+    registry: &'a ApiSet,
     group: &'a str,
     version: &'a str,
 ) -> impl Iterator<Item = &'a ResourceType> {
@@ -123,7 +123,7 @@ fn subresource_verbs(subresource: &str) -> Vec<&'static str> {
 }
 
 fn resource_list(
-    registry: &Registry,
+    registry: &ApiSet,
     group: &str,
     version: &str,
 ) -> Result<Response<Body>, ApiError> {
@@ -152,7 +152,7 @@ fn resource_list(
     ))
 }
 
-fn aggregated_list(registry: &Registry, discovery_version: &str, legacy: bool) -> Response<Body> {
+fn aggregated_list(registry: &ApiSet, discovery_version: &str, legacy: bool) -> Response<Body> {
     let mut items = Vec::new();
     let mut groups: Vec<String> = registry
         .group_versions()
@@ -212,7 +212,8 @@ mod tests {
 
     #[tokio::test]
     async fn legacy_documents() {
-        let registry = Registry::builtin();
+        let registry = crate::registry::Registry::new();
+        let registry = registry.builtin();
         let (_, api) = body(serve(&registry, "/api", None, "x:1").unwrap().unwrap()).await;
         assert_eq!(api["versions"], json!(["v1"]));
         let (_, core) = body(serve(&registry, "/api/v1", None, "x:1").unwrap().unwrap()).await;
@@ -243,7 +244,8 @@ mod tests {
 
     #[tokio::test]
     async fn aggregated_documents() {
-        let registry = Registry::builtin();
+        let registry = crate::registry::Registry::new();
+        let registry = registry.builtin();
         let accept =
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         let (content_type, apis) = body(

@@ -5,6 +5,7 @@
 //! else (storage, metadata rules, verbs, media types) is shared by all types in the handlers, so a new
 //! built-in type is one small module and CRDs (a later issue) are one more strategy.
 
+pub mod apiset;
 mod configmaps;
 mod events;
 mod leases;
@@ -14,12 +15,16 @@ mod serviceaccounts;
 pub mod store;
 pub mod table;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use kcp_apimachinery::validation::NameRule;
 use kcp_apimachinery::{FieldError, meta};
 
+use crate::request::{ClusterTarget, LogicalClusterName};
 use crate::storage::KeyLayout;
+
+pub use apiset::ApiSet;
 use serde_json::Value;
 
 pub use table::Column;
@@ -95,6 +100,9 @@ pub struct ResourceType {
     pub storage_group: String,
     /// Built-in or defined by a CRD, which decides where its objects are stored.
     pub layout: KeyLayout,
+    /// The OpenAPI v3 schema of a custom type (`openAPIV3Schema`); built-ins publish theirs from
+    /// k8s-openapi instead.
+    pub schema: Option<Value>,
     pub strategy: Box<dyn Strategy>,
 }
 
@@ -146,48 +154,97 @@ impl ResourceType {
     }
 }
 
-/// Every resource type of the server; shared by all logical clusters.
+/// The resource types of every logical cluster: built-ins shared by all, plus per-cluster sets for
+/// clusters whose CRDs add types (kept up to date by the CRD controller).
 pub struct Registry {
-    types: Vec<Arc<ResourceType>>,
+    builtin: Arc<ApiSet>,
+    clusters: RwLock<HashMap<LogicalClusterName, Arc<ApiSet>>>,
 }
 
 impl Registry {
-    /// The built-in types served in every logical cluster.
-    pub fn builtin() -> Registry {
+    /// A registry serving the built-in types everywhere.
+    pub fn new() -> Registry {
+        let types = vec![
+            Arc::new(namespaces::resource()),
+            Arc::new(configmaps::resource()),
+            Arc::new(secrets::resource()),
+            Arc::new(serviceaccounts::resource()),
+            Arc::new(events::core_resource()),
+            Arc::new(events::events_k8s_io_resource()),
+            Arc::new(leases::resource()),
+        ];
         Registry {
-            types: vec![
-                Arc::new(namespaces::resource()),
-                Arc::new(configmaps::resource()),
-                Arc::new(secrets::resource()),
-                Arc::new(serviceaccounts::resource()),
-                Arc::new(events::core_resource()),
-                Arc::new(events::events_k8s_io_resource()),
-                Arc::new(leases::resource()),
-            ],
+            builtin: Arc::new(ApiSet::new(types, 0)),
+            clusters: RwLock::new(HashMap::new()),
         }
     }
 
-    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
-        self.types
-            .iter()
-            .find(|t| t.group == group && t.version == version && t.plural == plural)
+    /// The types served in every logical cluster.
+    pub fn builtin(&self) -> &Arc<ApiSet> {
+        &self.builtin
     }
 
-    pub fn types(&self) -> &[Arc<ResourceType>] {
-        &self.types
+    /// A built-in type (for controllers and bootstrap, which know what they need).
+    pub fn builtin_type(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceType>> {
+        self.builtin.lookup(group, version, plural).cloned()
     }
 
-    /// Group versions in discovery order: the legacy core group first, then groups by name.
-    pub fn group_versions(&self) -> Vec<(String, String)> {
-        let mut gvs: Vec<(String, String)> = Vec::new();
-        for t in &self.types {
-            let gv = (t.group.clone(), t.version.clone());
-            if !gvs.contains(&gv) {
-                gvs.push(gv);
-            }
+    /// The types a request target serves: the cluster's set, or the built-ins for the `*` wildcard.
+    pub fn for_target(&self, target: &ClusterTarget) -> Arc<ApiSet> {
+        match target {
+            ClusterTarget::One(cluster) => self.for_cluster(cluster),
+            ClusterTarget::Wildcard => self.builtin.clone(),
         }
-        gvs.sort_by(|a, b| (!a.0.is_empty(), &a.0).cmp(&(!b.0.is_empty(), &b.0)));
-        gvs
+    }
+
+    pub fn for_cluster(&self, cluster: &LogicalClusterName) -> Arc<ApiSet> {
+        let clusters = self
+            .clusters
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        clusters
+            .get(cluster)
+            .cloned()
+            .unwrap_or_else(|| self.builtin.clone())
+    }
+
+    /// Replaces the custom types of a cluster (types from its established CRDs), reusing the set of
+    /// another cluster with the same content so documents are shared.
+    pub fn set_custom_types(
+        &self,
+        cluster: &LogicalClusterName,
+        custom: Vec<Arc<ResourceType>>,
+        fingerprint: u64,
+    ) {
+        let mut clusters = self
+            .clusters
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if custom.is_empty() {
+            clusters.remove(cluster);
+            return;
+        }
+        let shared = clusters
+            .values()
+            .find(|set| set.fingerprint() == fingerprint)
+            .cloned();
+        let set = shared.unwrap_or_else(|| {
+            let mut types = self.builtin.types().to_vec();
+            types.extend(custom);
+            Arc::new(ApiSet::new(types, fingerprint))
+        });
+        clusters.insert(cluster.clone(), set);
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
     }
 }
 
@@ -212,6 +269,7 @@ pub(crate) fn resource(
         subresources: Vec::new(),
         storage_group: group.to_string(),
         layout: KeyLayout::BuiltIn,
+        schema: None,
         strategy,
     }
 }
@@ -230,27 +288,64 @@ mod tests {
 
     #[test]
     fn builtin_types_are_found_and_ordered() {
-        let registry = Registry::builtin();
-        assert!(registry.lookup("", "v1", "configmaps").is_some());
-        assert!(
-            registry
-                .lookup("coordination.k8s.io", "v1", "leases")
-                .is_some()
-        );
-        assert!(registry.lookup("", "v1", "pods").is_none());
-        let gvs = registry.group_versions();
+        let registry = Registry::new();
+        let set = registry.builtin();
+        assert!(set.lookup("", "v1", "configmaps").is_some());
+        assert!(set.lookup("coordination.k8s.io", "v1", "leases").is_some());
+        assert!(set.lookup("", "v1", "pods").is_none());
+        let gvs = set.group_versions();
         assert_eq!(gvs[0], ("".to_string(), "v1".to_string()));
         assert!(gvs.contains(&("events.k8s.io".to_string(), "v1".to_string())));
     }
 
     #[test]
+    fn clusters_with_the_same_custom_types_share_one_set() {
+        let registry = Registry::new();
+        let a = LogicalClusterName::parse("a").unwrap();
+        let b = LogicalClusterName::parse("b").unwrap();
+        let custom = || {
+            vec![Arc::new(resource(
+                "example.com",
+                "Widget",
+                "widgets",
+                true,
+                &[],
+                Box::new(NoStrategy),
+            ))]
+        };
+        registry.set_custom_types(&a, custom(), 7);
+        registry.set_custom_types(&b, custom(), 7);
+        assert!(Arc::ptr_eq(
+            &registry.for_cluster(&a),
+            &registry.for_cluster(&b)
+        ));
+        assert!(
+            registry
+                .for_cluster(&a)
+                .lookup("example.com", "v1", "widgets")
+                .is_some()
+        );
+        assert!(
+            registry
+                .for_target(&ClusterTarget::Wildcard)
+                .lookup("example.com", "v1", "widgets")
+                .is_none()
+        );
+        registry.set_custom_types(&a, Vec::new(), 0);
+        assert!(Arc::ptr_eq(&registry.for_cluster(&a), registry.builtin()));
+    }
+
+    struct NoStrategy;
+    impl Strategy for NoStrategy {}
+
+    #[test]
     fn field_support() {
-        let registry = Registry::builtin();
-        let secrets = registry.lookup("", "v1", "secrets").unwrap();
+        let registry = Registry::new();
+        let secrets = registry.builtin_type("", "v1", "secrets").unwrap();
         assert!(secrets.supports_field("type"));
         assert!(secrets.supports_field("metadata.namespace"));
         assert!(!secrets.supports_field("data"));
-        let namespaces = registry.lookup("", "v1", "namespaces").unwrap();
+        let namespaces = registry.builtin_type("", "v1", "namespaces").unwrap();
         assert!(!namespaces.supports_field("metadata.namespace"));
     }
 }

@@ -412,14 +412,14 @@ impl RestStore {
         namespace: &str,
         name: &str,
     ) -> Result<(), ApiError> {
-        let Some(namespaces) = self.registry.lookup("", "v1", "namespaces") else {
+        let Some(namespaces) = self.registry.builtin_type("", "v1", "namespaces") else {
             return Ok(());
         };
         let at = Location {
             cluster,
             namespace: None,
         };
-        let ns = match self.get(namespaces, at, namespace).await {
+        let ns = match self.get(&namespaces, at, namespace).await {
             Ok(ns) => ns,
             Err(e) if e.code == 404 => {
                 return Err(ApiError::not_found("", "namespaces", namespace));

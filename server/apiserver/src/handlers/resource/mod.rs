@@ -86,6 +86,7 @@ pub async fn handle(app: &App, request: ResourceRequest) -> Result<Response<Body
     let rt = app
         .store
         .registry()
+        .for_target(&request.cluster)
         .lookup(&info.group, &info.version, &info.resource)
         .cloned()
         .ok_or_else(no_such_resource)?;

@@ -256,8 +256,8 @@ mod tests {
     #[test]
     fn include_object_none_is_still_a_row() {
         use crate::registry::table::IncludeObject;
-        let registry = crate::registry::Registry::builtin();
-        let rt = registry.lookup("", "v1", "configmaps").unwrap().clone();
+        let registry = crate::registry::Registry::new();
+        let rt = registry.builtin_type("", "v1", "configmaps").unwrap();
         let encoder = Encoder {
             output: Output::Table(IncludeObject::None),
             rt,
