@@ -214,9 +214,9 @@ mod tests {
     async fn legacy_documents() {
         let registry = crate::registry::Registry::new();
         let registry = registry.builtin();
-        let (_, api) = body(serve(&registry, "/api", None, "x:1").unwrap().unwrap()).await;
+        let (_, api) = body(serve(registry, "/api", None, "x:1").unwrap().unwrap()).await;
         assert_eq!(api["versions"], json!(["v1"]));
-        let (_, core) = body(serve(&registry, "/api/v1", None, "x:1").unwrap().unwrap()).await;
+        let (_, core) = body(serve(registry, "/api/v1", None, "x:1").unwrap().unwrap()).await;
         let names: Vec<&str> = core["resources"]
             .as_array()
             .unwrap()
@@ -224,7 +224,7 @@ mod tests {
             .map(|r| r["name"].as_str().unwrap())
             .collect();
         assert!(names.contains(&"configmaps") && names.contains(&"namespaces/finalize"));
-        let (_, groups) = body(serve(&registry, "/apis", None, "x:1").unwrap().unwrap()).await;
+        let (_, groups) = body(serve(registry, "/apis", None, "x:1").unwrap().unwrap()).await;
         assert!(
             groups["groups"]
                 .as_array()
@@ -233,13 +233,13 @@ mod tests {
                 .any(|g| g["name"] == "coordination.k8s.io")
         );
         assert_eq!(
-            serve(&registry, "/apis/apps/v1", None, "x:1")
+            serve(registry, "/apis/apps/v1", None, "x:1")
                 .unwrap()
                 .unwrap_err()
                 .code,
             404
         );
-        assert!(serve(&registry, "/healthz", None, "x:1").is_none());
+        assert!(serve(registry, "/healthz", None, "x:1").is_none());
     }
 
     #[tokio::test]
@@ -249,7 +249,7 @@ mod tests {
         let accept =
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         let (content_type, apis) = body(
-            serve(&registry, "/apis", Some(accept), "x:1")
+            serve(registry, "/apis", Some(accept), "x:1")
                 .unwrap()
                 .unwrap(),
         )
@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(leases["resource"], "leases");
         assert_eq!(leases["scope"], "Namespaced");
         let (_, api) = body(
-            serve(&registry, "/api", Some(accept), "x:1")
+            serve(registry, "/api", Some(accept), "x:1")
                 .unwrap()
                 .unwrap(),
         )
