@@ -1,9 +1,10 @@
-//! The `kcp-operator` command. For now it prints the CRDs; the controllers join in the next step.
+//! The `kcp-operator` command: `crds` prints the CRDs, `run` runs the controllers.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
 #[command(
@@ -20,22 +21,81 @@ struct Cli {
 enum Command {
     /// Print every CustomResourceDefinition as a multi-document YAML stream.
     Crds,
+    /// Run the controllers against the cluster of the in-cluster config or $KUBECONFIG.
+    Run,
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Crds => match kcp_operator::crds::render_all() {
-            Ok(yaml) => match std::io::stdout().write_all(yaml.as_bytes()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("failed to write CRDs: {error}");
-                    ExitCode::FAILURE
-                }
-            },
+        Command::Crds => print_crds(),
+        Command::Run => match tokio::runtime::Runtime::new() {
+            Ok(runtime) => runtime.block_on(run()),
             Err(error) => {
-                eprintln!("{error}");
+                eprintln!("failed to start the async runtime: {error}");
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+fn print_crds() -> ExitCode {
+    match kcp_operator::crds::render_all() {
+        Ok(yaml) => match std::io::stdout().write_all(yaml.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("failed to write CRDs: {error}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// JSON logs (level from `RUST_LOG`, default `info`); stops on SIGTERM or Ctrl-C after
+/// in-flight reconciles finish.
+async fn run() -> ExitCode {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let client = match kube::Client::try_default().await {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::error!(%error, "no Kubernetes client configuration");
+            return ExitCode::FAILURE;
+        }
+    };
+    let shutdown = CancellationToken::new();
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        signal.cancel();
+    });
+    kcp_operator::controller::run::run(client, shutdown).await;
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
     }
 }

@@ -50,6 +50,8 @@ pub enum Kind {
     Shard,
     FrontProxy,
     CacheServer,
+    /// Owns only its client certificate Secret.
+    Kubeconfig,
 }
 
 impl Kind {
@@ -60,6 +62,7 @@ impl Kind {
             Kind::Shard => "shard",
             Kind::FrontProxy => "frontproxy",
             Kind::CacheServer => "cacheserver",
+            Kind::Kubeconfig => "kubecfg",
         }
     }
 }
@@ -275,11 +278,12 @@ mod tests {
 
     use super::*;
 
-    const KINDS: [Kind; 4] = [
+    const KINDS: [Kind; 5] = [
         Kind::RootShard,
         Kind::Shard,
         Kind::FrontProxy,
         Kind::CacheServer,
+        Kind::Kubeconfig,
     ];
     const CERTIFICATES: [Certificate; 17] = [
         Certificate::RootCa,

@@ -31,6 +31,12 @@ pub enum Error {
     InvalidEtcdReplicas(i32),
     #[error("CacheServer with the embedded etcd runs at most one replica, not {0}")]
     EmbeddedCacheReplicas(i32),
+    #[error("target: set exactly one of rootShardRef, shardRef and frontProxyRef")]
+    NoKubeconfigTarget,
+    #[error("validity: {0}")]
+    InvalidValidity(String),
+    #[error("groups {0:?}: only the kubeconfig:<name> group is supported for now")]
+    UnsupportedGroups(Vec<String>),
 }
 
 impl Error {
@@ -449,6 +455,92 @@ pub fn cache_server(cache: &CacheServer) -> Result<CacheServerConfig, Error> {
         spec: cache.spec.clone(),
         owner,
         warnings,
+    })
+}
+
+/// What a Kubeconfig resolves to: its identity, its certificate and where it points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubeconfigConfig {
+    pub owner: Owner,
+    pub root: RootShardFacts,
+    /// Server URL without the workspace path.
+    pub base_url: String,
+    pub workspace: String,
+    pub request: crate::pki::CertificateRequest,
+    /// `Kind/name` of the target, for status.
+    pub target_name: String,
+}
+
+/// The target a Kubeconfig points at, as read by the controller.
+pub enum KubeconfigTarget<'a> {
+    RootShard(&'a RootShard),
+    Shard(&'a Shard, &'a RootShard),
+    FrontProxy(&'a FrontProxy, &'a RootShard),
+}
+
+pub fn kubeconfig(
+    kubeconfig: &crate::api::Kubeconfig,
+    target: Option<KubeconfigTarget<'_>>,
+) -> Result<KubeconfigConfig, Error> {
+    let spec = &kubeconfig.spec;
+    let owner = owner(kubeconfig, Kind::Kubeconfig, None)?;
+    let reference = [
+        ("RootShard", spec.target.root_shard_ref.as_ref()),
+        ("Shard", spec.target.shard_ref.as_ref()),
+        ("FrontProxy", spec.target.front_proxy_ref.as_ref()),
+    ]
+    .into_iter()
+    .find_map(|(kind, reference)| reference.map(|r| (kind, r.name.clone())))
+    .ok_or(Error::NoKubeconfigTarget)?;
+    let target = target.ok_or_else(|| Error::ReferenceNotFound {
+        kind: reference.0,
+        name: reference.1.clone(),
+    })?;
+    let (root, base_url) = match target {
+        KubeconfigTarget::RootShard(root) => {
+            let facts = RootShardFacts::of(root)?;
+            let url = facts.shard_base_url.clone();
+            (facts, url)
+        }
+        KubeconfigTarget::Shard(shard_object, root) => {
+            let config = shard(shard_object, Some(root))?;
+            (config.root, config.shard_base_url)
+        }
+        KubeconfigTarget::FrontProxy(proxy, root) => {
+            let config = front_proxy(proxy, Some(root))?;
+            let url = format!(
+                "https://{}:{}",
+                config.external_hostname, config.external_port
+            );
+            (config.root, url)
+        }
+    };
+    let validity = crate::pki::duration::parse_go_duration(&spec.validity)
+        .map_err(|error| Error::InvalidValidity(error.to_string()))?;
+    // rcgen encodes one organization per certificate; until the subject is encoded by hand,
+    // extra groups are refused rather than silently dropped.
+    if !spec.groups.is_empty() {
+        return Err(Error::UnsupportedGroups(spec.groups.clone()));
+    }
+    let groups = vec![naming::kubeconfig_group(&owner.names.instance)];
+    let mut request = crate::pki::CertificateRequest::client(spec.username.clone(), groups);
+    request.validity = validity;
+    let workspace = spec
+        .target_workspace
+        .clone()
+        .or_else(|| {
+            spec.authorization
+                .as_ref()
+                .and_then(|a| a.cluster_role_bindings.cluster.clone())
+        })
+        .unwrap_or_else(|| "root".into());
+    Ok(KubeconfigConfig {
+        owner,
+        root,
+        base_url,
+        workspace,
+        request: request.normalized(),
+        target_name: format!("{}/{}", reference.0, reference.1),
     })
 }
 

@@ -50,7 +50,7 @@ pub struct Workload<'a> {
     /// A managed etcd to run (its certificates are part of `certificates`).
     pub etcd: Option<&'a ManagedEtcd>,
     /// Renders the children for a pod revision.
-    pub render: &'a dyn Fn(&str) -> Result<Vec<Child>, children::Error>,
+    pub render: &'a (dyn Fn(&str) -> Result<Vec<Child>, children::Error> + Sync),
 }
 
 /// Runs the pipeline for `object` and writes its status.

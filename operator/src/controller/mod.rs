@@ -11,6 +11,8 @@ pub mod cacheserver;
 pub mod certificates;
 pub mod component;
 pub mod frontproxy;
+pub mod kubeconfig;
+pub mod run;
 pub mod server;
 pub mod status;
 
@@ -50,6 +52,8 @@ pub enum Error {
     MissingKey { secret: String, key: &'static str },
     #[error("ConfigMap {0:?} does not exist")]
     MissingConfigMap(String),
+    #[error("{0}")]
+    Invalid(String),
     #[error("managed etcd")]
     Etcd(#[source] crate::etcd::members::Error),
 }
@@ -65,6 +69,7 @@ impl Error {
                 "ReferenceNotFound"
             }
             Error::Etcd(_) => "EtcdFailed",
+            Error::Invalid(_) => "InvalidSpec",
         }
     }
 }

@@ -123,3 +123,11 @@ where
     )
     .await
 }
+
+/// Shard entry point for the controller loop.
+pub async fn reconcile_shard(shard: Arc<Shard>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if shard.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    apply_shard(&shard, &ctx).await
+}

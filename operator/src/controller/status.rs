@@ -236,17 +236,13 @@ pub fn component_status(
 }
 
 /// Writes `status` to the status subresource unless it is already stored.
-pub async fn write<K>(
-    client: &Client,
-    object: &K,
-    previous: &ComponentStatus,
-    status: &ComponentStatus,
-) -> Result<(), Error>
+pub async fn write<K, S>(client: &Client, object: &K, previous: &S, status: &S) -> Result<(), Error>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
         + DeserializeOwned
         + std::fmt::Debug,
+    S: PartialEq + serde::Serialize,
 {
     if previous == status {
         return Ok(());

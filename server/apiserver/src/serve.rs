@@ -71,6 +71,9 @@ impl ApiServer {
         bootstrap::ensure_root(&app.store)
             .await
             .map_err(ServeError::Bootstrap)?;
+        controllers::crd::load(&app.store)
+            .await
+            .map_err(ServeError::Bootstrap)?;
         app.mark_bootstrapped();
         Ok(ApiServer {
             app,
@@ -93,10 +96,16 @@ impl ApiServer {
             acceptor,
             storage,
         } = self;
-        let controllers = tokio::spawn(controllers::namespace::run(
-            app.store.clone(),
-            app.shutdown.clone(),
-        ));
+        let controllers = [
+            tokio::spawn(controllers::namespace::run(
+                app.store.clone(),
+                app.shutdown.clone(),
+            )),
+            tokio::spawn(controllers::crd::run(
+                app.store.clone(),
+                app.shutdown.clone(),
+            )),
+        ];
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -156,7 +165,9 @@ impl ApiServer {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
-        let _ = controllers.await;
+        for controller in controllers {
+            let _ = controller.await;
+        }
         storage.close().await.map_err(ServeError::Close)?;
         tracing::info!("shutdown complete");
         Ok(())

@@ -56,3 +56,14 @@ pub fn error(error: &ApiError) -> Response<Body> {
 pub fn text(code: u16, body: impl Into<Bytes>) -> Response<Body> {
     bytes(code, "text/plain; charset=utf-8", body)
 }
+
+/// Adds `Warning: 299 - "..."` headers, which kubectl prints as `Warning: ...`.
+pub fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for warning in warnings {
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
+}

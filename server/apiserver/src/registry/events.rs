@@ -156,8 +156,8 @@ impl Strategy for CoreEvents {
         validate_core(object)
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        CORE_FIELDS
+    fn supports_field(&self, field: &str) -> bool {
+        CORE_FIELDS.contains(&field)
     }
 
     fn field_value(&self, object: &Value, field: &str) -> Option<String> {
@@ -188,8 +188,8 @@ impl Strategy for EventsV1 {
         validate_core(&self.api_to_storage(object.clone()))
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        CORE_FIELDS
+    fn supports_field(&self, field: &str) -> bool {
+        CORE_FIELDS.contains(&field)
     }
 
     fn field_value(&self, object: &Value, field: &str) -> Option<String> {

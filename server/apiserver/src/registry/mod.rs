@@ -7,6 +7,8 @@
 
 pub mod apiset;
 mod configmaps;
+pub mod crds;
+pub mod custom;
 mod events;
 mod leases;
 pub mod namespaces;
@@ -40,7 +42,9 @@ pub trait Strategy: Send + Sync {
     fn prepare_for_create(&self, _object: &mut Value) {}
 
     /// Defaults an updated object and carries over what clients may not change through this endpoint.
-    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+    /// `subresource` names the endpoint (`status`, `finalize`, `scale`) when it is not the object
+    /// itself; the handler already took everything but that part from `old`.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value, _subresource: Option<&str>) {}
 
     /// Type-specific validation of an object about to be created.
     fn validate(&self, _object: &Value) -> Vec<FieldError> {
@@ -52,14 +56,36 @@ pub trait Strategy: Send + Sync {
         self.validate(new)
     }
 
-    /// Fields beyond `metadata.name`/`metadata.namespace` that field selectors may use.
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &[]
+    /// Whether field selectors may use a field beyond `metadata.name`/`metadata.namespace`.
+    fn supports_field(&self, _field: &str) -> bool {
+        false
     }
 
     /// The value of a selectable field (absent fields select as "").
     fn field_value(&self, _object: &Value, _field: &str) -> Option<String> {
         None
+    }
+
+    /// The fields of an object its schema does not know (reported by `fieldValidation=Warn|Strict`;
+    /// they are dropped on write whatever the mode).
+    fn unknown_fields(&self, _object: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The `autoscaling/v1` Scale of an object, for types with a `scale` subresource.
+    fn to_scale(&self, _object: &Value) -> Option<Value> {
+        None
+    }
+
+    /// The object after a Scale was written to its `scale` subresource.
+    fn apply_scale(
+        &self,
+        _object: &Value,
+        _scale: &Value,
+    ) -> Result<Value, kcp_apimachinery::ApiError> {
+        Err(kcp_apimachinery::ApiError::bad_request(
+            "this resource has no scale subresource",
+        ))
     }
 
     /// Converts an object of this API version to the shape it is stored in (identity unless several
@@ -76,6 +102,11 @@ pub trait Strategy: Send + Sync {
     /// The columns of `kubectl get` (after the always-present name column).
     fn columns(&self) -> Vec<Column> {
         Vec::new()
+    }
+
+    /// Whether tables end with the standard age column (CRDs that define their own columns don't).
+    fn age_column(&self) -> bool {
+        true
     }
 
     /// The cells of [`columns`](Self::columns) for one object.
@@ -123,7 +154,7 @@ impl ResourceType {
     pub fn supports_field(&self, field: &str) -> bool {
         field == "metadata.name"
             || (self.namespaced && field == "metadata.namespace")
-            || self.strategy.selectable_fields().contains(&field)
+            || self.strategy.supports_field(field)
     }
 
     /// The value of a selectable field of an object.
@@ -172,6 +203,7 @@ impl Registry {
             Arc::new(events::core_resource()),
             Arc::new(events::events_k8s_io_resource()),
             Arc::new(leases::resource()),
+            Arc::new(crds::resource()),
         ];
         Registry {
             builtin: Arc::new(ApiSet::new(types, 0)),

@@ -51,9 +51,11 @@ impl Strategy for Namespaces {
         set_name_label(object);
     }
 
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        // Status changes go through /status, spec.finalizers through /finalize (the handler copies the
-        // relevant part over for those subresources).
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, subresource: Option<&str>) {
+        // Status changes go through /status, spec.finalizers through /finalize.
+        if subresource.is_some() {
+            return;
+        }
         new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
         new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
         set_name_label(new);
@@ -79,8 +81,8 @@ impl Strategy for Namespaces {
         errors
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["status.phase"]
+    fn supports_field(&self, field: &str) -> bool {
+        field == "status.phase"
     }
 
     fn field_value(&self, object: &Value, field: &str) -> Option<String> {

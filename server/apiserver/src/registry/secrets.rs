@@ -53,7 +53,7 @@ impl Strategy for Secrets {
         fold_string_data(object);
     }
 
-    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value, _subresource: Option<&str>) {
         fold_string_data(new);
     }
 
@@ -115,8 +115,8 @@ impl Strategy for Secrets {
         errors
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["type"]
+    fn supports_field(&self, field: &str) -> bool {
+        field == "type"
     }
 
     fn field_value(&self, object: &Value, field: &str) -> Option<String> {

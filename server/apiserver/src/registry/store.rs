@@ -241,9 +241,7 @@ impl RestStore {
         }
     }
 
-    /// System metadata, defaulting and validation of an update. A subresource update (`status`,
-    /// `finalize`) already carries over everything but its part, so the type's own carrying-over
-    /// (which protects exactly that part from main-resource updates) is skipped.
+    /// System metadata, defaulting and validation of an update (of the object or of a subresource).
     fn prepare_update(
         &self,
         rt: &ResourceType,
@@ -285,9 +283,7 @@ impl RestStore {
                 None => metadata.remove(field),
             };
         }
-        if subresource.is_none() {
-            rt.strategy.prepare_for_update(&mut new, old);
-        }
+        rt.strategy.prepare_for_update(&mut new, old, subresource);
         errors.extend(validation::validate_object_meta(
             &new,
             rt.namespaced,

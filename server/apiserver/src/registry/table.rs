@@ -3,16 +3,20 @@
 //! Every type has a name column first and an age column last, like kube-apiserver's default printers;
 //! strategies add the columns in between.
 
+use std::borrow::Cow;
+
 use jiff::Timestamp;
 use kcp_apimachinery::meta;
+
+use super::ResourceType;
 use serde_json::{Value, json};
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Column {
-    pub name: &'static str,
-    pub type_: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub type_: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     /// 0 for `kubectl get`, >0 only with `-o wide`.
     pub priority: u32,
 }
@@ -20,17 +24,19 @@ pub struct Column {
 impl Column {
     pub const fn new(name: &'static str, type_: &'static str, description: &'static str) -> Self {
         Column {
-            name,
-            type_,
-            description,
+            name: Cow::Borrowed(name),
+            type_: Cow::Borrowed(type_),
+            description: Cow::Borrowed(description),
             priority: 0,
         }
     }
-
-    pub const fn wide(self) -> Self {
+    /// A column defined at run time (a CRD's `additionalPrinterColumns`).
+    pub fn owned(name: String, type_: String, description: String, priority: u32) -> Self {
         Column {
-            priority: 1,
-            ..self
+            name: Cow::Owned(name),
+            type_: Cow::Owned(type_),
+            description: Cow::Owned(description),
+            priority,
         }
     }
 
@@ -55,24 +61,29 @@ pub enum IncludeObject {
     Object,
 }
 
-/// Builds the Table for some objects of a type.
-pub fn build(
-    columns: &[Column],
-    cells: &dyn Fn(&Value) -> Vec<Value>,
+/// Builds the Table of some objects of a type, with the columns its strategy defines.
+pub fn for_type(
+    rt: &ResourceType,
     objects: &[Value],
     list_metadata: Value,
     include: IncludeObject,
 ) -> Value {
+    let strategy = &rt.strategy;
+    let with_age = strategy.age_column();
     let mut definitions = vec![NAME.definition()];
-    definitions.extend(columns.iter().map(Column::definition));
-    definitions.push(AGE.definition());
+    definitions.extend(strategy.columns().iter().map(Column::definition));
+    if with_age {
+        definitions.push(AGE.definition());
+    }
     let rows: Vec<Value> = objects
         .iter()
         .map(|object| {
-            let mut row_cells = vec![json!(meta::name(object).unwrap_or_default())];
-            row_cells.extend(cells(object));
-            row_cells.push(json!(age(meta::creation_timestamp(object))));
-            let mut row = json!({"cells": row_cells});
+            let mut cells = vec![json!(meta::name(object).unwrap_or_default())];
+            cells.extend(strategy.cells(object));
+            if with_age {
+                cells.push(json!(age(meta::creation_timestamp(object))));
+            }
+            let mut row = json!({"cells": cells});
             match include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => row["object"] = partial_object_metadata(object),
@@ -144,16 +155,13 @@ mod tests {
 
     #[test]
     fn table_has_name_first_and_age_last() {
-        let objects =
-            vec![json!({"metadata": {"name": "a", "creationTimestamp": "2020-01-01T00:00:00Z"}})];
-        let columns = [Column::new("Data", "integer", "")];
-        let table = build(
-            &columns,
-            &|_| vec![json!(3)],
-            &objects,
-            json!({}),
-            IncludeObject::Metadata,
-        );
+        let registry = crate::registry::Registry::new();
+        let configmaps = registry.builtin_type("", "v1", "configmaps").unwrap();
+        let objects = vec![
+            json!({"metadata": {"name": "a", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "data": {"x": "1", "y": "2"}}),
+        ];
+        let table = for_type(&configmaps, &objects, json!({}), IncludeObject::Metadata);
         let names: Vec<&str> = table["columnDefinitions"]
             .as_array()
             .unwrap()
@@ -162,7 +170,7 @@ mod tests {
             .collect();
         assert_eq!(names, ["Name", "Data", "Age"]);
         assert_eq!(table["rows"][0]["cells"][0], "a");
-        assert_eq!(table["rows"][0]["cells"][1], 3);
+        assert_eq!(table["rows"][0]["cells"][1], 2);
         assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     }
 }

@@ -1,8 +1,5 @@
 //! The conformance suite's harness: one [`Ctx`] per test, whatever the backend behind it.
 
-pub mod etcd;
-pub mod pki;
-
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -11,10 +8,9 @@ use futures::StreamExt;
 use kcp_storage::embedded::EmbeddedStore;
 use kcp_storage::etcd::{EtcdConfig, EtcdStore};
 use kcp_storage::{Storage, WatchEvent, WatchStream};
+use kcp_testing::EtcdProcess as Etcd;
 use tempfile::TempDir;
 use tokio::sync::Mutex;
-
-use self::etcd::Etcd;
 
 /// Which store a test runs against.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +39,7 @@ const EVENT_WITHIN: Duration = Duration::from_secs(30);
 enum Home {
     Embedded { _dir: TempDir, path: PathBuf },
     SharedEtcd(Arc<Etcd>),
-    OwnEtcd(Etcd),
+    OwnEtcd(Box<Etcd>),
 }
 
 /// One test's store and the key prefix no other test uses.
@@ -73,8 +69,12 @@ impl Ctx {
             (Backend::EtcdTls, Isolation::Shared) => {
                 Home::SharedEtcd(shared(&SHARED_ETCD_TLS, true).await)
             }
-            (Backend::Etcd, Isolation::Exclusive) => Home::OwnEtcd(Etcd::start(false).await),
-            (Backend::EtcdTls, Isolation::Exclusive) => Home::OwnEtcd(Etcd::start(true).await),
+            (Backend::Etcd, Isolation::Exclusive) => {
+                Home::OwnEtcd(Box::new(Etcd::start(false).await))
+            }
+            (Backend::EtcdTls, Isolation::Exclusive) => {
+                Home::OwnEtcd(Box::new(Etcd::start(true).await))
+            }
         };
         let store = open(&home).await;
         Ctx {
@@ -93,8 +93,8 @@ impl Ctx {
     pub fn etcd_config(&self) -> Option<EtcdConfig> {
         match &self.home {
             Home::Embedded { .. } => None,
-            Home::SharedEtcd(etcd) => Some(etcd.config.clone()),
-            Home::OwnEtcd(etcd) => Some(etcd.config.clone()),
+            Home::SharedEtcd(etcd) => Some(config(etcd)),
+            Home::OwnEtcd(etcd) => Some(config(etcd)),
         }
     }
 
@@ -124,8 +124,19 @@ async fn shared(slot: &Mutex<Weak<Etcd>>, tls: bool) -> Arc<Etcd> {
 async fn open(home: &Home) -> Arc<dyn Storage> {
     match home {
         Home::Embedded { path, .. } => Arc::new(EmbeddedStore::open(path).await.unwrap()),
-        Home::SharedEtcd(etcd) => Arc::new(EtcdStore::connect(&etcd.config).await.unwrap()),
-        Home::OwnEtcd(etcd) => Arc::new(EtcdStore::connect(&etcd.config).await.unwrap()),
+        Home::SharedEtcd(etcd) => Arc::new(EtcdStore::connect(&config(etcd)).await.unwrap()),
+        Home::OwnEtcd(etcd) => Arc::new(EtcdStore::connect(&config(etcd)).await.unwrap()),
+    }
+}
+
+/// How the etcd backend reaches `etcd`: its client URL and, with TLS, the client certificate.
+fn config(etcd: &Etcd) -> EtcdConfig {
+    let tls = etcd.tls();
+    EtcdConfig {
+        servers: vec![etcd.client_url().to_owned()],
+        ca_file: tls.map(|files| files.ca.clone()),
+        cert_file: tls.map(|files| files.client_cert.clone()),
+        key_file: tls.map(|files| files.client_key.clone()),
     }
 }
 

@@ -14,6 +14,13 @@ use crate::storage::objects::ListRequest;
 
 pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let stored = r.app.store.get(&r.rt, r.location()?, r.name()).await?;
+    if r.request.info.subresource.as_deref() == Some("scale") {
+        let scale =
+            r.rt.strategy
+                .to_scale(&stored.object)
+                .ok_or_else(super::no_such_resource)?;
+        return r.render_object(200, scale);
+    }
     r.render_object(200, stored.object)
 }
 

@@ -66,14 +66,7 @@ impl Resolved<'_> {
         metadata: Value,
         include: table::IncludeObject,
     ) -> Value {
-        let strategy = &self.rt.strategy;
-        table::build(
-            &strategy.columns(),
-            &|o| strategy.cells(o),
-            objects,
-            metadata,
-            include,
-        )
+        table::for_type(&self.rt, objects, metadata, include)
     }
 }
 

@@ -42,14 +42,7 @@ impl Encoder {
             Output::Table(include) => {
                 let metadata =
                     json!({"resourceVersion": meta::resource_version(object).unwrap_or_default()});
-                let strategy = &self.rt.strategy;
-                table::build(
-                    &strategy.columns(),
-                    &|o| strategy.cells(o),
-                    std::slice::from_ref(object),
-                    metadata,
-                    include,
-                )
+                table::for_type(&self.rt, std::slice::from_ref(object), metadata, include)
             }
             Output::PartialMetadata => table::partial_object_metadata(object),
             Output::Protobuf => {

@@ -6,8 +6,10 @@ use kcp_apimachinery::{ApiError, meta};
 use serde_json::{Value, json};
 
 use super::Resolved;
-use crate::handlers::negotiation::{self, PatchType};
-use crate::handlers::response::Body;
+use kcp_apiextensions::strict::{self, FieldValidation, find_duplicate_fields};
+
+use crate::handlers::negotiation::{self, BodyFormat, PatchType};
+use crate::handlers::response::{self, Body};
 use crate::registry::store::UpdateFn;
 use crate::request::query::WriteOptions;
 
@@ -34,7 +36,40 @@ impl Resolved<'_> {
                 dry_run,
             )
             .await?;
+        if subresource == Some("scale") {
+            return self.render_object(200, self.scale_of(&updated)?);
+        }
         self.render_object(200, updated)
+    }
+
+    /// `fieldValidation`: unknown fields (those the type's schema prunes) and duplicate fields of the
+    /// body are an error (`Strict`), warnings (`Warn`, the default) or nothing (`Ignore`).
+    fn field_warnings(&self, object: &Value) -> Result<Vec<String>, ApiError> {
+        let mode = match self.request.query.get("fieldValidation") {
+            Some("Strict") => FieldValidation::Strict,
+            Some("Ignore") => FieldValidation::Ignore,
+            _ => FieldValidation::Warn,
+        };
+        if mode == FieldValidation::Ignore {
+            return Ok(Vec::new());
+        }
+        let unknown = self.rt.strategy.unknown_fields(object);
+        let is_json =
+            negotiation::body_format(self.request.content_type.as_deref())? == BodyFormat::Json;
+        let duplicates = if is_json {
+            find_duplicate_fields(&self.request.body)
+        } else {
+            Vec::new()
+        };
+        strict::check(mode, &unknown, &duplicates)
+    }
+
+    /// The scale of an object, for the `scale` subresource.
+    fn scale_of(&self, object: &Value) -> Result<Value, ApiError> {
+        self.rt
+            .strategy
+            .to_scale(object)
+            .ok_or_else(super::no_such_resource)
     }
 
     fn body_object(&self) -> Result<Value, ApiError> {
@@ -52,12 +87,16 @@ impl Resolved<'_> {
 pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let object = r.body_object()?;
+    let warnings = r.field_warnings(&object)?;
     let created = r
         .app
         .store
         .create(&r.rt, r.location()?, object, options.dry_run)
         .await?;
-    r.render_object(201, created)
+    Ok(response::with_warnings(
+        r.render_object(201, created)?,
+        &warnings,
+    ))
 }
 
 /// The object a subresource update produces: the current object with only the subresource's part
@@ -90,8 +129,20 @@ pub async fn update(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let body = r.body_object()?;
     let subresource = r.request.info.subresource.as_deref();
-    let build = |current: &Value| Ok(merge_subresource(subresource, current, &body));
-    r.update_with(&build, subresource, options.dry_run).await
+    let warnings = if subresource.is_none() {
+        r.field_warnings(&body)?
+    } else {
+        Vec::new()
+    };
+    let rt = &r.rt;
+    let build = |current: &Value| match subresource {
+        Some("scale") => rt.strategy.apply_scale(current, &body),
+        _ => Ok(merge_subresource(subresource, current, &body)),
+    };
+    Ok(response::with_warnings(
+        r.update_with(&build, subresource, options.dry_run).await?,
+        &warnings,
+    ))
 }
 
 pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
@@ -116,11 +167,22 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
             "the body of the request was in an unknown format: invalid JSON patch document",
         ));
     }
-    let schema = PatchSchema::for_builtin(&r.rt.group, &r.rt.kind);
+    // Custom resources merge by their own schema's patch extensions, built-ins by their known rules.
+    let schema = match &r.rt.schema {
+        Some(schema) => PatchSchema::from_openapi(schema, |_| None),
+        None => PatchSchema::for_builtin(&r.rt.group, &r.rt.kind),
+    };
+    let rt = &r.rt;
     let build = |current: &Value| {
         // The patch applies to the object without its resourceVersion: a patch that names one asks for
         // optimistic concurrency, a patch that does not is retried on conflicts.
-        let mut base = current.clone();
+        let mut base = match subresource {
+            Some("scale") => rt
+                .strategy
+                .to_scale(current)
+                .ok_or_else(super::no_such_resource)?,
+            _ => current.clone(),
+        };
         meta::metadata_mut(&mut base).remove("resourceVersion");
         let patched = match patch_type {
             PatchType::Json => patch::apply_json_patch(&base, body),
@@ -130,10 +192,11 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
             }
         }
         .map_err(|e| e.to_api_error())?;
-        Ok(match subresource {
-            Some(_) => merge_subresource(subresource, current, &patched),
-            None => patched,
-        })
+        match subresource {
+            Some("scale") => rt.strategy.apply_scale(current, &patched),
+            Some(_) => Ok(merge_subresource(subresource, current, &patched)),
+            None => Ok(patched),
+        }
     };
     r.update_with(&build, subresource, options.dry_run).await
 }

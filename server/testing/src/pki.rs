@@ -1,4 +1,5 @@
-//! Throwaway TLS material for an etcd that demands client certificates.
+//! Throwaway TLS material for a peer that demands client certificates (etcd with
+//! `--client-cert-auth`).
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use rcgen::{
 
 /// PEM files written into a directory: a CA, a server certificate for 127.0.0.1/localhost and a
 /// client certificate, all signed by the CA.
+#[derive(Debug, Clone)]
 pub struct TlsFiles {
     pub ca: PathBuf,
     pub server_cert: PathBuf,
@@ -23,7 +25,7 @@ pub fn write_tls_files(dir: &Path) -> TlsFiles {
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     ca_params
         .distinguished_name
-        .push(DnType::CommonName, "kcp-storage test CA");
+        .push(DnType::CommonName, "kcp-testing CA");
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
 
     let leaf = |sans: Vec<String>, name: &str, usage: ExtendedKeyUsagePurpose| {

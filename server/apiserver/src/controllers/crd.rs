@@ -1,0 +1,398 @@
+//! The CRD controller: from CustomResourceDefinitions to served types, in every logical cluster.
+//!
+//! One storage watch covers the CRDs of all logical clusters. For each cluster that changed it:
+//! accepts names (a plural, kind or short name already used by a built-in type or by an older CRD of
+//! the same group is a conflict, reported in `NamesAccepted`), publishes the accepted CRDs' types in
+//! the registry, and only then marks them `Established`, so a client that sees `Established` can
+//! create resources at once. A CRD being deleted first loses all its resources in that cluster, then
+//! its cleanup finalizer.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kcp_apiextensions::CrdInfo;
+use kcp_apimachinery::{ApiError, meta, time};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::registry::crds::CLEANUP_FINALIZER;
+use crate::registry::store::{DeleteOptions, Deleted, Location, RestStore};
+use crate::registry::{ResourceType, custom};
+use crate::request::LogicalClusterName;
+use crate::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
+
+/// How long to wait before looking again at a cluster whose CRD cleanup is not finished.
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// The CRDs of every logical cluster, as last seen.
+type Definitions = HashMap<LogicalClusterName, BTreeMap<String, Value>>;
+
+fn crd_type(store: &RestStore) -> Result<Arc<ResourceType>, ApiError> {
+    store
+        .registry()
+        .builtin_type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .ok_or_else(|| ApiError::internal_error("customresourcedefinitions are not registered"))
+}
+
+fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
+    LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
+}
+
+/// Reads every CRD and serves their types; returns the state and the revision read at. Run before the
+/// server accepts requests, so resources of existing CRDs are served from the first request on.
+pub async fn load(store: &RestStore) -> Result<(Definitions, i64), ApiError> {
+    let crds = crd_type(store)?;
+    let prefix = store.keys(&crds).all_clusters().to_string();
+    let page = store
+        .list(&crds, ListRequest::everything(&prefix), &|_| true)
+        .await?;
+    let mut definitions = Definitions::new();
+    for crd in page.items {
+        if let (Some(cluster), Some(name)) =
+            (cluster_of(&crd), meta::name(&crd).map(str::to_string))
+        {
+            definitions.entry(cluster).or_default().insert(name, crd);
+        }
+    }
+    for (cluster, crds) in &definitions {
+        publish(store, cluster, &accept(store, crds));
+    }
+    Ok((definitions, page.revision))
+}
+
+/// Runs until `shutdown`, restarting its watch when the store drops it.
+pub async fn run(store: RestStore, shutdown: CancellationToken) {
+    let (retry, mut retries) = mpsc::unbounded_channel::<LogicalClusterName>();
+    while !shutdown.is_cancelled() {
+        if let Err(error) = watch(&store, &shutdown, &retry, &mut retries).await {
+            tracing::warn!(%error, "CRD watch ended, restarting");
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+}
+
+async fn watch(
+    store: &RestStore,
+    shutdown: &CancellationToken,
+    retry: &mpsc::UnboundedSender<LogicalClusterName>,
+    retries: &mut mpsc::UnboundedReceiver<LogicalClusterName>,
+) -> Result<(), ApiError> {
+    let (mut definitions, revision) = load(store).await?;
+    let clusters: Vec<LogicalClusterName> = definitions.keys().cloned().collect();
+    for cluster in clusters {
+        reconcile(store, &definitions, &cluster, retry).await;
+    }
+    let crds = crd_type(store)?;
+    let prefix = store.keys(&crds).all_clusters().to_string();
+    let mut changes = store.objects().watch(&prefix, revision + 1).await?;
+    loop {
+        let cluster = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            Some(cluster) = retries.recv() => cluster,
+            change = changes.next() => match change {
+                None => return Err(ApiError::service_unavailable("CRD watch closed")),
+                Some(Err(error)) => return Err(error),
+                Some(Ok(change)) => {
+                    let (Some(cluster), Some(name)) = (cluster_of(&change.object), meta::name(&change.object).map(str::to_string)) else {
+                        continue;
+                    };
+                    let crds = definitions.entry(cluster.clone()).or_default();
+                    match change.kind {
+                        crate::storage::objects::ChangeType::Deleted => {
+                            crds.remove(&name);
+                        }
+                        _ => {
+                            crds.insert(name, change.object);
+                        }
+                    }
+                    cluster
+                }
+            },
+        };
+        reconcile(store, &definitions, &cluster, retry).await;
+        if definitions.get(&cluster).is_some_and(BTreeMap::is_empty) {
+            definitions.remove(&cluster);
+        }
+    }
+}
+
+/// A CRD with the outcome of name acceptance.
+struct Accepted {
+    crd: Value,
+    info: Option<CrdInfo>,
+    /// Why the names were not accepted.
+    conflict: Option<String>,
+}
+
+/// Decides which CRDs of a cluster get their names: older CRDs win, built-in names always win.
+fn accept(store: &RestStore, crds: &BTreeMap<String, Value>) -> Vec<Accepted> {
+    let mut ordered: Vec<&Value> = crds.values().collect();
+    ordered.sort_by_key(|crd| {
+        (
+            meta::creation_timestamp(crd)
+                .unwrap_or_default()
+                .to_string(),
+            meta::name(crd).unwrap_or_default().to_string(),
+        )
+    });
+    let builtin = store.registry().builtin().clone();
+    let mut taken: Vec<(String, String)> = Vec::new();
+    for t in builtin.types() {
+        taken.push((t.group.clone(), t.plural.clone()));
+        taken.push((t.group.clone(), t.kind.to_lowercase()));
+        taken.extend(t.short_names.iter().map(|s| (t.group.clone(), s.clone())));
+    }
+    let mut accepted = Vec::new();
+    for crd in ordered {
+        let info = CrdInfo::from_crd(crd).ok();
+        let conflict = info.as_ref().and_then(|info| {
+            let mut names = vec![
+                ("plural", info.plural.clone()),
+                ("kind", info.kind.to_lowercase()),
+            ];
+            names.extend(info.short_names.iter().map(|s| ("short name", s.clone())));
+            names
+                .iter()
+                .find(|(_, n)| taken.contains(&(info.group.clone(), n.clone())))
+                .map(|(what, n)| format!("{what} {n:?} is already in use"))
+        });
+        if let (Some(info), None) = (&info, &conflict) {
+            taken.push((info.group.clone(), info.plural.clone()));
+            taken.push((info.group.clone(), info.kind.to_lowercase()));
+            taken.extend(
+                info.short_names
+                    .iter()
+                    .map(|s| (info.group.clone(), s.clone())),
+            );
+        }
+        accepted.push(Accepted {
+            crd: crd.clone(),
+            info,
+            conflict,
+        });
+    }
+    accepted
+}
+
+/// Serves the types of a cluster's accepted CRDs.
+fn publish(store: &RestStore, cluster: &LogicalClusterName, accepted: &[Accepted]) {
+    let mut types = Vec::new();
+    let mut hasher = DefaultHasher::new();
+    for a in accepted {
+        if let (Some(info), None) = (&a.info, &a.conflict) {
+            types.extend(custom::resource_types(info));
+            a.crd.get("spec").map(|s| s.to_string()).hash(&mut hasher);
+        }
+    }
+    store
+        .registry()
+        .set_custom_types(cluster, types, hasher.finish());
+}
+
+async fn reconcile(
+    store: &RestStore,
+    definitions: &Definitions,
+    cluster: &LogicalClusterName,
+    retry: &mpsc::UnboundedSender<LogicalClusterName>,
+) {
+    let empty = BTreeMap::new();
+    let crds = definitions.get(cluster).unwrap_or(&empty);
+    let accepted = accept(store, crds);
+    publish(store, cluster, &accepted);
+    let mut again = false;
+    for a in &accepted {
+        let result = if meta::deletion_timestamp(&a.crd).is_some() {
+            cleanup(store, cluster, a).await
+        } else {
+            write_status(store, cluster, a).await.map(|()| true)
+        };
+        match result {
+            Ok(done) => again |= !done,
+            Err(error) => {
+                tracing::warn!(%cluster, crd = meta::name(&a.crd).unwrap_or_default(), %error, "reconciling CRD failed");
+                again = true;
+            }
+        }
+    }
+    if again {
+        let retry = retry.clone();
+        let cluster = cluster.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(RETRY_AFTER).await;
+            let _ = retry.send(cluster);
+        });
+    }
+}
+
+fn condition(kind: &str, status: bool, reason: &str, message: &str, previous: &Value) -> Value {
+    let status = if status { "True" } else { "False" };
+    let unchanged = previous
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == kind))
+        .filter(|c| c["status"] == status);
+    let since = unchanged
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(time::now_rfc3339()));
+    json!({"type": kind, "status": status, "lastTransitionTime": since, "reason": reason, "message": message})
+}
+
+/// The status a CRD should have, written when it differs.
+async fn write_status(
+    store: &RestStore,
+    cluster: &LogicalClusterName,
+    a: &Accepted,
+) -> Result<(), ApiError> {
+    let Some(info) = &a.info else { return Ok(()) };
+    let previous = a.crd.get("status").cloned().unwrap_or_else(|| json!({}));
+    let names = a
+        .crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let (accepted_names, conditions) = match &a.conflict {
+        None => (
+            names,
+            vec![
+                condition(
+                    "NamesAccepted",
+                    true,
+                    "NoConflicts",
+                    "no conflicts found",
+                    &previous,
+                ),
+                condition(
+                    "Established",
+                    true,
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                    &previous,
+                ),
+            ],
+        ),
+        Some(conflict) => (
+            previous
+                .get("acceptedNames")
+                .cloned()
+                .unwrap_or_else(|| json!({"plural": "", "kind": ""})),
+            vec![
+                condition("NamesAccepted", false, "NameConflict", conflict, &previous),
+                condition(
+                    "Established",
+                    false,
+                    "NotAccepted",
+                    "not all names are accepted",
+                    &previous,
+                ),
+            ],
+        ),
+    };
+    let mut stored: Vec<Value> = previous
+        .get("storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(version) = info.versions.iter().find(|v| v.storage)
+        && !stored.iter().any(|v| v == version.name.as_str())
+    {
+        stored.push(json!(version.name));
+    }
+    let status = json!({"acceptedNames": accepted_names, "conditions": conditions, "storedVersions": stored});
+    if status == previous {
+        return Ok(());
+    }
+    let crds = crd_type(store)?;
+    let name = meta::name(&a.crd).unwrap_or_default().to_string();
+    let set_status = |current: &Value| {
+        let mut new = current.clone();
+        new["status"] = status.clone();
+        meta::metadata_mut(&mut new).remove("resourceVersion");
+        Ok(new)
+    };
+    let at = Location {
+        cluster,
+        namespace: None,
+    };
+    match store
+        .update(&crds, at, &name, &set_status, Some("status"), false)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes a terminating CRD's resources, then its finalizer. Returns whether it is done.
+async fn cleanup(
+    store: &RestStore,
+    cluster: &LogicalClusterName,
+    a: &Accepted,
+) -> Result<bool, ApiError> {
+    let name = meta::name(&a.crd).unwrap_or_default().to_string();
+    if let Some(rt) = a
+        .info
+        .as_ref()
+        .and_then(|info| custom::resource_types(info).into_iter().next())
+    {
+        let prefix = store.keys(&rt).scope(cluster, None);
+        let page = store
+            .list(&rt, ListRequest::everything(&prefix), &|_| true)
+            .await?;
+        let mut remaining = 0;
+        for object in page.items {
+            let at = Location {
+                cluster,
+                namespace: meta::namespace(&object),
+            };
+            match store
+                .delete(
+                    &rt,
+                    at,
+                    meta::name(&object).unwrap_or_default(),
+                    &DeleteOptions::default(),
+                )
+                .await
+            {
+                Ok(Deleted::Gone(_)) => {}
+                Ok(Deleted::Pending(_)) => remaining += 1,
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if remaining > 0 {
+            return Ok(false);
+        }
+    }
+    let crds = crd_type(store)?;
+    let drop_finalizer = |current: &Value| {
+        let mut new = current.clone();
+        let kept: Vec<String> = meta::finalizers(current)
+            .into_iter()
+            .filter(|f| f != CLEANUP_FINALIZER)
+            .collect();
+        meta::set_finalizers(&mut new, kept);
+        meta::metadata_mut(&mut new).remove("resourceVersion");
+        Ok(new)
+    };
+    let at = Location {
+        cluster,
+        namespace: None,
+    };
+    match store
+        .update(&crds, at, &name, &drop_finalizer, None, false)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.code == 404 => Ok(true),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,318 @@
+//! Custom resources: the types a CustomResourceDefinition defines, served from its schema.
+//!
+//! One [`ResourceType`] per served version, all sharing one storage (the CRD's group and plural,
+//! under the `customresources` key layout). Versions convert with the `None` strategy: only
+//! `apiVersion` changes. The schema does the rest: unknown fields are pruned (and reported for
+//! `fieldValidation`), defaults applied, values and CEL rules validated; `metadata.generation` moves
+//! when anything but metadata and status changes.
+
+use std::sync::Arc;
+
+use kcp_apiextensions::{CrdInfo, CrdVersion, StructuralSchema};
+use kcp_apimachinery::jsonpath::JsonPath;
+use kcp_apimachinery::{ApiError, FieldError, meta};
+use serde_json::{Value, json};
+
+use super::table::{Column, age};
+use super::{ResourceType, Strategy};
+use crate::storage::KeyLayout;
+
+/// One printer column with its parsed path.
+struct PrinterColumn {
+    column: Column,
+    path: Option<JsonPath>,
+    is_date: bool,
+}
+
+/// The `scale` subresource paths of a version.
+struct ScalePaths {
+    spec_replicas: JsonPointerPath,
+    status_replicas: JsonPointerPath,
+    label_selector: Option<JsonPointerPath>,
+}
+
+/// A `.a.b.c` path as JSON-pointer segments (scale paths are simple field paths by CRD validation).
+#[derive(Clone)]
+struct JsonPointerPath(Vec<String>);
+
+impl JsonPointerPath {
+    fn parse(path: &str) -> JsonPointerPath {
+        JsonPointerPath(
+            path.trim_start_matches('.')
+                .split('.')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    fn get<'a>(&self, value: &'a Value) -> Option<&'a Value> {
+        self.0.iter().try_fold(value, |v, key| v.get(key.as_str()))
+    }
+
+    fn set(&self, value: &mut Value, new: Value) {
+        let Some((last, parents)) = self.0.split_last() else {
+            return;
+        };
+        let mut current = value;
+        for key in parents {
+            if !current[key.as_str()].is_object() {
+                current[key.as_str()] = json!({});
+            }
+            current = &mut current[key.as_str()];
+        }
+        current[last.as_str()] = new;
+    }
+}
+
+struct CustomResources {
+    api_version: String,
+    storage_api_version: String,
+    schema: Arc<StructuralSchema>,
+    status_subresource: bool,
+    scale: Option<ScalePaths>,
+    columns: Vec<PrinterColumn>,
+    selectable: Vec<(String, JsonPath)>,
+}
+
+/// The types of every served version of a CRD.
+pub fn resource_types(crd: &CrdInfo) -> Vec<Arc<ResourceType>> {
+    let storage_version = crd
+        .versions
+        .iter()
+        .find(|v| v.storage)
+        .map_or("", |v| v.name.as_str());
+    crd.versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| Arc::new(resource_type(crd, v, storage_version)))
+        .collect()
+}
+
+fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+fn resource_type(crd: &CrdInfo, version: &CrdVersion, storage_version: &str) -> ResourceType {
+    let columns = version
+        .printer_columns
+        .iter()
+        .map(|c| PrinterColumn {
+            column: Column::owned(
+                c.name.clone(),
+                c.column_type.clone(),
+                c.description.clone().unwrap_or_default(),
+                u32::try_from(c.priority).unwrap_or(0),
+            ),
+            path: JsonPath::parse(&c.json_path).ok(),
+            is_date: c.column_type == "date",
+        })
+        .collect();
+    let selectable = version
+        .selectable_fields
+        .iter()
+        .filter_map(|path| {
+            JsonPath::parse(path)
+                .ok()
+                .map(|p| (path.trim_start_matches('.').to_string(), p))
+        })
+        .collect();
+    let scale = version.scale.as_ref().map(|s| ScalePaths {
+        spec_replicas: JsonPointerPath::parse(&s.spec_replicas_path),
+        status_replicas: JsonPointerPath::parse(&s.status_replicas_path),
+        label_selector: s.label_selector_path.as_deref().map(JsonPointerPath::parse),
+    });
+    let mut subresources = Vec::new();
+    if version.status_subresource {
+        subresources.push("status".to_string());
+    }
+    if scale.is_some() {
+        subresources.push("scale".to_string());
+    }
+    let strategy = CustomResources {
+        api_version: api_version(&crd.group, &version.name),
+        storage_api_version: api_version(&crd.group, storage_version),
+        schema: version.schema.clone(),
+        status_subresource: version.status_subresource,
+        scale,
+        columns,
+        selectable,
+    };
+    ResourceType {
+        group: crd.group.clone(),
+        version: version.name.clone(),
+        kind: crd.kind.clone(),
+        plural: crd.plural.clone(),
+        singular: crd.singular.clone(),
+        short_names: crd.short_names.clone(),
+        categories: crd.categories.clone(),
+        namespaced: crd.namespaced,
+        subresources,
+        storage_group: crd.group.clone(),
+        layout: KeyLayout::CustomResource,
+        schema: Some(version.openapi_schema.clone()),
+        strategy: Box::new(strategy),
+    }
+}
+
+/// Everything but metadata and status: what `metadata.generation` counts changes of.
+fn spec_part(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(map) = object.as_object_mut() {
+        map.remove("metadata");
+        map.remove("status");
+        map.remove("apiVersion");
+    }
+    object
+}
+
+impl CustomResources {
+    fn normalize(&self, object: &mut Value) {
+        self.schema.prune(object);
+        self.schema.apply_defaults(object);
+    }
+}
+
+impl Strategy for CustomResources {
+    fn prepare_for_create(&self, object: &mut Value) {
+        if self.status_subresource
+            && let Some(map) = object.as_object_mut()
+        {
+            map.remove("status");
+        }
+        self.normalize(object);
+        meta::set_generation(object, 1);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, subresource: Option<&str>) {
+        if self.status_subresource && subresource.is_none() {
+            match old.get("status") {
+                Some(status) => new["status"] = status.clone(),
+                None => {
+                    if let Some(map) = new.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+        self.normalize(new);
+        let generation = meta::generation(old).unwrap_or(1);
+        let changed = spec_part(new) != spec_part(old);
+        meta::set_generation(new, if changed { generation + 1 } else { generation });
+    }
+
+    fn validate(&self, object: &Value) -> Vec<FieldError> {
+        let mut errors = self.schema.validate(object);
+        if errors.is_empty() {
+            errors.extend(self.schema.validate_cel(object, None));
+        }
+        errors
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errors = self.schema.validate(new);
+        if errors.is_empty() {
+            errors.extend(self.schema.validate_cel(new, Some(old)));
+        }
+        errors
+    }
+
+    fn unknown_fields(&self, object: &Value) -> Vec<String> {
+        let mut copy = object.clone();
+        self.schema.prune(&mut copy)
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        self.selectable.iter().any(|(name, _)| name == field)
+    }
+
+    fn field_value(&self, object: &Value, field: &str) -> Option<String> {
+        let (_, path) = self.selectable.iter().find(|(name, _)| name == field)?;
+        Some(match path.first(object) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        })
+    }
+
+    fn api_to_storage(&self, mut object: Value) -> Value {
+        object["apiVersion"] = json!(self.storage_api_version);
+        object
+    }
+
+    fn storage_to_api(&self, mut object: Value) -> Value {
+        object["apiVersion"] = json!(self.api_version);
+        object
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        self.columns.iter().map(|c| c.column.clone()).collect()
+    }
+
+    fn age_column(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    fn cells(&self, object: &Value) -> Vec<Value> {
+        self.columns
+            .iter()
+            .map(|c| match c.path.as_ref().and_then(|p| p.first(object)) {
+                Some(Value::String(s)) if c.is_date => json!(age(Some(s))),
+                Some(value) => value.clone(),
+                None => Value::Null,
+            })
+            .collect()
+    }
+
+    fn to_scale(&self, object: &Value) -> Option<Value> {
+        let scale = self.scale.as_ref()?;
+        let selector = scale
+            .label_selector
+            .as_ref()
+            .and_then(|p| p.get(object))
+            .cloned();
+        let mut status = json!({"replicas": scale.status_replicas.get(object).and_then(Value::as_i64).unwrap_or(0)});
+        if let Some(selector) = selector {
+            status["selector"] = selector;
+        }
+        let metadata = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        Some(
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
+            "spec": {"replicas": scale.spec_replicas.get(object).and_then(Value::as_i64).unwrap_or(0)},
+            "status": status}),
+        )
+    }
+
+    fn apply_scale(&self, object: &Value, scale: &Value) -> Result<Value, ApiError> {
+        let paths = self
+            .scale
+            .as_ref()
+            .ok_or_else(|| ApiError::bad_request("this resource has no scale subresource"))?;
+        let replicas = scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if replicas < 0 {
+            return Err(ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                meta::name(object).unwrap_or_default(),
+                vec![FieldError::invalid(
+                    "spec.replicas",
+                    json!(replicas),
+                    "must be greater than or equal to 0",
+                )],
+            ));
+        }
+        let mut new = object.clone();
+        paths.spec_replicas.set(&mut new, json!(replicas));
+        if let Some(rv) = meta::resource_version(scale) {
+            meta::set_resource_version(&mut new, rv);
+        }
+        Ok(new)
+    }
+}

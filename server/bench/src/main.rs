@@ -1,0 +1,231 @@
+//! kcp-bench: load and startup figures for the kcp server (recorded in docs/performance.md).
+//!
+//! Issue 2 sets latency, memory and startup targets; this tool produces the numbers the same way
+//! every time, so a change can be compared with the last recorded run:
+//!
+//! - `load`: drive a running server (from a kubeconfig) through ConfigMap create, get, list, update
+//!   and watch phases at a fixed open-loop rate, and report latency percentiles per phase.
+//! - `run`: start a server itself (embedded store or etcd), report its startup time and memory
+//!   idle and after the same load.
+//! - `startup`: start a server N times, report start-to-`/readyz` time and idle memory.
+//!
+//! It only ever connects to loopback and every phase is bounded in requests and time.
+
+mod client;
+mod kubeconfig;
+mod load;
+mod report;
+mod schedule;
+mod server;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use client::{Client, ClientError, Protocol};
+use kubeconfig::{KubeconfigError, Target};
+use load::{LoadArgs, LoadError, Workload};
+use report::{LoadReport, Output, ServerReport, StartupReport, StartupRun};
+use server::{Server, ServerArgs, ServerError};
+
+#[derive(Parser)]
+#[command(
+    name = "kcp-bench",
+    about = "Load and startup benchmarks for the kcp server"
+)]
+struct Cli {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table", global = true)]
+    output: Output,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load a running server named by a kubeconfig.
+    Load {
+        /// Kubeconfig of the server (its server URL must be on loopback).
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// Context to use (default: the current context).
+        #[arg(long)]
+        context: Option<String>,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Start a server, load it, and report its startup time and memory too.
+    Run {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Start a server repeatedly and report start-to-/readyz time and idle memory.
+    Startup {
+        #[command(flatten)]
+        server: ServerArgs,
+        /// How many times to start it.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+enum BenchError {
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error("rendering the report: {0}")]
+    Render(#[from] serde_json::Error),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("kcp-bench: starting the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(text) => {
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("kcp-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<String, BenchError> {
+    let output = cli.output;
+    match cli.command {
+        Command::Load {
+            kubeconfig,
+            context,
+            load,
+        } => {
+            let target = Target::from_file(&kubeconfig, context.as_deref())?;
+            let (_, report) = load_target(target, load, None, || Ok(())).await?;
+            Ok(report::render(&report, output)?)
+        }
+        Command::Run { server, load } => {
+            let started = Server::start(&server).await?;
+            tracing::info!(
+                startup_ms = started.startup.as_secs_f64() * 1e3,
+                "server ready"
+            );
+            tokio::time::sleep(Duration::from_secs(server.idle_seconds)).await;
+            let idle = started.memory()?;
+            let target = Target::from_file(&started.kubeconfig, None)?;
+            let (after_load, mut report) =
+                load_target(target, load, Some(started.pid()), || started.memory()).await?;
+            let after_cleanup = started.memory()?;
+            let startup_ms = started.startup.as_secs_f64() * 1e3;
+            let stopped = started.stop().await?;
+            report.server = Some(ServerReport {
+                backend: server.backend,
+                startup_ms,
+                idle,
+                after_load: Some(after_load),
+                after_cleanup: Some(after_cleanup),
+                stopped: Some(stopped),
+            });
+            Ok(report::render(&report, output)?)
+        }
+        Command::Startup { server, runs } => {
+            let mut report = StartupReport {
+                backend: server.backend,
+                idle_seconds: server.idle_seconds,
+                runs: Vec::with_capacity(runs),
+            };
+            for i in 0..runs {
+                let started = Server::start(&server).await?;
+                tracing::info!(
+                    run = i + 1,
+                    startup_ms = started.startup.as_secs_f64() * 1e3,
+                    "ready"
+                );
+                tokio::time::sleep(Duration::from_secs(server.idle_seconds)).await;
+                let idle = started.memory()?;
+                let startup_ms = started.startup.as_secs_f64() * 1e3;
+                let stopped = started.stop().await?;
+                report.runs.push(StartupRun {
+                    startup_ms,
+                    idle,
+                    stopped,
+                });
+            }
+            Ok(report::render(&report, output)?)
+        }
+    }
+}
+
+/// Creates the namespace, runs the phases, calls `after_phases` (before the namespace is deleted),
+/// cleans up, and returns what `after_phases` returned with the report.
+async fn load_target<T>(
+    target: Target,
+    load: LoadArgs,
+    server_pid: Option<u32>,
+    after_phases: impl FnOnce() -> Result<T, ServerError>,
+) -> Result<(T, LoadReport), BenchError> {
+    let protocol = if load.http1 {
+        Protocol::Http1
+    } else {
+        Protocol::Http2
+    };
+    let concurrency = load.concurrency.max(1);
+    let client = Arc::new(Client::new(target, protocol, concurrency)?);
+    let workload = Workload::prepare(client, load).await?;
+    let result = match workload.run(server_pid).await {
+        Ok(phases) => after_phases()
+            .map(|after| (after, phases))
+            .map_err(BenchError::from),
+        Err(error) => Err(error.into()),
+    };
+    // Clean up even when a phase failed, then report the first error.
+    let cleanup = workload.cleanup().await;
+    let (after, phases) = result?;
+    cleanup?;
+    Ok((
+        after,
+        LoadReport {
+            protocol: match protocol {
+                Protocol::Http1 => "HTTP/1.1",
+                Protocol::Http2 => "HTTP/2",
+            },
+            concurrency,
+            loadavg: std::fs::read_to_string("/proc/loadavg")
+                .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default(),
+            server: None,
+            phases,
+        },
+    ))
+}

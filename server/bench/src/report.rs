@@ -1,0 +1,258 @@
+//! Rendering results: an aligned text table for people, JSON (`--output json`) for scripts.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::server::{Backend, Memory, Stopped};
+use crate::stats::PhaseReport;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+/// What `load` and `run` print.
+#[derive(Debug, Serialize)]
+pub struct LoadReport {
+    pub protocol: &'static str,
+    pub concurrency: usize,
+    /// /proc/loadavg (1, 5, 15 min) at the end: other work on the machine skews latency.
+    pub loadavg: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerReport>,
+    pub phases: Vec<PhaseReport>,
+}
+
+/// The server `run` started: how fast it came up and how much memory it used.
+#[derive(Debug, Serialize)]
+pub struct ServerReport {
+    pub backend: Backend,
+    pub startup_ms: f64,
+    pub idle: Memory,
+    pub after_load: Option<Memory>,
+    pub after_cleanup: Option<Memory>,
+    pub stopped: Option<Stopped>,
+}
+
+/// One `startup` run.
+#[derive(Debug, Serialize)]
+pub struct StartupRun {
+    pub startup_ms: f64,
+    pub idle: Memory,
+    pub stopped: Stopped,
+}
+
+/// What `startup` prints.
+#[derive(Debug, Serialize)]
+pub struct StartupReport {
+    pub backend: Backend,
+    pub idle_seconds: u64,
+    pub runs: Vec<StartupRun>,
+}
+
+/// Serialises `value` as pretty JSON, or renders it as a table.
+pub fn render<T: Serialize + Table>(
+    value: &T,
+    output: Output,
+) -> Result<String, serde_json::Error> {
+    match output {
+        Output::Json => serde_json::to_string_pretty(value),
+        Output::Table => Ok(value.table()),
+    }
+}
+
+/// A human-readable rendering.
+pub trait Table {
+    fn table(&self) -> String;
+}
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+fn memory(m: &Memory) -> String {
+    format!("{:.1} MiB (peak {:.1} MiB)", m.rss_mib, m.peak_rss_mib)
+}
+
+/// Left-aligned first column, right-aligned others, two spaces apart.
+fn grid(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, width))| {
+                if c == 0 {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+impl Table for LoadReport {
+    fn table(&self) -> String {
+        let mut out = String::new();
+        if let Some(server) = &self.server {
+            let _ = writeln!(out, "server: {:?} backend", server.backend);
+            let _ = writeln!(out, "  start to /readyz: {:.1} ms", server.startup_ms);
+            let _ = writeln!(out, "  idle:             {}", memory(&server.idle));
+            for (label, m) in [
+                ("after load", &server.after_load),
+                ("after cleanup", &server.after_cleanup),
+            ] {
+                if let Some(m) = m {
+                    let _ = writeln!(out, "  {:<17} {}", format!("{label}:"), memory(m));
+                }
+            }
+            if let Some(stopped) = &server.stopped {
+                let _ = writeln!(
+                    out,
+                    "  SIGTERM to exit:  {:.1} ms, exit code {}",
+                    stopped.shutdown_ms,
+                    stopped
+                        .exit_code
+                        .map_or("none (signal)".into(), |c| c.to_string())
+                );
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "{} x {} connections; load average at the end: {}",
+            self.protocol, self.concurrency, self.loadavg
+        );
+        let mut rows = vec![
+            [
+                "phase",
+                "requests",
+                "ok",
+                "errors",
+                "rate/s",
+                "achieved/s",
+                "p50 ms",
+                "p90 ms",
+                "p99 ms",
+                "max ms",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for phase in &self.phases {
+            let errors = if phase.errors.is_empty() {
+                "-".to_owned()
+            } else {
+                phase
+                    .errors
+                    .iter()
+                    .map(|(k, v)| format!("{k}:{v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let latency = phase.latency;
+            rows.push(vec![
+                phase.phase.clone(),
+                phase.requests.to_string(),
+                phase.ok.to_string(),
+                errors,
+                format!("{:.0}", phase.target_rate),
+                format!("{:.1}", phase.throughput),
+                ms(latency.map(|l| l.p50_ms)),
+                ms(latency.map(|l| l.p90_ms)),
+                ms(latency.map(|l| l.p99_ms)),
+                ms(latency.map(|l| l.max_ms)),
+                format!("{:.2}", phase.dispatch_lag_p99_ms),
+                phase
+                    .server_cpu_us_per_request
+                    .map_or("-".into(), |us| format!("{us:.0}")),
+            ]);
+        }
+        out.push_str(&grid(&rows));
+        out.push_str(
+            "latency: due time -> response read (open loop); lag: due time -> request sent\n",
+        );
+        for phase in &self.phases {
+            if let Some(watch) = &phase.watch {
+                let write = watch.write_latency;
+                let _ = writeln!(
+                    out,
+                    "watch: {} watchers, {}/{} events delivered ({} before the write's response); \
+                     latency above is write ack -> event; the writes themselves: p50 {} ms, p99 {} ms",
+                    watch.watchers,
+                    watch.delivered_events,
+                    watch.expected_events,
+                    watch.before_ack,
+                    ms(write.map(|l| l.p50_ms)),
+                    ms(write.map(|l| l.p99_ms)),
+                );
+            }
+        }
+        out
+    }
+}
+
+impl Table for StartupReport {
+    fn table(&self) -> String {
+        let mut rows = vec![
+            [
+                "run",
+                "start to /readyz ms",
+                "idle RSS MiB",
+                "peak RSS MiB",
+                "SIGTERM to exit ms",
+                "exit code",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for (i, run) in self.runs.iter().enumerate() {
+            rows.push(vec![
+                (i + 1).to_string(),
+                format!("{:.1}", run.startup_ms),
+                format!("{:.1}", run.idle.rss_mib),
+                format!("{:.1}", run.idle.peak_rss_mib),
+                format!("{:.1}", run.stopped.shutdown_ms),
+                run.stopped.exit_code.map_or("-".into(), |c| c.to_string()),
+            ]);
+        }
+        format!(
+            "{:?} backend, RSS read after {} s idle\n{}",
+            self.backend,
+            self.idle_seconds,
+            grid(&rows)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_aligns_columns() {
+        let rows = vec![
+            vec!["phase".to_owned(), "n".to_owned()],
+            vec!["get".to_owned(), "1000".to_owned()],
+        ];
+        assert_eq!(grid(&rows), "phase     n\nget    1000\n");
+    }
+}

@@ -1,0 +1,308 @@
+//! The `kcp` binary as a test peer: started with the flags a test names, on its own root
+//! directory and a port it picks itself, reached with the admin credentials it writes.
+//!
+//! Acceptance tests run the real binary rather than the library so that they prove what users get:
+//! flag parsing, certificate bootstrap, the kubeconfig on disk, signal handling and the exit status.
+//! The binary's path comes from the caller (`env!("CARGO_BIN_EXE_kcp")` in `server/kcp/tests`),
+//! because only Cargo knows where it built it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::sync::Mutex;
+
+use crate::dir::temp_dir;
+use crate::http::{self, Response, WatchStream};
+use crate::process::ChildGuard;
+
+/// How long a start (certificates, store, bootstrap, `/readyz`) may take on a loaded machine.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// How long a SIGTERM'd server may take to finish its in-flight work and exit.
+const STOP_WITHIN: Duration = Duration::from_secs(60);
+
+/// What the admin kubeconfig says: where the server is and the credentials of its admin.
+#[derive(Debug, Clone)]
+pub struct AdminCredentials {
+    /// `https://<host>:<port>` of the `base` cluster (no `/clusters/` suffix).
+    pub server: String,
+    pub ca_pem: Vec<u8>,
+    /// Client certificate then key, PEM, as `reqwest::Identity::from_pem` wants them.
+    pub identity_pem: Vec<u8>,
+}
+
+impl AdminCredentials {
+    /// Reads an admin kubeconfig as `kcp start` writes it; `None` while it does not exist.
+    pub fn read(kubeconfig: &Path) -> Option<AdminCredentials> {
+        let text = std::fs::read_to_string(kubeconfig).ok()?;
+        let config: Value = yaml_serde::from_str(&text)
+            .unwrap_or_else(|error| panic!("{} is not YAML: {error}", kubeconfig.display()));
+        let named = |list: &str, name: &str, field: &str| -> Value {
+            config[list]
+                .as_array()
+                .and_then(|items| items.iter().find(|item| item["name"] == name))
+                .unwrap_or_else(|| panic!("{list} has no {name:?} in {text}"))[field]
+                .clone()
+        };
+        let cluster = named("clusters", "base", "cluster");
+        let user = named("users", "admin", "user");
+        let decode = |value: &Value| {
+            let data = value
+                .as_str()
+                .unwrap_or_else(|| panic!("missing data in {text}"));
+            STANDARD.decode(data).expect("kubeconfig data is base64")
+        };
+        Some(AdminCredentials {
+            server: cluster["server"].as_str().expect("base server").to_owned(),
+            ca_pem: decode(&cluster["certificate-authority-data"]),
+            identity_pem: [
+                decode(&user["client-certificate-data"]),
+                decode(&user["client-key-data"]),
+            ]
+            .concat(),
+        })
+    }
+
+    /// A client that trusts the server's CA and presents the admin certificate. Each call builds
+    /// a new one: a client's connections belong to the Tokio runtime that opened them, and tests
+    /// sharing a server each run their own runtime.
+    pub fn client(&self) -> reqwest::Client {
+        http::client(&self.ca_pem, Some(&self.identity_pem))
+    }
+
+    /// The builder behind [`Self::client`], for tests that need a particular client (e.g. one
+    /// that speaks only HTTP/1.1).
+    pub fn client_builder(&self) -> reqwest::ClientBuilder {
+        http::client_builder(&self.ca_pem, Some(&self.identity_pem))
+    }
+
+    /// A client that trusts the server's CA but has no client certificate.
+    pub fn anonymous_client(&self) -> reqwest::Client {
+        http::client(&self.ca_pem, None)
+    }
+}
+
+/// A running `kcp start`; dropping it kills the process (SIGKILL by PID) and removes its files.
+pub struct KcpProcess {
+    process: ChildGuard,
+    binary: PathBuf,
+    args: Vec<String>,
+    admin: AdminCredentials,
+    dir: TempDir,
+}
+
+impl KcpProcess {
+    /// Runs `binary start --root-directory=<fresh dir> --secure-port=0 --bind-address=127.0.0.1`
+    /// plus `flags`, and waits until the admin kubeconfig is written and `/readyz` answers 200.
+    pub async fn start(binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
+        let dir = temp_dir(label);
+        let mut args = vec![
+            "start".to_owned(),
+            format!("--root-directory={}", dir.path().join("root").display()),
+            "--secure-port=0".to_owned(),
+            "--bind-address=127.0.0.1".to_owned(),
+        ];
+        args.extend_from_slice(flags);
+        let mut process = spawn(binary, &args, dir.path());
+        let admin = wait_ready(&mut process, &kubeconfig_in(dir.path())).await;
+        KcpProcess {
+            process,
+            binary: binary.to_owned(),
+            args,
+            admin,
+            dir,
+        }
+    }
+
+    /// The root directory (`--root-directory`): certificates, the admin kubeconfig, the store.
+    pub fn root_directory(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        kubeconfig_in(self.dir.path())
+    }
+
+    pub fn admin(&self) -> &AdminCredentials {
+        &self.admin
+    }
+
+    /// `https://<host>:<port>` of the running server.
+    pub fn base_url(&self) -> &str {
+        &self.admin.server
+    }
+
+    /// The URL of `path` (which starts with `/`) on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.admin.server)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// GET `path` as the admin.
+    pub async fn get(&self, path: &str) -> Response {
+        Response::send(self.admin.client().get(self.url(path))).await
+    }
+
+    /// Sends `body` with `method` and `content_type` to `path` as the admin.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Response {
+        let request = self
+            .admin
+            .client()
+            .request(method, self.url(path))
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body);
+        Response::send(request).await
+    }
+
+    /// Sends `body` as JSON with `method` to `path` as the admin.
+    pub async fn send_json(&self, method: reqwest::Method, path: &str, body: &Value) -> Response {
+        self.send(method, path, "application/json", body.to_string())
+            .await
+    }
+
+    /// Opens a watch (`path` carries `watch=1` and whatever else) as the admin; anything but 200
+    /// fails the test.
+    pub async fn watch(&self, path: &str) -> WatchStream {
+        WatchStream::open(self.admin.client().get(self.url(path))).await
+    }
+
+    /// Sends SIGTERM without waiting (to watch what the server does while it shuts down).
+    pub fn terminate(&mut self) {
+        self.process.terminate();
+    }
+
+    /// Waits for the process to exit after [`Self::terminate`].
+    pub async fn wait(&mut self) -> ExitStatus {
+        self.process.wait(STOP_WITHIN).await
+    }
+
+    /// SIGTERM, then the exit status.
+    pub async fn stop(&mut self) -> ExitStatus {
+        self.process.stop(STOP_WITHIN).await
+    }
+
+    /// Waits for the exit after [`Self::terminate`]; anything but exit status 0 fails the test.
+    pub async fn wait_for_clean_exit(&mut self) {
+        let status = self.wait().await;
+        assert!(
+            status.success(),
+            "kcp exited with {status} on SIGTERM\n{}",
+            self.log_tail()
+        );
+    }
+
+    /// SIGTERM; anything but exit status 0 fails the test.
+    pub async fn stop_cleanly(&mut self) {
+        self.terminate();
+        self.wait_for_clean_exit().await;
+    }
+
+    /// Stops the server (a shutdown that does not exit 0 fails the test) and starts it again with
+    /// the same flags on the same root directory. It picks a new port, so re-read [`Self::url`].
+    pub async fn restart(&mut self) {
+        self.stop_cleanly().await;
+        let kubeconfig = self.kubeconfig();
+        // The file from the last run names the old port; wait for the new run to write its own.
+        std::fs::remove_file(&kubeconfig).expect("removing the previous admin kubeconfig");
+        self.process = spawn(&self.binary, &self.args, self.dir.path());
+        self.admin = wait_ready(&mut self.process, &kubeconfig).await;
+    }
+
+    /// The server's log (all runs), for failure messages.
+    pub fn log_tail(&self) -> String {
+        self.process.log_tail()
+    }
+
+    /// Everything the server logged (all runs).
+    pub fn log(&self) -> String {
+        self.process.log()
+    }
+}
+
+fn kubeconfig_in(dir: &Path) -> PathBuf {
+    dir.join("root").join("admin.kubeconfig")
+}
+
+fn spawn(binary: &Path, args: &[String], dir: &Path) -> ChildGuard {
+    ChildGuard::spawn(
+        "kcp",
+        Command::new(binary).args(args).env("RUST_BACKTRACE", "1"),
+        &dir.join("kcp.log"),
+    )
+}
+
+/// Waits for the kubeconfig (written once serving) and then for `/readyz` to answer 200.
+async fn wait_ready(process: &mut ChildGuard, kubeconfig: &Path) -> AdminCredentials {
+    let deadline = Instant::now() + READY_WITHIN;
+    loop {
+        if let Some(status) = process.exited() {
+            panic!(
+                "kcp exited with {status} during start\n{}",
+                process.log_tail()
+            );
+        }
+        if let Some(admin) = AdminCredentials::read(kubeconfig)
+            && let Ok(response) = admin
+                .client()
+                .get(format!("{}/readyz", admin.server))
+                .send()
+                .await
+            && response.status().is_success()
+        {
+            return admin;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kcp was not ready within {READY_WITHIN:?}\n{}",
+            process.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One server shared by the tests of a file that do not disturb each other: the first test to ask
+/// starts it, and it is killed when the last test holding it finishes (a static is never dropped,
+/// so the slot keeps only a weak reference).
+pub struct SharedKcp {
+    slot: Mutex<Weak<KcpProcess>>,
+}
+
+impl SharedKcp {
+    pub const fn new() -> SharedKcp {
+        SharedKcp {
+            slot: Mutex::const_new(Weak::new()),
+        }
+    }
+
+    /// The running shared server, started with `flags` if none runs.
+    pub async fn get(&self, binary: &Path, label: &str, flags: &[String]) -> Arc<KcpProcess> {
+        let mut slot = self.slot.lock().await;
+        if let Some(kcp) = slot.upgrade() {
+            return kcp;
+        }
+        let kcp = Arc::new(KcpProcess::start(binary, label, flags).await);
+        *slot = Arc::downgrade(&kcp);
+        kcp
+    }
+}
+
+impl Default for SharedKcp {
+    fn default() -> Self {
+        SharedKcp::new()
+    }
+}

@@ -1,0 +1,225 @@
+//! The installed kubectl releases as test clients.
+//!
+//! Compatibility means "the kubectl people have works", so the acceptance tests drive the real
+//! binaries (`/usr/lib/google-cloud-sdk/bin/kubectl.1.XX`, or `$KUBECTL_DIR/kubectl.1.XX`), each
+//! with its own `HOME` so discovery caches never leak between tests or versions.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::dir::temp_dir;
+
+/// Bounds one kubectl command; only a guard against a hung command.
+const RUN_WITHIN: Duration = Duration::from_secs(120);
+
+/// How long a background kubectl may stay silent while a test waits for a line.
+const LINE_WITHIN: Duration = Duration::from_secs(60);
+
+/// One kubectl release pointed at one kubeconfig.
+pub struct Kubectl {
+    binary: PathBuf,
+    version: String,
+    kubeconfig: PathBuf,
+    home: TempDir,
+}
+
+/// The outcome of one kubectl command.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Kubectl {
+    /// kubectl `version` (e.g. `"1.27"`) using `kubeconfig`; a missing binary fails the test.
+    pub fn new(version: &str, kubeconfig: &Path) -> Kubectl {
+        let dir = std::env::var_os("KUBECTL_DIR").map_or_else(
+            || PathBuf::from("/usr/lib/google-cloud-sdk/bin"),
+            PathBuf::from,
+        );
+        let binary = dir.join(format!("kubectl.{version}"));
+        assert!(
+            binary.is_file(),
+            "kubectl {version} not found at {}",
+            binary.display()
+        );
+        Kubectl {
+            binary,
+            version: version.to_owned(),
+            kubeconfig: kubeconfig.to_owned(),
+            home: temp_dir(&format!("kubectl-{version}")),
+        }
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// A directory private to this kubectl (its `HOME`), for files a test hands to it.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env("HOME", self.home.path())
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// Runs `kubectl --kubeconfig=… args…` to completion.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with_env(args, &[])
+    }
+
+    /// Like [`Self::run`] with extra environment variables (e.g. `EDITOR`).
+    pub fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let child = self
+            .command(args, env)
+            .spawn()
+            .unwrap_or_else(|error| panic!("starting {}: {error}", self.binary.display()));
+        let pid = child.id();
+        let (sender, receiver) = channel();
+        // wait_with_output drains both pipes, so a chatty command cannot block on a full pipe.
+        std::thread::spawn(move || sender.send(child.wait_with_output()));
+        match receiver.recv_timeout(RUN_WITHIN) {
+            Ok(output) => {
+                let output = output.expect("waiting for kubectl");
+                Run {
+                    status: output.status,
+                    stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                    stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+                }
+            }
+            Err(_) => {
+                // Only this PID, which the waiting thread has not reaped yet (it is still running).
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+                panic!(
+                    "kubectl {} {args:?} did not finish within {RUN_WITHIN:?}",
+                    self.version
+                )
+            }
+        }
+    }
+
+    /// Runs a command that must succeed and returns its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        self.run(args).success(&self.version, args)
+    }
+
+    /// Runs a command that must fail and returns its stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert!(
+            !run.status.success(),
+            "kubectl {} {args:?} should have failed:\n{}",
+            self.version,
+            run.stdout
+        );
+        run.stderr
+    }
+
+    /// Starts a long-running command (e.g. `get -w`) whose stdout lines a test reads while it
+    /// acts; dropping the handle kills it.
+    pub fn background(&self, args: &[&str]) -> BackgroundKubectl {
+        let mut child = self
+            .command(args, &[])
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|error| panic!("starting {}: {error}", self.binary.display()));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        BackgroundKubectl {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+}
+
+impl Run {
+    /// The stdout of a command that must have succeeded.
+    pub fn success(self, version: &str, args: &[&str]) -> String {
+        assert!(
+            self.status.success(),
+            "kubectl {version} {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self.stdout
+    }
+}
+
+/// A kubectl command running in the background, its stdout read line by line.
+pub struct BackgroundKubectl {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl BackgroundKubectl {
+    /// Reads lines until one matches `wanted` and returns it; the output ending or staying silent
+    /// for long fails the test (quoting everything read so far).
+    pub fn wait_for_line(&mut self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + LINE_WITHIN;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if wanted(&line) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no line with {what} within {LINE_WITHIN:?}; read: {:#?}",
+                        self.seen
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!(
+                        "output ended before a line with {what}; read: {:#?}",
+                        self.seen
+                    )
+                }
+            }
+        }
+    }
+}
+
+impl Drop for BackgroundKubectl {
+    fn drop(&mut self) {
+        // Kills this child by its PID; it may have exited already.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,29 @@
+//! Test support shared by the server's test suites.
+//!
+//! Acceptance tests prove the server against the real peers users run (the `kcp` binary itself,
+//! Debian's etcd, the installed kubectl releases), so the suites need the same small toolkit to start
+//! them: free loopback ports, throwaway directories, and process guards that stop exactly the
+//! process they started, by PID, even when a test panics. Keeping that toolkit here, and not copied
+//! into each crate's `tests/`, means every suite waits, cleans up and reports a failed start the
+//! same way.
+//!
+//! Every wait in here is bounded, and generously so: the bounds only stop a hung peer from hanging
+//! the suite on a loaded CI machine; nothing asserts how fast anything is.
+
+mod dir;
+mod etcd;
+mod http;
+mod kcp;
+mod kubectl;
+mod pki;
+mod ports;
+mod process;
+
+pub use dir::temp_dir;
+pub use etcd::EtcdProcess;
+pub use http::{Response, WatchStream};
+pub use kcp::{AdminCredentials, KcpProcess, SharedKcp};
+pub use kubectl::{BackgroundKubectl, Kubectl, Run};
+pub use pki::{TlsFiles, write_tls_files};
+pub use ports::free_port;
+pub use process::ChildGuard;
