@@ -119,6 +119,11 @@ impl ApiServer {
                     }
                 },
             };
+            // Small responses and watch events must leave at once, not wait for Nagle's algorithm
+            // to meet the client's delayed ACK (tens of milliseconds).
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%peer, %error, "setting TCP_NODELAY failed");
+            }
             let acceptor = acceptor.clone();
             let app = app.clone();
             let watcher = graceful.watcher();
