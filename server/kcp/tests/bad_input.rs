@@ -6,20 +6,11 @@
 //! every bad request the test checks `/readyz` and a normal read. The scenarios share one server;
 //! each writes only into its own namespace.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use kcp_testing::{KcpProcess, Response, SharedKcp};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-static SERVER: SharedKcp = SharedKcp::new();
-
-async fn server() -> Arc<KcpProcess> {
-    SERVER
-        .get(Path::new(env!("CARGO_BIN_EXE_kcp")), "bad-input", &[])
-        .await
-}
+static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "bad-input");
 
 /// Asserts `response` is a failure `Status` with `code` and `reason`, then that the server still
 /// answers `/readyz` and a normal GET. Returns the Status.
@@ -89,7 +80,7 @@ async fn create_configmap(server: &KcpProcess, collection: &str, name: &str) -> 
 
 #[tokio::test]
 async fn malformed_paths() {
-    let server = server().await;
+    let server = SERVER.get().await;
     for (path, code, reason) in [
         ("/clusters/Bad_Name/api/v1/namespaces", 400, "BadRequest"),
         ("/clusters/-bad/api/v1/namespaces", 400, "BadRequest"),
@@ -131,7 +122,7 @@ async fn malformed_paths() {
 
 #[tokio::test]
 async fn bodies_over_three_mebibytes_are_refused() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let collection = namespace(&server, "bad-large").await;
     let mut big = configmap("big");
     big["data"]["k"] = Value::String("x".repeat(3 * 1024 * 1024 + 1024));
@@ -199,7 +190,7 @@ fn chunked(body: Vec<u8>) -> reqwest::Body {
 
 #[tokio::test]
 async fn malformed_bodies() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let collection = namespace(&server, "bad-bodies").await;
     let cases: [(&str, &str, &str, u16, &str); 6] = [
         (
@@ -257,7 +248,7 @@ async fn malformed_bodies() {
 
 #[tokio::test]
 async fn bad_selectors() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let collection = namespace(&server, "bad-selectors").await;
     create_configmap(&server, &collection, "present").await;
     for query in [
@@ -286,7 +277,7 @@ async fn bad_selectors() {
 
 #[tokio::test]
 async fn bad_patches() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let collection = namespace(&server, "bad-patches").await;
     create_configmap(&server, &collection, "target").await;
     let path = format!("{collection}/target");
@@ -355,7 +346,7 @@ async fn bad_patches() {
 
 #[tokio::test]
 async fn invalid_objects_list_their_causes() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let collection = namespace(&server, "bad-objects").await;
     let mut bad_name = configmap("Bad_Name");
     bad_name["metadata"]["labels"] = json!({"fine": "yes"});
@@ -387,7 +378,7 @@ async fn invalid_objects_list_their_causes() {
 
 #[tokio::test]
 async fn stale_updates_conflict() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let collection = namespace(&server, "bad-stale").await;
     let original = create_configmap(&server, &collection, "contended").await;
     let path = format!("{collection}/contended");
@@ -412,7 +403,7 @@ async fn stale_updates_conflict() {
 
 #[tokio::test]
 async fn missing_things() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let missing_namespace = "/api/v1/namespaces/does-not-exist/configmaps";
     let response = server
         .send_json(Method::POST, missing_namespace, &configmap("orphan"))
@@ -436,7 +427,7 @@ async fn missing_things() {
 
 #[tokio::test]
 async fn requests_need_a_client_certificate() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let anonymous = server.admin().anonymous_client();
     for path in [
         "/api/v1/namespaces",

@@ -8,21 +8,13 @@
 //! scenario run one after another.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kcp_testing::{KcpProcess, Kubectl, SharedKcp};
+use kcp_testing::{Kubectl, SharedKcp};
 use serde_json::Value;
 
-static SERVER: SharedKcp = SharedKcp::new();
-
-async fn server() -> Arc<KcpProcess> {
-    SERVER
-        .get(Path::new(env!("CARGO_BIN_EXE_kcp")), "kubectl", &[])
-        .await
-}
+static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "kubectl");
 
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|error| panic!("not JSON ({error}): {text}"))
@@ -98,7 +90,7 @@ impl Flow<'_> {
 }
 
 async fn kubectl_flow(version: &str) {
-    let server = server().await;
+    let server = SERVER.get().await;
     let kubectl = Kubectl::new(version, &server.kubeconfig());
     let ns = format!("flow-{}", version.replace('.', "-"));
     let flow = Flow {
@@ -399,7 +391,7 @@ fn raw_cluster_paths(flow: &Flow, version: &str) {
 /// their cluster annotated, and the wildcard refuses every verb but list and watch.
 #[tokio::test]
 async fn logical_clusters_hold_the_same_names_apart() {
-    let server = server().await;
+    let server = SERVER.get().await;
     let clusters = [("lc-alpha", "1.27"), ("lc-beta", "1.33")];
     for (cluster, version) in clusters {
         let kubectl = Kubectl::new(version, &server.kubeconfig());

@@ -89,7 +89,7 @@ async fn set_value(kcp: &KcpProcess, name: &str, value: &str) -> Value {
     response.json()
 }
 
-/// Deletes one ConfigMap; returns the resourceVersion of its deletion as the watch will report it.
+/// Deletes one ConfigMap.
 async fn delete(kcp: &KcpProcess, name: &str) {
     let response = kcp
         .send(

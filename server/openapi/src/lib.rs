@@ -14,6 +14,8 @@ mod operations;
 mod proto;
 mod swagger;
 
+pub mod crdgen;
+
 pub use definitions::{
     Definitions, ServedKind, builtin, custom_resource_definition_name, custom_resource_schema,
 };

@@ -277,32 +277,33 @@ async fn wait_ready(process: &mut ChildGuard, kubeconfig: &Path) -> AdminCredent
 
 /// One server shared by the tests of a file that do not disturb each other: the first test to ask
 /// starts it, and it is killed when the last test holding it finishes (a static is never dropped,
-/// so the slot keeps only a weak reference).
+/// so the slot keeps only a weak reference). Tests that run one after another may each get a fresh
+/// server; tests must not rely on what an earlier test left.
 pub struct SharedKcp {
+    binary: &'static str,
+    label: &'static str,
     slot: Mutex<Weak<KcpProcess>>,
 }
 
 impl SharedKcp {
-    pub const fn new() -> SharedKcp {
+    /// A server of `binary` (`env!("CARGO_BIN_EXE_kcp")`) started without extra flags, its
+    /// directory named after `label`.
+    pub const fn new(binary: &'static str, label: &'static str) -> SharedKcp {
         SharedKcp {
+            binary,
+            label,
             slot: Mutex::const_new(Weak::new()),
         }
     }
 
-    /// The running shared server, started with `flags` if none runs.
-    pub async fn get(&self, binary: &Path, label: &str, flags: &[String]) -> Arc<KcpProcess> {
+    /// The running shared server, started if none runs.
+    pub async fn get(&self) -> Arc<KcpProcess> {
         let mut slot = self.slot.lock().await;
         if let Some(kcp) = slot.upgrade() {
             return kcp;
         }
-        let kcp = Arc::new(KcpProcess::start(binary, label, flags).await);
+        let kcp = Arc::new(KcpProcess::start(Path::new(self.binary), self.label, &[]).await);
         *slot = Arc::downgrade(&kcp);
         kcp
-    }
-}
-
-impl Default for SharedKcp {
-    fn default() -> Self {
-        SharedKcp::new()
     }
 }

@@ -129,3 +129,43 @@ impl Drop for ChildGuard {
         self.kill();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guard's whole point: a process it started does not outlive it.
+    #[test]
+    fn dropping_the_guard_kills_the_process() {
+        let dir = crate::temp_dir("guard");
+        let guard = ChildGuard::spawn(
+            "sleep",
+            Command::new("sleep").arg("600"),
+            &dir.path().join("sleep.log"),
+        );
+        let proc_entry = PathBuf::from(format!("/proc/{}", guard.pid()));
+        assert!(proc_entry.exists());
+        drop(guard);
+        // Killed and reaped, so not even a zombie entry is left.
+        assert!(!proc_entry.exists());
+    }
+
+    #[tokio::test]
+    async fn stop_reports_the_exit_status_after_sigterm() {
+        let dir = crate::temp_dir("guard");
+        let script = "trap 'exit 7' TERM; echo ready; while :; do sleep 0.1; done";
+        let mut guard = ChildGuard::spawn(
+            "sh",
+            Command::new("sh").args(["-c", script]),
+            &dir.path().join("sh.log"),
+        );
+        // The trap is installed once the shell says so; a signal before that would kill it.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !guard.log().contains("ready") {
+            assert!(Instant::now() < deadline, "the shell never got ready");
+            tokio::time::sleep(POLL).await;
+        }
+        let status = guard.stop(Duration::from_secs(60)).await;
+        assert_eq!(status.code(), Some(7));
+    }
+}

@@ -22,6 +22,11 @@ use crate::schema::node::Type;
 
 /// The suffix of a core-group CRD's name (`services.core`), as upstream kcp allows.
 pub const CORE_GROUP_SUFFIX: &str = "core";
+
+/// Kubernetes' own API groups without a dot. Like upstream kcp, a logical cluster may serve these
+/// types through CRDs (e.g. `deployments.apps`), so their groups pass the "at least one dot" rule.
+pub const KUBERNETES_GROUPS_WITHOUT_DOT: &[&str] =
+    &["apps", "autoscaling", "batch", "extensions", "policy"];
 /// At most this many selectable fields per version.
 pub const MAX_SELECTABLE_FIELDS: usize = 8;
 
@@ -131,7 +136,7 @@ fn validate_spec(crd: &Value, errors: &mut Vec<FieldError>) {
                 Value::from(group),
                 &messages.join(","),
             ));
-        } else if !group.contains('.') {
+        } else if !group.contains('.') && !KUBERNETES_GROUPS_WITHOUT_DOT.contains(&group) {
             errors.push(FieldError::invalid(
                 "spec.group",
                 Value::from(group),
