@@ -244,8 +244,11 @@ impl Strategy for CustomResources {
         object
     }
 
+    /// Objects are defaulted on read too, so a default added to the schema later applies to objects
+    /// stored before it (as kube-apiserver does).
     fn storage_to_api(&self, mut object: Value) -> Value {
         object["apiVersion"] = json!(self.api_version);
+        self.schema.apply_defaults(&mut object);
         object
     }
 
