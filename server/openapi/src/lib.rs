@@ -20,3 +20,14 @@ pub use definitions::{
     Definitions, ServedKind, builtin, custom_resource_definition_name, custom_resource_schema,
 };
 pub use documents::OpenApiDocuments;
+
+/// The self-contained structural schema (no `$ref`, a type on every node, as CRDs require) of one
+/// of `definitions`. The API server prunes and checks built-in objects by it, exactly as it does
+/// custom resources by their CRD's schema.
+pub fn structural_schema(definitions: &Definitions, definition: &str) -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> = definitions
+        .iter()
+        .map(|(name, schema)| (name.clone(), schema.clone()))
+        .collect();
+    serde_json::Value::Object(crdgen::structural::structural(&map, definition))
+}

@@ -155,6 +155,7 @@ fn resource_type(crd: &CrdInfo, version: &CrdVersion, storage_version: &str) -> 
         storage_group: crd.group.clone(),
         layout: KeyLayout::CustomResource,
         schema: Some(version.openapi_schema.clone()),
+        structural: Some(version.schema.clone()),
         strategy: Box::new(strategy),
     }
 }
@@ -171,8 +172,8 @@ fn spec_part(object: &Value) -> Value {
 }
 
 impl CustomResources {
+    /// Pruning happens in the store (for every type); defaults are the CRD's own.
     fn normalize(&self, object: &mut Value) {
-        self.schema.prune(object);
         self.schema.apply_defaults(object);
     }
 }
@@ -219,11 +220,6 @@ impl Strategy for CustomResources {
             errors.extend(self.schema.validate_cel(new, Some(old)));
         }
         errors
-    }
-
-    fn unknown_fields(&self, object: &Value) -> Vec<String> {
-        let mut copy = object.clone();
-        self.schema.prune(&mut copy)
     }
 
     fn supports_field(&self, field: &str) -> bool {

@@ -20,6 +20,7 @@ pub mod table;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use kcp_apiextensions::StructuralSchema;
 use kcp_apimachinery::validation::NameRule;
 use kcp_apimachinery::{FieldError, meta};
 
@@ -64,12 +65,6 @@ pub trait Strategy: Send + Sync {
     /// The value of a selectable field (absent fields select as "").
     fn field_value(&self, _object: &Value, _field: &str) -> Option<String> {
         None
-    }
-
-    /// The fields of an object its schema does not know (reported by `fieldValidation=Warn|Strict`;
-    /// they are dropped on write whatever the mode).
-    fn unknown_fields(&self, _object: &Value) -> Vec<String> {
-        Vec::new()
     }
 
     /// The `autoscaling/v1` Scale of an object, for types with a `scale` subresource.
@@ -134,6 +129,9 @@ pub struct ResourceType {
     /// The OpenAPI v3 schema of a custom type (`openAPIV3Schema`); built-ins publish theirs from
     /// k8s-openapi instead.
     pub schema: Option<Value>,
+    /// The structural schema objects are pruned by (unknown fields dropped, and reported under
+    /// `fieldValidation`): the CRD's for custom types, k8s-openapi's for built-ins.
+    pub structural: Option<Arc<StructuralSchema>>,
     pub strategy: Box<dyn Strategy>,
 }
 
@@ -195,16 +193,18 @@ pub struct Registry {
 impl Registry {
     /// A registry serving the built-in types everywhere.
     pub fn new() -> Registry {
-        let types = vec![
-            Arc::new(namespaces::resource()),
-            Arc::new(configmaps::resource()),
-            Arc::new(secrets::resource()),
-            Arc::new(serviceaccounts::resource()),
-            Arc::new(events::core_resource()),
-            Arc::new(events::events_k8s_io_resource()),
-            Arc::new(leases::resource()),
-            Arc::new(crds::resource()),
+        let mut types = vec![
+            namespaces::resource(),
+            configmaps::resource(),
+            secrets::resource(),
+            serviceaccounts::resource(),
+            events::core_resource(),
+            events::events_k8s_io_resource(),
+            leases::resource(),
+            crds::resource(),
         ];
+        attach_builtin_schemas(&mut types);
+        let types = types.into_iter().map(Arc::new).collect();
         Registry {
             builtin: Arc::new(ApiSet::new(types, 0)),
             clusters: RwLock::new(HashMap::new()),
@@ -280,6 +280,29 @@ impl Default for Registry {
     }
 }
 
+/// Gives each built-in type the structural schema of its k8s-openapi definition, so built-in objects
+/// lose unknown fields like typed decoding in kube-apiserver drops them.
+fn attach_builtin_schemas(types: &mut [ResourceType]) {
+    let (definitions, kinds) = kcp_openapi::builtin();
+    for t in types {
+        let Some(kind) = kinds
+            .iter()
+            .find(|k| k.group == t.group && k.version == t.version && k.kind == t.kind)
+        else {
+            continue;
+        };
+        let mut schema = kcp_openapi::structural_schema(&definitions, &kind.definition);
+        // As in a CRD, the root metadata is ObjectMeta, checked by the metadata rules, not the schema.
+        schema["properties"]["metadata"] = serde_json::json!({"type": "object"});
+        match StructuralSchema::new(&schema) {
+            Ok(schema) => t.structural = Some(Arc::new(schema)),
+            Err(errors) => {
+                tracing::warn!(kind = %t.kind, ?errors, "built-in schema is not structural; not pruning")
+            }
+        }
+    }
+}
+
 /// Builds a `ResourceType` with Kubernetes' naming conventions; the fields that vary are arguments.
 pub(crate) fn resource(
     group: &str,
@@ -302,6 +325,7 @@ pub(crate) fn resource(
         storage_group: group.to_string(),
         layout: KeyLayout::BuiltIn,
         schema: None,
+        structural: None,
         strategy,
     }
 }

@@ -142,6 +142,7 @@ impl RestStore {
         meta::set_uid(&mut object, &names::new_uid());
         meta::set_creation_timestamp(&mut object, &time::now_rfc3339());
         clear_deletion(&mut object);
+        prune(rt, &mut object);
         rt.strategy.prepare_for_create(&mut object);
         let mut errors =
             validation::validate_object_meta(&object, rt.namespaced, rt.strategy.name_rule());
@@ -283,6 +284,7 @@ impl RestStore {
                 None => metadata.remove(field),
             };
         }
+        prune(rt, &mut new);
         rt.strategy.prepare_for_update(&mut new, old, subresource);
         errors.extend(validation::validate_object_meta(
             &new,
@@ -482,6 +484,13 @@ fn check_type_meta(rt: &ResourceType, object: &mut Value) -> Result<(), ApiError
         }
     }
     Ok(())
+}
+
+/// Drops the fields the type's schema does not know (the handler already reported them).
+fn prune(rt: &ResourceType, object: &mut Value) {
+    if let Some(schema) = &rt.structural {
+        schema.prune(object);
+    }
 }
 
 fn clear_deletion(object: &mut Value) {

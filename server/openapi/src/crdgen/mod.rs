@@ -15,7 +15,7 @@
 //! merge patch rely on.
 
 mod extensions;
-mod structural;
+pub(crate) mod structural;
 
 use std::path::{Path, PathBuf};
 

@@ -35,7 +35,7 @@ const INT_OR_STRING: &str = "x-kubernetes-int-or-string";
 
 /// The structural schema of `root`, one of `definitions` (keyed by definition name, references
 /// written `#/components/schemas/<name>`).
-pub(super) fn structural(definitions: &Map<String, Value>, root: &str) -> Map<String, Value> {
+pub(crate) fn structural(definitions: &Map<String, Value>, root: &str) -> Map<String, Value> {
     Inliner {
         definitions,
         stack: Vec::new(),

@@ -53,7 +53,10 @@ impl Resolved<'_> {
         if mode == FieldValidation::Ignore {
             return Ok(Vec::new());
         }
-        let unknown = self.rt.strategy.unknown_fields(object);
+        let unknown = match &self.rt.structural {
+            Some(schema) => schema.prune(&mut object.clone()),
+            None => Vec::new(),
+        };
         let is_json =
             negotiation::body_format(self.request.content_type.as_deref())? == BodyFormat::Json;
         let duplicates = if is_json {
