@@ -11,4 +11,5 @@ pub mod etcd;
 pub mod naming;
 pub mod paths;
 pub mod pki;
+pub mod upgrade;
 pub mod validate;

@@ -36,6 +36,10 @@ pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
 pub const LABEL_COMPONENT: &str = "app.kubernetes.io/component";
 pub const LABEL_VERSION: &str = "app.kubernetes.io/version";
 
+/// Finalizer that removes the ClusterRoleBindings a Kubeconfig created inside kcp.
+pub const KUBECONFIG_FINALIZER: &str = "operator.kcp.io/cleanup-rbac";
+/// Label (value: the Kubeconfig's UID) on the ClusterRoleBindings a Kubeconfig created in kcp.
+pub const LABEL_KUBECONFIG: &str = "operator.kcp.io/kubeconfig";
 /// Finalizer that deregisters a Shard from its root shard.
 pub const SHARD_FINALIZER: &str = "operator.kcp.io/cleanup-shard";
 /// Group every Kubeconfig certificate carries, and the subject of the bindings it creates.

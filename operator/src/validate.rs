@@ -35,8 +35,6 @@ pub enum Error {
     NoKubeconfigTarget,
     #[error("validity: {0}")]
     InvalidValidity(String),
-    #[error("groups {0:?}: only the kubeconfig:<name> group is supported for now")]
-    UnsupportedGroups(Vec<String>),
 }
 
 impl Error {
@@ -53,6 +51,7 @@ impl Error {
 /// Image reference and the version it stands for (its tag).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Image {
+    pub repository: String,
     pub reference: String,
     pub version: String,
     pub pull_secrets: Vec<LocalObjectReference>,
@@ -68,10 +67,20 @@ impl Image {
             .unwrap_or_else(|| naming::DEFAULT_IMAGE_TAG.into());
         Self {
             reference: format!("{repository}:{version}"),
+            repository,
             version,
             pull_secrets: spec
                 .map(|s| s.image_pull_secrets.clone())
                 .unwrap_or_default(),
+        }
+    }
+
+    /// The same image at another version (tag): what an upgrade that is held back renders.
+    pub fn at_version(&self, version: &str) -> Self {
+        Self {
+            reference: format!("{}:{version}", self.repository),
+            version: version.to_owned(),
+            ..self.clone()
         }
     }
 }
@@ -465,6 +474,8 @@ pub struct KubeconfigConfig {
     pub root: RootShardFacts,
     /// Server URL without the workspace path.
     pub base_url: String,
+    /// URL the operator reaches the target at from inside the host cluster (for bindings).
+    pub internal_url: String,
     pub workspace: String,
     pub request: crate::pki::CertificateRequest,
     /// `Kind/name` of the target, for status.
@@ -496,15 +507,16 @@ pub fn kubeconfig(
         kind: reference.0,
         name: reference.1.clone(),
     })?;
-    let (root, base_url) = match target {
+    let (root, base_url, internal_url) = match target {
         KubeconfigTarget::RootShard(root) => {
             let facts = RootShardFacts::of(root)?;
             let url = facts.shard_base_url.clone();
-            (facts, url)
+            (facts, url.clone(), url)
         }
         KubeconfigTarget::Shard(shard_object, root) => {
             let config = shard(shard_object, Some(root))?;
-            (config.root, config.shard_base_url)
+            let url = config.shard_base_url;
+            (config.root, url.clone(), url)
         }
         KubeconfigTarget::FrontProxy(proxy, root) => {
             let config = front_proxy(proxy, Some(root))?;
@@ -512,17 +524,18 @@ pub fn kubeconfig(
                 "https://{}:{}",
                 config.external_hostname, config.external_port
             );
-            (config.root, url)
+            let internal = format!(
+                "https://{}:{}",
+                config.owner.names.service_host(),
+                config.external_port
+            );
+            (config.root, url, internal)
         }
     };
     let validity = crate::pki::duration::parse_go_duration(&spec.validity)
         .map_err(|error| Error::InvalidValidity(error.to_string()))?;
-    // rcgen encodes one organization per certificate; until the subject is encoded by hand,
-    // extra groups are refused rather than silently dropped.
-    if !spec.groups.is_empty() {
-        return Err(Error::UnsupportedGroups(spec.groups.clone()));
-    }
-    let groups = vec![naming::kubeconfig_group(&owner.names.instance)];
+    let mut groups = spec.groups.clone();
+    groups.push(naming::kubeconfig_group(&owner.names.instance));
     let mut request = crate::pki::CertificateRequest::client(spec.username.clone(), groups);
     request.validity = validity;
     let workspace = spec
@@ -538,6 +551,7 @@ pub fn kubeconfig(
         owner,
         root,
         base_url,
+        internal_url,
         workspace,
         request: request.normalized(),
         target_name: format!("{}/{}", reference.0, reference.1),

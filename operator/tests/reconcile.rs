@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use http::{Request, Response, StatusCode};
 use jiff::{SignedDuration, Timestamp};
 use kcp_operator::api::{CacheServer, FrontProxy};
-use kcp_operator::controller::{Context, cacheserver, frontproxy};
+use kcp_operator::controller::kcp::{Connector, Endpoint};
+use kcp_operator::controller::{Context, cacheserver, finalizer, frontproxy, server};
 use kcp_operator::pki::{Authority, CertificateRequest, TlsMaterial};
 use kube::client::Body;
 use serde_json::{Value, json};
@@ -27,6 +28,8 @@ struct FakeApi {
     objects: Arc<Mutex<BTreeMap<String, Value>>>,
     log: Arc<Mutex<Vec<String>>>,
     bodies: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Answer every request with 503, like a server that cannot be reached.
+    unavailable: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FakeApi {
@@ -61,7 +64,19 @@ impl FakeApi {
             .expect("request was sent")
     }
 
-    fn respond(&self, method: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    fn respond(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        if self.unavailable.load(std::sync::atomic::Ordering::SeqCst) {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}),
+            );
+        }
         let mut objects = self.objects.lock().expect("lock");
         let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404});
         match method {
@@ -79,13 +94,50 @@ impl FakeApi {
                     None => (StatusCode::NOT_FOUND, not_found),
                 }
             }
+            "PATCH" if content_type == "application/merge-patch+json" => {
+                match objects.get_mut(path) {
+                    Some(object) => {
+                        merge(object, &body);
+                        (StatusCode::OK, object.clone())
+                    }
+                    None => (StatusCode::NOT_FOUND, not_found),
+                }
+            }
             "PATCH" => {
                 objects.insert(path.to_owned(), body.clone());
                 (StatusCode::OK, body)
             }
+            "DELETE" => match objects.remove(path) {
+                Some(object) => (StatusCode::OK, object),
+                None => (StatusCode::NOT_FOUND, not_found),
+            },
             "POST" => (StatusCode::CREATED, body),
             _ => (StatusCode::METHOD_NOT_ALLOWED, not_found),
         }
+    }
+
+    /// The objects below collection `path` that carry the `key=value` label of the query.
+    fn list(&self, path: &str, query: &str) -> (StatusCode, Value) {
+        let selector = query
+            .trim_start_matches('?')
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("labelSelector="))
+            .map(|s| s.replace("%3D", "=").replace("%2F", "/"))
+            .unwrap_or_default();
+        let (key, value) = selector.split_once('=').unwrap_or_default();
+        let objects = self.objects.lock().expect("lock");
+        let items: Vec<Value> = objects
+            .iter()
+            .filter(|(stored, object)| {
+                stored.starts_with(&format!("{path}/"))
+                    && object["metadata"]["labels"][key] == value
+            })
+            .map(|(_, object)| object.clone())
+            .collect();
+        (
+            StatusCode::OK,
+            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
+        )
     }
 
     /// A client whose requests this fake serves until the client is dropped.
@@ -96,6 +148,12 @@ impl FakeApi {
             while let Some((request, send)) = handle.next_request().await {
                 let method = request.method().to_string();
                 let path = request.uri().path().to_owned();
+                let content_type = request
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
                 let query = request
                     .uri()
                     .query()
@@ -113,7 +171,11 @@ impl FakeApi {
                     .lock()
                     .expect("lock")
                     .push((entry, body.clone()));
-                let (status, response) = fake.respond(&method, &path, body);
+                let (status, response) = if method == "GET" && query.contains("labelSelector=") {
+                    fake.list(&path, &query)
+                } else {
+                    fake.respond(&method, &path, &content_type, body)
+                };
                 let response = Response::builder()
                     .status(status)
                     .body(Body::from(
@@ -124,6 +186,22 @@ impl FakeApi {
             }
         });
         kube::Client::new(service, "default")
+    }
+}
+
+/// JSON merge patch (RFC 7386).
+fn merge(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(target), Value::Object(patch)) => {
+            for (key, value) in patch {
+                if value.is_null() {
+                    target.remove(key);
+                } else {
+                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
+                }
+            }
+        }
+        (target, patch) => *target = patch.clone(),
     }
 }
 
@@ -375,9 +453,9 @@ fn tls_secret_value(material: &TlsMaterial) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "data": material.to_secret_data()})
 }
 
-#[tokio::test]
-async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
-    let fake = FakeApi::default();
+/// A root shard with its client and server CAs and the operator's certificate (returned) that
+/// connections into kcp use.
+fn put_root_shard(fake: &FakeApi) -> TlsMaterial {
     let now = Timestamp::now();
     let client_ca =
         Authority::generate_root(&CertificateRequest::ca("client-ca"), now).expect("ca");
@@ -391,15 +469,34 @@ async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
         &secret("root-rootshard-server-ca"),
         tls_secret_value(server_ca.material()),
     );
-    let roots = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/rootshards/root";
+    let operator = client_ca
+        .issue(
+            &CertificateRequest::client("system:kcp-operator", vec!["system:kcp:admin".into()]),
+            now,
+        )
+        .expect("certificate");
     fake.put(
-        roots,
+        &secret("root-rootshard-kcp-operator"),
+        tls_secret_value(&operator),
+    );
+    fake.put(
+        ROOT_PATH,
         json!({
             "apiVersion": "operator.kcp.io/v1alpha1", "kind": "RootShard",
             "metadata": {"name": "root", "namespace": "kcp", "uid": "u-r"},
             "spec": {"external": {"hostname": "kcp.example.com", "port": 443}, "etcd": {"endpoints": ["http://e:2379"]}}
         }),
     );
+    operator
+}
+
+const KUBECONFIG_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/kubeconfigs/alice";
+
+#[tokio::test]
+async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
+    let fake = FakeApi::default();
+    put_root_shard(&fake);
+    let roots = ROOT_PATH;
     let path = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/kubeconfigs/alice";
     fake.put(
         path,
@@ -407,6 +504,7 @@ async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
             "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
             "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
             "spec": {"target": {"rootShardRef": {"name": "root"}}, "username": "alice",
+                     "groups": ["team-a", "system:auditors"],
                      "validity": "24h", "secretRef": {"name": "alice-kubeconfig"}}
         }),
     );
@@ -441,16 +539,408 @@ async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
     )
     .expect("summary");
     assert_eq!(summary.common_name, "alice");
-    // rcgen keeps one value per subject attribute, so only the last group survives for now
-    // (see docs/operator.md, "Not yet built").
-    assert!(
-        summary
-            .organizations
-            .contains(&"kubeconfig:alice".to_owned())
+    assert_eq!(
+        summary.organizations,
+        ["kubeconfig:alice", "system:auditors", "team-a"]
     );
     assert_eq!(fake.get(path)["status"]["phase"], "Ready");
 
     let mut quiet = expected[..4].to_vec();
     quiet.push(format!("GET {output}"));
     assert_eq!(run().await, quiet, "a second pass only reads");
+}
+
+const ROOT_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/rootshards/root";
+
+fn condition(type_: &str, status: &str, reason: &str) -> Value {
+    json!({"type": type_, "status": status, "reason": reason, "message": "",
+           "lastTransitionTime": "2030-01-01T00:00:00Z"})
+}
+
+/// A root shard at v1 whose spec asks for v2, using cache server `c`.
+fn upgrading_root_shard() -> Value {
+    json!({
+        "apiVersion": "operator.kcp.io/v1alpha1", "kind": "RootShard",
+        "metadata": {"name": "root", "namespace": "kcp", "uid": "u-r", "generation": 2},
+        "spec": {"external": {"hostname": "kcp.example.com", "port": 443},
+                 "etcd": {"endpoints": ["http://e:2379"]},
+                 "cache": {"ref": {"name": "c"}},
+                 "image": {"tag": "v2"}},
+        "status": {"phase": "Running", "observedGeneration": 1, "currentVersion": "v1",
+                   "targetVersion": "v1",
+                   "conditions": [condition("Available", "True", "ReplicasUp")]}
+    })
+}
+
+fn cache_server_at(current: &str, observed_generation: i64) -> Value {
+    let mut cache = cache_server_value();
+    cache["metadata"]["generation"] = json!(2);
+    cache["spec"]["image"]["tag"] = json!("v2");
+    cache["status"] = json!({
+        "observedGeneration": observed_generation, "currentVersion": current, "targetVersion": "v2",
+        "conditions": [condition("Available", "True", "ReplicasUp"),
+                       condition("Progressing", "False", "RolledOut")]
+    });
+    cache
+}
+
+fn condition_of(status: &Value, type_: &str) -> Value {
+    status["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == type_)
+        .expect("condition")
+        .clone()
+}
+
+async fn reconcile_root(fake: &FakeApi) {
+    // What the cache server's controller wrote and the root shard mounts.
+    for name in [
+        "c-cacheserver-client-kubeconfig",
+        "c-cacheserver-client",
+        "c-cacheserver-ca",
+    ] {
+        fake.put(
+            &secret(name),
+            json!({"apiVersion": "v1", "kind": "Secret", "data": {"x": "eA=="}}),
+        );
+    }
+    let object: kcp_operator::api::RootShard =
+        serde_json::from_value(fake.get(ROOT_PATH)).expect("root shard");
+    let ctx = Arc::new(Context::new(fake.client()));
+    kcp_operator::controller::server::reconcile_root_shard(Arc::new(object), ctx)
+        .await
+        .expect("reconciles");
+}
+
+fn root_image(fake: &FakeApi) -> String {
+    let deployment = fake.get(&format!("{APPS}/deployments/root-rootshard"));
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .expect("image")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_root_shard_upgrade_waits_until_its_cache_server_is_rolled_out() {
+    let fake = FakeApi::default();
+    fake.put(ROOT_PATH, upgrading_root_shard());
+    // The cache server's status still describes its previous generation.
+    fake.put(CACHE_PATH, cache_server_at("v1", 1));
+    reconcile_root(&fake).await;
+    let log = fake.take_log();
+    assert!(log.contains(&format!("GET {CACHE_PATH}")), "{log:?}");
+    assert_eq!(
+        root_image(&fake),
+        "ghcr.io/kcp-rs/kcp:v1",
+        "held back at v1"
+    );
+    let status = &fake.get(ROOT_PATH)["status"];
+    assert_eq!(status["currentVersion"], "v1");
+    assert_eq!(status["targetVersion"], "v2");
+    let progressing = condition_of(status, "Progressing");
+    assert_eq!(progressing["reason"], "Upgrading");
+    assert!(
+        progressing["message"]
+            .as_str()
+            .expect("message")
+            .contains("CacheServer/c"),
+        "{progressing}"
+    );
+
+    // Once the cache server reports v2 rolled out, the root shard moves on.
+    fake.put(CACHE_PATH, cache_server_at("v2", 2));
+    reconcile_root(&fake).await;
+    assert_eq!(root_image(&fake), "ghcr.io/kcp-rs/kcp:v2");
+    let status = &fake.get(ROOT_PATH)["status"];
+    assert_eq!(
+        status["currentVersion"], "v1",
+        "until the Deployment is rolled out"
+    );
+    assert_eq!(status["targetVersion"], "v2");
+}
+
+#[tokio::test]
+async fn a_stuck_cache_server_rollout_blocks_the_root_shard() {
+    let fake = FakeApi::default();
+    fake.put(ROOT_PATH, upgrading_root_shard());
+    let mut cache = cache_server_at("v1", 2);
+    cache["status"]["conditions"][1] = json!({"type": "Progressing", "status": "False",
+        "reason": "RolloutFailed", "message": "ReplicaSet has timed out progressing",
+        "lastTransitionTime": "2030-01-01T00:00:00Z"});
+    fake.put(CACHE_PATH, cache);
+    reconcile_root(&fake).await;
+    assert_eq!(root_image(&fake), "ghcr.io/kcp-rs/kcp:v1");
+    let status = &fake.get(ROOT_PATH)["status"];
+    let progressing = condition_of(status, "Progressing");
+    assert_eq!(progressing["status"], "False");
+    assert_eq!(progressing["reason"], "UpgradeBlocked");
+    assert!(
+        progressing["message"]
+            .as_str()
+            .expect("message")
+            .contains("timed out progressing")
+    );
+}
+
+/// Hands out clients of a fake kcp and records the endpoints asked for.
+struct FakeKcp {
+    api: FakeApi,
+    endpoints: Mutex<Vec<Endpoint>>,
+}
+
+impl Connector for FakeKcp {
+    fn connect(
+        &self,
+        endpoint: &Endpoint,
+    ) -> Result<kube::Client, kcp_operator::controller::Error> {
+        self.endpoints.lock().expect("lock").push(endpoint.clone());
+        Ok(self.api.client())
+    }
+}
+
+const SHARD_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/shards/s";
+const KCP_SHARD: &str = "/apis/core.kcp.io/v1alpha1/shards/s";
+
+fn shard_value() -> Value {
+    json!({
+        "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Shard",
+        "metadata": {"name": "s", "namespace": "kcp", "uid": "u-s", "generation": 1,
+                     "resourceVersion": "7"},
+        "spec": {"rootShard": {"ref": {"name": "root"}}, "etcd": {"endpoints": ["http://e:2379"]}}
+    })
+}
+
+/// A host API, a kcp API behind the connector, and a context using both.
+struct Scene {
+    host: FakeApi,
+    kcp: Arc<FakeKcp>,
+    ctx: Arc<Context>,
+}
+
+impl Scene {
+    fn new() -> Self {
+        let host = FakeApi::default();
+        let kcp = Arc::new(FakeKcp {
+            api: FakeApi::default(),
+            endpoints: Mutex::new(Vec::new()),
+        });
+        let ctx = Arc::new(Context::new(host.client()).with_connector(kcp.clone()));
+        Self { host, kcp, ctx }
+    }
+
+    async fn reconcile(&self) -> Result<(), kcp_operator::controller::Error> {
+        let object: kcp_operator::api::Shard =
+            serde_json::from_value(self.host.get(SHARD_PATH)).expect("shard");
+        server::reconcile_shard(Arc::new(object), self.ctx.clone())
+            .await
+            .map(|_| ())
+    }
+
+    fn delete_shard(&self) {
+        let mut shard = self.host.get(SHARD_PATH);
+        shard["metadata"]["deletionTimestamp"] = json!("2030-01-01T00:00:00Z");
+        self.host.put(SHARD_PATH, shard);
+    }
+
+    fn finalizers(&self) -> Value {
+        self.host.get(SHARD_PATH)["metadata"]["finalizers"].clone()
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
+    let scene = Scene::new();
+    scene.host.put(SHARD_PATH, shard_value());
+    scene.reconcile().await.expect("reconciles");
+    let log = scene.host.take_log();
+    assert_eq!(
+        log[0],
+        format!("PATCH {SHARD_PATH}"),
+        "the finalizer goes on first"
+    );
+    assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
+    let body = scene.host.body_of(&log[0]);
+    assert_eq!(body["metadata"]["resourceVersion"], "7");
+
+    let operator = put_root_shard(&scene.host);
+    scene.kcp.api.put(
+        KCP_SHARD,
+        json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "Shard"}),
+    );
+    scene.delete_shard();
+    scene.reconcile().await.expect("deregisters");
+    assert_eq!(
+        scene.host.take_log(),
+        [
+            format!("GET {ROOT_PATH}"),
+            format!("GET {}", secret("root-rootshard-server-ca")),
+            format!("GET {}", secret("root-rootshard-kcp-operator")),
+            EVENTS.into(),
+            format!("PATCH {SHARD_PATH}"),
+        ]
+    );
+    assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
+    let endpoint = scene.kcp.endpoints.lock().expect("lock")[0].clone();
+    assert_eq!(
+        endpoint.url,
+        "https://root-rootshard.kcp.svc.cluster.local:6443/clusters/root"
+    );
+    assert_eq!(endpoint.cert_pem, operator.cert_pem);
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "Deregistered");
+    assert_eq!(scene.finalizers(), json!([]));
+}
+
+#[tokio::test]
+async fn an_unreachable_root_shard_releases_the_shard_after_bounded_attempts() {
+    let scene = Scene::new();
+    let mut shard = shard_value();
+    shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
+    scene.host.put(SHARD_PATH, shard);
+    put_root_shard(&scene.host);
+    scene
+        .kcp
+        .api
+        .unavailable
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    scene.delete_shard();
+    let key = "Shard/kcp/s";
+    for _ in 1..finalizer::MAX_ATTEMPTS {
+        let error = scene.reconcile().await.expect_err("kcp is unavailable");
+        assert_eq!(error.reason(), "KcpRequestFailed");
+        // What the controller's error policy does after a failed reconcile.
+        scene.ctx.backoff.failed(key);
+        assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
+    }
+    scene.reconcile().await.expect("gives up");
+    let event = scene.host.body_of(EVENTS);
+    assert_eq!(event["reason"], "CleanupAbandoned");
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(scene.finalizers(), json!([]));
+    assert_eq!(
+        scene.kcp.api.take_log().len(),
+        finalizer::MAX_ATTEMPTS as usize,
+        "one DELETE per attempt"
+    );
+}
+
+#[tokio::test]
+async fn a_shard_whose_root_shard_is_gone_is_released_at_once() {
+    let scene = Scene::new();
+    let mut shard = shard_value();
+    shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
+    scene.host.put(SHARD_PATH, shard);
+    scene.delete_shard();
+    scene.reconcile().await.expect("releases");
+    assert_eq!(
+        scene.host.take_log(),
+        [
+            format!("GET {ROOT_PATH}"),
+            EVENTS.into(),
+            format!("PATCH {SHARD_PATH}")
+        ]
+    );
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "RootShardGone");
+    assert_eq!(scene.finalizers(), json!([]));
+    assert!(scene.kcp.api.take_log().is_empty());
+}
+
+const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+
+fn binding(name: &str, uid: &str) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+           "metadata": {"name": name, "labels": {"operator.kcp.io/kubeconfig": uid}},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "x"}})
+}
+
+#[tokio::test]
+async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig() {
+    let scene = Scene::new();
+    put_root_shard(&scene.host);
+    scene.host.put(
+        KUBECONFIG_PATH,
+        json!({
+            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
+            "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
+            "spec": {"target": {"rootShardRef": {"name": "root"}}, "username": "alice",
+                     "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
+                     "targetWorkspace": "root:team",
+                     "authorization": {"clusterRoleBindings": {"clusterRoles": ["view", "edit"]}}}
+        }),
+    );
+    // A binding this Kubeconfig made for a role it no longer wants, and somebody else's.
+    scene.kcp.api.put(
+        &format!("{BINDINGS}/u-k:admin"),
+        binding("u-k:admin", "u-k"),
+    );
+    scene
+        .kcp
+        .api
+        .put(&format!("{BINDINGS}/other"), binding("other", "u-other"));
+    let run = || async {
+        let object: kcp_operator::api::Kubeconfig =
+            serde_json::from_value(scene.host.get(KUBECONFIG_PATH)).expect("kubeconfig");
+        kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), scene.ctx.clone())
+            .await
+            .expect("reconciles");
+    };
+    run().await;
+    assert_eq!(
+        scene.host.take_log()[0],
+        format!("PATCH {KUBECONFIG_PATH}"),
+        "the finalizer goes on first"
+    );
+    assert_eq!(
+        scene.host.get(KUBECONFIG_PATH)["metadata"]["finalizers"],
+        json!(["operator.kcp.io/cleanup-rbac"])
+    );
+    assert_eq!(
+        scene.kcp.api.take_log(),
+        [
+            format!("GET {BINDINGS}?&labelSelector=operator.kcp.io%2Fkubeconfig%3Du-k"),
+            format!("PATCH {BINDINGS}/u-k:edit{APPLY}"),
+            format!("PATCH {BINDINGS}/u-k:view{APPLY}"),
+            format!("DELETE {BINDINGS}/u-k:admin"),
+        ]
+    );
+    let endpoint = scene.kcp.endpoints.lock().expect("lock")[0].clone();
+    assert_eq!(
+        endpoint.url,
+        "https://root-rootshard.kcp.svc.cluster.local:6443/clusters/root:team"
+    );
+    let view = scene.kcp.api.get(&format!("{BINDINGS}/u-k:view"));
+    assert_eq!(view["subjects"][0]["name"], "kubeconfig:alice");
+    assert_eq!(view["roleRef"]["name"], "view");
+    let status = &scene.host.get(KUBECONFIG_PATH)["status"];
+    assert_eq!(status["authorization"]["provisionedCluster"], "root:team");
+
+    run().await;
+    assert_eq!(
+        scene.kcp.api.take_log(),
+        [format!(
+            "GET {BINDINGS}?&labelSelector=operator.kcp.io%2Fkubeconfig%3Du-k"
+        )],
+        "a second pass only lists"
+    );
+
+    let mut object = scene.host.get(KUBECONFIG_PATH);
+    object["metadata"]["deletionTimestamp"] = json!("2030-01-01T00:00:00Z");
+    scene.host.put(KUBECONFIG_PATH, object);
+    scene.host.take_log();
+    run().await;
+    assert_eq!(
+        scene.kcp.api.take_log(),
+        [
+            format!("GET {BINDINGS}?&labelSelector=operator.kcp.io%2Fkubeconfig%3Du-k"),
+            format!("DELETE {BINDINGS}/u-k:edit"),
+            format!("DELETE {BINDINGS}/u-k:view"),
+        ]
+    );
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "BindingsRemoved");
+    assert_eq!(
+        scene.host.get(KUBECONFIG_PATH)["metadata"]["finalizers"],
+        json!([])
+    );
+    scene.kcp.api.get(&format!("{BINDINGS}/other"));
 }

@@ -4,6 +4,7 @@
 
 pub mod ca_bundle;
 pub mod children;
+pub mod cluster_role_bindings;
 pub mod config_map;
 pub mod deployment;
 mod flags;

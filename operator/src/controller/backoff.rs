@@ -7,9 +7,20 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
 
 const FIRST: Duration = Duration::from_secs(5);
 const LONGEST: Duration = Duration::from_secs(300);
+
+/// `Kind/namespace/name`, the key of an object.
+pub fn key<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
 
 #[derive(Debug, Default)]
 pub struct Backoff {
@@ -29,6 +40,16 @@ impl Backoff {
             .map_or(LONGEST, |delay| delay.min(LONGEST));
         *count = count.saturating_add(1);
         delay
+    }
+
+    /// How many reconciles of `key` failed in a row.
+    pub fn failures(&self, key: &str) -> u32 {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn succeeded(&self, key: &str) {

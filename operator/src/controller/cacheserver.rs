@@ -9,6 +9,7 @@ use kube::runtime::controller::Action;
 use crate::api::CacheServer;
 use crate::build::{children, deployment};
 use crate::pki::catalog;
+use crate::upgrade::Decision;
 use crate::validate::{self, Etcd, Image};
 
 use super::component::{self, Workload};
@@ -51,6 +52,8 @@ pub async fn reconcile(cache: Arc<CacheServer>, ctx: Arc<Context>) -> Result<Act
             bundles: Vec::new(),
             mounts: deployment::cache_server_fragment(&config).mounts,
             version: config.image.version.clone(),
+            // The first stage of the upgrade order never waits.
+            upgrade: Decision::Proceed,
             warnings: config.warnings.clone(),
             etcd: managed,
             render: &render,

@@ -24,12 +24,13 @@ use crate::pki::IssueReason;
 use crate::pki::catalog::CertificateSpec;
 use crate::pki::material::TLS_CERT_KEY;
 use crate::pki::revision::content_revision;
+use crate::upgrade::Decision;
 use crate::validate::{ManagedEtcd, Owner};
 
 use super::apply::{AppliedChildren, apply_children};
 use super::certificates::{self, Certificates};
 use super::status::{self, Observation};
-use super::{Context, Error, MAX_REQUEUE};
+use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE};
 
 /// A Secret that concatenates CA certificates (`tls.crt` of each source, in order).
 #[derive(Clone, Debug)]
@@ -45,7 +46,10 @@ pub struct Workload<'a> {
     pub bundles: Vec<Bundle>,
     /// What the pods mount; their content makes up the pod revision.
     pub mounts: Vec<Mount>,
+    /// The version the spec asks for (rendered unless `upgrade` holds it back).
     pub version: String,
+    /// The upgrade order's decision; `render` already renders the version it allows.
+    pub upgrade: Decision,
     pub warnings: Vec<String>,
     /// A managed etcd to run (its certificates are part of `certificates`).
     pub etcd: Option<&'a ManagedEtcd>,
@@ -93,13 +97,21 @@ where
         generation: object.meta().generation,
         references: Ok(()),
         rollout: applied.deployment.as_ref().map(status::rollout),
-        held: None,
+        upgrade: workload.upgrade,
         warnings: workload.warnings,
         target_version: workload.version,
     };
+    let held = observation.upgrade != Decision::Proceed;
     let next = status::component_status(previous, observation, now);
     status::write(client, object, previous, &next).await?;
-    Ok(requeue_for_renewal(certs.next_renewal, now))
+    let action = requeue_for_renewal(certs.next_renewal, now);
+    // Earlier stages are not all watched (a shard's root's cache server), so a held upgrade
+    // looks again soon.
+    Ok(if held {
+        Action::requeue(HELD_REQUEUE)
+    } else {
+        action
+    })
 }
 
 /// Reconcile again when the first kept certificate becomes due, at the latest after an hour.
@@ -398,7 +410,7 @@ where
         generation: object.meta().generation,
         references: Err(problem),
         rollout: None,
-        held: None,
+        upgrade: Decision::Proceed,
         warnings: Vec::new(),
         target_version: version,
     };

@@ -10,9 +10,11 @@ use crate::api::{FrontProxy, RootShard};
 use crate::build::{children, deployment};
 use crate::naming::Certificate;
 use crate::pki::catalog;
+use crate::upgrade::Stage;
 use crate::validate::{self, FrontProxyConfig, Image};
 
 use super::component::{self, Bundle, Workload};
+use super::upgrade::{self, Earlier};
 use super::{Context, Error};
 
 pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -33,12 +35,31 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
             let certificates = catalog::front_proxy(&config).map_err(|error| error.to_string())?;
             Ok((config, certificates))
         });
-    let (config, certificates) = match prepared {
+    let (mut config, certificates) = match prepared {
         Ok(prepared) => prepared,
         Err(problem) => {
             return component::invalid(&ctx, &*proxy, &previous, problem, version).await;
         }
     };
+    let earlier = Earlier {
+        caches: config
+            .root
+            .cache
+            .iter()
+            .map(|c| c.instance.clone())
+            .collect(),
+        root: root.as_ref(),
+        shards: true,
+    };
+    let decision = upgrade::gate(
+        &ctx,
+        &config.owner.names,
+        Stage::FrontProxy,
+        previous.current_version.as_deref(),
+        &mut config.image,
+        earlier,
+    )
+    .await?;
     let render = |revision: &str| children::front_proxy(&config, revision);
     component::reconcile(
         &ctx,
@@ -49,7 +70,8 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
             certificates,
             bundles: bundles(&config),
             mounts: deployment::front_proxy_fragment(&config).mounts,
-            version: config.image.version.clone(),
+            version,
+            upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: None,
             render: &render,

@@ -1,6 +1,10 @@
 //! Kubeconfig: a client certificate signed by the root shard's client CA, in a Secret this
 //! Kubeconfig owns (upstream leaks it), and the self-contained kubeconfig Secret built from it.
 //! Both carry an owner reference, so deleting the Kubeconfig deletes them.
+//!
+//! `authorization.clusterRoleBindings` binds the Kubeconfig's group inside kcp; a finalizer is
+//! on while such bindings may exist, so deleting the Kubeconfig (or dropping the field) removes
+//! them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,20 +15,22 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 
-use crate::api::kubeconfig::KubeconfigPhase;
+use crate::api::kubeconfig::{KubeconfigAuthorizationStatus, KubeconfigPhase};
 use crate::api::{FrontProxy, Kubeconfig, KubeconfigStatus, RootShard, Shard};
 use crate::build::children::Child;
+use crate::build::cluster_role_bindings;
 use crate::build::kubeconfig_secret::{self, EmbeddedKubeconfig};
 use crate::build::pod;
-use crate::naming::Certificate;
+use crate::naming::{Certificate, KUBECONFIG_FINALIZER};
 use crate::paths;
 use crate::pki::catalog::{CertificateSpec, Issuer};
 use crate::validate::{self, KubeconfigConfig, KubeconfigTarget};
 
 use super::apply::apply_children;
 use super::component::requeue_for_renewal;
+use super::finalizer::{self, Cleaned};
 use super::status::{self, REFERENCES_VALID, Wanted};
-use super::{Context, Error, INVALID_REQUEUE, certificates};
+use super::{Context, Error, INVALID_REQUEUE, bindings, certificates, kcp};
 
 /// The referenced objects, read from the API.
 struct Targets {
@@ -80,9 +86,76 @@ fn target(targets: &Targets) -> Option<KubeconfigTarget<'_>> {
     })
 }
 
+/// The cluster roles the Kubeconfig wants bound inside kcp.
+fn cluster_roles(kubeconfig: &Kubeconfig) -> &[String] {
+    kubeconfig
+        .spec
+        .authorization
+        .as_ref()
+        .map_or(&[], |a| a.cluster_role_bindings.cluster_roles.as_slice())
+}
+
+/// A client for the Kubeconfig's workspace, as the operator.
+async fn workspace_client(ctx: &Context, config: &KubeconfigConfig) -> Result<kube::Client, Error> {
+    let endpoint =
+        kcp::endpoint(ctx, &config.root, &config.internal_url, &config.workspace).await?;
+    ctx.kcp.connect(&endpoint)
+}
+
+/// Creates, updates or (when `authorization` was dropped) removes the bindings in kcp; the
+/// finalizer is on while bindings may exist. Returns the workspace they are provisioned in.
+async fn provision(
+    ctx: &Context,
+    kubeconfig: &Kubeconfig,
+    config: &KubeconfigConfig,
+) -> Result<Option<String>, Error> {
+    let uid = kubeconfig.uid().unwrap_or_default();
+    let roles = cluster_roles(kubeconfig);
+    if roles.is_empty() {
+        if finalizer::has(kubeconfig, KUBECONFIG_FINALIZER) {
+            bindings::remove(workspace_client(ctx, config).await?, &uid).await?;
+            finalizer::remove(&ctx.client, kubeconfig, KUBECONFIG_FINALIZER).await?;
+        }
+        return Ok(None);
+    }
+    let desired = cluster_role_bindings::desired(&kubeconfig.name_any(), &uid, roles);
+    bindings::sync(workspace_client(ctx, config).await?, &uid, &desired).await?;
+    Ok(Some(config.workspace.clone()))
+}
+
+/// Removes the bindings of a deleted Kubeconfig (best effort), then its finalizer.
+async fn finalize(ctx: &Context, kubeconfig: &Kubeconfig) -> Result<Action, Error> {
+    if !finalizer::has(kubeconfig, KUBECONFIG_FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    let cleanup = async {
+        let targets = dereference(ctx, kubeconfig).await?;
+        let Ok(config) = validate::kubeconfig(kubeconfig, target(&targets)) else {
+            return Ok(Cleaned {
+                reason: "TargetGone",
+                note: "the target is gone; no bindings to remove".into(),
+            });
+        };
+        let client = workspace_client(ctx, &config).await?;
+        let removed = bindings::remove(client, &kubeconfig.uid().unwrap_or_default()).await?;
+        Ok(Cleaned {
+            reason: "BindingsRemoved",
+            note: format!(
+                "deleted {removed} ClusterRoleBindings in workspace {}",
+                config.workspace
+            ),
+        })
+    }
+    .await;
+    finalizer::release(ctx, kubeconfig, KUBECONFIG_FINALIZER, cleanup).await
+}
+
 pub async fn reconcile(kubeconfig: Arc<Kubeconfig>, ctx: Arc<Context>) -> Result<Action, Error> {
     if kubeconfig.meta().deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
+        return finalize(&ctx, &kubeconfig).await;
+    }
+    if !cluster_roles(&kubeconfig).is_empty() {
+        finalizer::add(&ctx.client, &*kubeconfig, KUBECONFIG_FINALIZER).await?;
     }
     let previous = kubeconfig.status.clone().unwrap_or_default();
     let targets = dereference(&ctx, &kubeconfig).await?;
@@ -97,7 +170,7 @@ pub async fn reconcile(kubeconfig: Arc<Kubeconfig>, ctx: Arc<Context>) -> Result
                 let error = Error::Invalid(problem.clone());
                 ctx.publish_failure(&*kubeconfig, &error).await;
             }
-            let next = kubeconfig_status(&kubeconfig, &previous, Err(problem), None);
+            let next = kubeconfig_status(&kubeconfig, &previous, Err(problem), None, None);
             status::write(&ctx.client, &*kubeconfig, &previous, &next).await?;
             return Ok(Action::requeue(INVALID_REQUEUE));
         }
@@ -135,7 +208,8 @@ pub async fn reconcile(kubeconfig: Arc<Kubeconfig>, ctx: Arc<Context>) -> Result
         material,
     )?));
     apply_children(&ctx.client, &objects).await?;
-    let next = kubeconfig_status(&kubeconfig, &previous, Ok(()), Some(&config));
+    let provisioned = provision(&ctx, &kubeconfig, &config).await?;
+    let next = kubeconfig_status(&kubeconfig, &previous, Ok(()), Some(&config), provisioned);
     status::write(&ctx.client, &*kubeconfig, &previous, &next).await?;
     Ok(requeue_for_renewal(certs.next_renewal, now))
 }
@@ -175,8 +249,10 @@ fn kubeconfig_status(
     previous: &KubeconfigStatus,
     references: Result<(), String>,
     config: Option<&KubeconfigConfig>,
+    provisioned_cluster: Option<String>,
 ) -> KubeconfigStatus {
     let generation = kubeconfig.meta().generation;
+    let references_ok = references.is_ok();
     let (phase, wanted) = match references {
         Ok(()) => (
             KubeconfigPhase::Ready,
@@ -193,7 +269,13 @@ fn kubeconfig_status(
         target_name: config
             .map(|c| c.target_name.clone())
             .or_else(|| previous.target_name.clone()),
-        authorization: previous.authorization.clone(),
+        authorization: match (&references_ok, provisioned_cluster) {
+            (true, Some(workspace)) => Some(KubeconfigAuthorizationStatus {
+                provisioned_cluster: Some(workspace),
+            }),
+            (true, None) => None,
+            (false, _) => previous.authorization.clone(),
+        },
         conditions: status::conditions(
             &previous.conditions,
             vec![wanted],

@@ -7,15 +7,21 @@
 
 pub mod apply;
 pub mod backoff;
+pub mod bindings;
 pub mod cacheserver;
 pub mod certificates;
 pub mod component;
+pub mod deregister;
+pub mod finalizer;
 pub mod frontproxy;
+pub mod kcp;
 pub mod kubeconfig;
 pub mod run;
 pub mod server;
 pub mod status;
+pub mod upgrade;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -24,9 +30,12 @@ use kube::{Client, Resource};
 use crate::naming::FIELD_MANAGER;
 
 pub use backoff::Backoff;
+use kcp::{Connector, Direct};
 
 /// Longest time between two reconciles of a healthy object.
 pub const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+/// How soon a component whose upgrade is held back looks at the earlier stages again.
+pub const HELD_REQUEUE: Duration = Duration::from_secs(30);
 /// How soon an invalid object is looked at again even without a change (its references may
 /// appear in objects the controller does not watch).
 pub const INVALID_REQUEUE: Duration = Duration::from_secs(300);
@@ -56,6 +65,8 @@ pub enum Error {
     Invalid(String),
     #[error("managed etcd")]
     Etcd(#[source] crate::etcd::members::Error),
+    #[error("request to kcp failed")]
+    Kcp(#[source] kube::Error),
 }
 
 impl Error {
@@ -69,6 +80,7 @@ impl Error {
                 "ReferenceNotFound"
             }
             Error::Etcd(_) => "EtcdFailed",
+            Error::Kcp(_) => "KcpRequestFailed",
             Error::Invalid(_) => "InvalidSpec",
         }
     }
@@ -76,9 +88,12 @@ impl Error {
 
 /// State shared by every reconcile.
 pub struct Context {
+    /// The host cluster.
     pub client: Client,
     pub reporter: Reporter,
     pub backoff: Backoff,
+    /// How to reach kcp itself (shard registrations, Kubeconfig bindings).
+    pub kcp: Arc<dyn Connector>,
 }
 
 impl Context {
@@ -90,6 +105,15 @@ impl Context {
                 instance: std::env::var("POD_NAME").ok(),
             },
             backoff: Backoff::default(),
+            kcp: Arc::new(Direct),
+        }
+    }
+
+    /// The same context reaching kcp through `connector`.
+    pub fn with_connector(self, connector: Arc<dyn Connector>) -> Self {
+        Self {
+            kcp: connector,
+            ..self
         }
     }
 

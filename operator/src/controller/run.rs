@@ -3,7 +3,8 @@
 //!
 //! Every kind owns the objects it creates, so a change to (or deletion of) a child triggers its
 //! owner. Shards, FrontProxies and Kubeconfigs also follow the RootShard they reference, because
-//! its CAs, URLs and version feed into what they render.
+//! its CAs and URLs feed into what they render; RootShards and Shards follow their CacheServer
+//! and FrontProxies the Shards of their root, because the upgrade order waits for them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,21 +21,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 
+use super::backoff::key;
 use super::{Context, Error, cacheserver, frontproxy, kubeconfig, server};
 
 /// A reconcile function as the loops drive it.
 type Reconciler<K> =
     fn(Arc<K>, Arc<Context>) -> futures::future::BoxFuture<'static, Result<Action, Error>>;
-
-/// `Kind/namespace/name`, the backoff key.
-fn key<K: Resource<DynamicType = ()>>(object: &K) -> String {
-    format!(
-        "{}/{}/{}",
-        K::kind(&()),
-        object.namespace().unwrap_or_default(),
-        object.name_any()
-    )
-}
 
 /// Runs `reconcile` and keeps the backoff and failure events in step with its outcome.
 async fn guarded<K, F, Fut>(
@@ -67,19 +59,33 @@ fn error_policy<K: Resource<DynamicType = ()>>(
     ctx.backoff.retry(&key(&*object))
 }
 
-/// Adds the child kinds every workload controller owns.
-fn owning<K>(controller: Controller<K>, client: &Client) -> Controller<K>
-where
+/// What a controller can watch.
+trait Watched:
+    Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
     K: Resource<DynamicType = ()>
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
+}
+
+/// A controller for `K` that owns the child kinds of every workload.
+fn workload<K: Watched>(client: &Client) -> Controller<K> {
     let config = watcher::Config::default();
-    controller
+    Controller::new(Api::<K>::all(client.clone()), config.clone())
         .owns(Api::<Secret>::all(client.clone()), config.clone())
         .owns(Api::<ConfigMap>::all(client.clone()), config.clone())
         .owns(Api::<Service>::all(client.clone()), config.clone())
@@ -88,40 +94,85 @@ where
         .owns(Api::<PodDisruptionBudget>::all(client.clone()), config)
 }
 
-/// Objects in `store` (same namespace as `root`) for which `references` names `root`.
-fn dependents<K>(
-    store: &Store<K>,
-    root: &RootShard,
-    references: impl Fn(&K) -> Option<String>,
-) -> Vec<ObjectRef<K>>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    store
-        .state()
-        .into_iter()
-        .filter(|object| {
-            object.namespace() == root.namespace()
-                && references(object).as_deref() == Some(&root.name_any())
-        })
-        .map(|object| ObjectRef::from_obj(&*object))
-        .collect()
+/// Makes `controller` also reconcile its objects that `links` relates to a changed `P` (in the
+/// same namespace): the RootShard they reference, the CacheServer or Shards of an earlier
+/// upgrade stage.
+fn follow<K: Watched, P: Watched>(
+    controller: Controller<K>,
+    client: &Client,
+    links: impl Fn(&K, &P) -> bool + Send + Sync + 'static,
+) -> Controller<K> {
+    let store: Store<K> = controller.store();
+    controller.watches(
+        Api::<P>::all(client.clone()),
+        watcher::Config::default(),
+        move |peer| {
+            store
+                .state()
+                .into_iter()
+                .filter(|object| object.namespace() == peer.namespace() && links(object, &peer))
+                .map(|object| ObjectRef::from_obj(&*object))
+                .collect::<Vec<_>>()
+        },
+    )
 }
 
-async fn drive<K>(
+/// The objects an object of one kind references by name, for [`follow`].
+trait Links {
+    fn root_shard(&self) -> Option<&str> {
+        None
+    }
+    fn cache_server(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl Links for RootShard {
+    fn cache_server(&self) -> Option<&str> {
+        Some(&self.spec.cache.as_ref()?.reference.as_ref()?.name)
+    }
+}
+
+impl Links for Shard {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.root_shard.reference.name)
+    }
+    fn cache_server(&self) -> Option<&str> {
+        Some(&self.spec.cache.as_ref()?.reference.as_ref()?.name)
+    }
+}
+
+impl Links for FrontProxy {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.root_shard.reference.name)
+    }
+}
+
+impl Links for Kubeconfig {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.target.root_shard_ref.as_ref()?.name)
+    }
+}
+
+fn under_root<K: Links>(object: &K, root: &RootShard) -> bool {
+    object.root_shard() == Some(root.name_any().as_str())
+}
+
+fn uses_cache<K: Links>(object: &K, cache: &CacheServer) -> bool {
+    object.cache_server() == Some(cache.name_any().as_str())
+}
+
+/// Two objects under the same RootShard.
+fn same_root<K: Links, P: Links>(object: &K, peer: &P) -> bool {
+    object.root_shard().is_some() && object.root_shard() == peer.root_shard()
+}
+
+async fn drive<K: Watched>(
     controller: Controller<K>,
     ctx: Arc<Context>,
     shutdown: CancellationToken,
     reconcile: Reconciler<K>,
-) where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+) {
     controller
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
         .run(
@@ -142,59 +193,15 @@ pub async fn run(client: Client, shutdown: CancellationToken) {
     let ctx = Arc::new(Context::new(client.clone()));
     let config = watcher::Config::default();
 
-    let roots = owning(
-        Controller::new(Api::<RootShard>::all(client.clone()), config.clone()),
-        &client,
-    );
-    let caches = owning(
-        Controller::new(Api::<CacheServer>::all(client.clone()), config.clone()),
-        &client,
-    );
-
-    let shards = owning(
-        Controller::new(Api::<Shard>::all(client.clone()), config.clone()),
-        &client,
-    );
-    let shard_store = shards.store();
-    let shards = shards.watches(
-        Api::<RootShard>::all(client.clone()),
-        config.clone(),
-        move |root| {
-            dependents(&shard_store, &root, |shard: &Shard| {
-                Some(shard.spec.root_shard.reference.name.clone())
-            })
-        },
-    );
-
-    let proxies = owning(
-        Controller::new(Api::<FrontProxy>::all(client.clone()), config.clone()),
-        &client,
-    );
-    let proxy_store = proxies.store();
-    let proxies = proxies.watches(
-        Api::<RootShard>::all(client.clone()),
-        config.clone(),
-        move |root| {
-            dependents(&proxy_store, &root, |proxy: &FrontProxy| {
-                Some(proxy.spec.root_shard.reference.name.clone())
-            })
-        },
-    );
-
+    let roots = follow(workload(&client), &client, uses_cache::<RootShard>);
+    let caches = workload::<CacheServer>(&client);
+    let shards = follow(workload(&client), &client, under_root::<Shard>);
+    let shards = follow(shards, &client, uses_cache::<Shard>);
+    let proxies = follow(workload(&client), &client, under_root::<FrontProxy>);
+    let proxies = follow(proxies, &client, same_root::<FrontProxy, Shard>);
     let kubeconfigs = Controller::new(Api::<Kubeconfig>::all(client.clone()), config.clone())
-        .owns(Api::<Secret>::all(client.clone()), config.clone());
-    let kubeconfig_store = kubeconfigs.store();
-    let kubeconfigs =
-        kubeconfigs.watches(Api::<RootShard>::all(client.clone()), config, move |root| {
-            dependents(&kubeconfig_store, &root, |kubeconfig: &Kubeconfig| {
-                kubeconfig
-                    .spec
-                    .target
-                    .root_shard_ref
-                    .as_ref()
-                    .map(|r| r.name.clone())
-            })
-        });
+        .owns(Api::<Secret>::all(client.clone()), config);
+    let kubeconfigs = follow(kubeconfigs, &client, under_root::<Kubeconfig>);
 
     tracing::info!("controllers starting");
     tokio::join!(

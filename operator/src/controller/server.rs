@@ -8,12 +8,14 @@ use kube::{Api, ResourceExt};
 
 use crate::api::{RootShard, Shard};
 use crate::build::{children, deployment};
-use crate::naming::Certificate;
+use crate::naming::{Certificate, SHARD_FINALIZER};
 use crate::pki::catalog::{self, CertificateSpec};
-use crate::validate::{self, Etcd, Image, ServerConfig};
+use crate::upgrade::Stage;
+use crate::validate::{self, Etcd, Image, ServerConfig, ServerRole};
 
 use super::component::{self, Bundle, Workload};
-use super::{Context, Error};
+use super::upgrade::{self, Earlier};
+use super::{Context, Error, deregister, finalizer};
 
 pub async fn reconcile_root_shard(
     root: Arc<RootShard>,
@@ -32,7 +34,11 @@ pub async fn reconcile_root_shard(
         });
     match prepared {
         Ok((config, certificates)) => {
-            reconcile(&ctx, &*root, &previous, &config, certificates).await
+            let earlier = Earlier {
+                caches: config.cache.iter().map(|c| c.instance.clone()).collect(),
+                ..Earlier::default()
+            };
+            reconcile(&ctx, &*root, &previous, config, certificates, earlier).await
         }
         Err(problem) => component::invalid(&ctx, &*root, &previous, problem, version).await,
     }
@@ -55,7 +61,18 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
             Ok((config, certificates))
         });
     match prepared {
-        Ok((config, certificates)) => reconcile(ctx, shard, &previous, &config, certificates).await,
+        Ok((config, certificates)) => {
+            let mut caches: Vec<String> = config.cache.iter().map(|c| c.instance.clone()).collect();
+            caches.extend(config.root.cache.iter().map(|c| c.instance.clone()));
+            caches.sort();
+            caches.dedup();
+            let earlier = Earlier {
+                caches,
+                root: root.as_ref(),
+                shards: false,
+            };
+            reconcile(ctx, shard, &previous, config, certificates, earlier).await
+        }
         Err(problem) => component::invalid(ctx, shard, &previous, problem, version).await,
     }
 }
@@ -89,8 +106,9 @@ async fn reconcile<K>(
     ctx: &Context,
     object: &K,
     previous: &crate::api::common::ComponentStatus,
-    config: &ServerConfig,
+    mut config: ServerConfig,
     mut certificates: Vec<CertificateSpec>,
+    earlier: Earlier<'_>,
 ) -> Result<Action, Error>
 where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -98,6 +116,21 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
+    let stage = match config.role {
+        ServerRole::Root => Stage::RootShard,
+        ServerRole::Shard => Stage::Shard,
+    };
+    let version = config.image.version.clone();
+    let decision = upgrade::gate(
+        ctx,
+        &config.owner.names,
+        stage,
+        previous.current_version.as_deref(),
+        &mut config.image,
+        earlier,
+    )
+    .await?;
+    let config = &config;
     let managed = match &config.etcd {
         Etcd::Managed(managed) => {
             certificates.extend(catalog::managed_etcd(config.names()));
@@ -115,7 +148,8 @@ where
             certificates,
             bundles: server_bundles(config),
             mounts: deployment::server_fragment(config).mounts,
-            version: config.image.version.clone(),
+            version,
+            upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: managed,
             render: &render,
@@ -124,10 +158,12 @@ where
     .await
 }
 
-/// Shard entry point for the controller loop.
+/// Shard entry point for the controller loop: the finalizer that deregisters the shard goes on
+/// before anything is created, and is handled when the Shard is deleted.
 pub async fn reconcile_shard(shard: Arc<Shard>, ctx: Arc<Context>) -> Result<Action, Error> {
     if shard.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
+        return deregister::finalize(&shard, &ctx).await;
     }
+    finalizer::add(&ctx.client, &*shard, SHARD_FINALIZER).await?;
     apply_shard(&shard, &ctx).await
 }

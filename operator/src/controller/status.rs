@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::api::common::{ComponentStatus, Phase};
+use crate::upgrade::{Decision, ROLLOUT_FAILED, UPGRADE_BLOCKED, UPGRADING};
 
 use super::Error;
 
@@ -124,8 +125,8 @@ pub struct Observation {
     /// `Err` holds why the spec or its references are unusable.
     pub references: Result<(), String>,
     pub rollout: Option<Rollout>,
-    /// An upgrade that waits for another component (see `upgrade`).
-    pub held: Option<String>,
+    /// Whether the upgrade order lets the target version through (see `upgrade`).
+    pub upgrade: Decision,
     pub warnings: Vec<String>,
     pub target_version: String,
 }
@@ -140,10 +141,14 @@ pub fn component_status(
         generation,
         references,
         rollout,
-        held,
+        upgrade,
         warnings,
         target_version,
     } = observation;
+    let upgrading = previous
+        .current_version
+        .as_ref()
+        .is_some_and(|current| *current != target_version);
     let mut wanted = Vec::new();
     let references_valid = references.is_ok();
     wanted.push(match &references {
@@ -168,10 +173,7 @@ pub fn component_status(
                 "ReplicasUp",
                 "every replica is updated and available",
             ),
-            match &held {
-                Some(message) => Wanted::new(PROGRESSING, true, "UpgradeWaiting", message.clone()),
-                None => Wanted::new(PROGRESSING, false, "RolledOut", "the rollout is complete"),
-            },
+            Wanted::new(PROGRESSING, false, "RolledOut", "the rollout is complete"),
             Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
         ),
         (Ok(()), Some(Rollout::InProgress { ready, desired })) => (
@@ -181,18 +183,27 @@ pub fn component_status(
                 "ReplicasUnavailable",
                 format!("{ready} of {desired} replicas ready"),
             ),
-            Wanted::new(
-                PROGRESSING,
-                true,
-                "RollingOut",
-                format!("{ready} of {desired} replicas ready"),
-            ),
+            if upgrading {
+                Wanted::new(
+                    PROGRESSING,
+                    true,
+                    UPGRADING,
+                    format!("rolling out {target_version}: {ready} of {desired} replicas ready"),
+                )
+            } else {
+                Wanted::new(
+                    PROGRESSING,
+                    true,
+                    "RollingOut",
+                    format!("{ready} of {desired} replicas ready"),
+                )
+            },
             Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
         ),
         (Ok(()), Some(Rollout::Failed(message))) => (
-            Wanted::new(AVAILABLE, false, "RolloutFailed", message.clone()),
-            Wanted::new(PROGRESSING, false, "RolloutFailed", message.clone()),
-            Wanted::new(DEGRADED, true, "RolloutFailed", message.clone()),
+            Wanted::new(AVAILABLE, false, ROLLOUT_FAILED, message.clone()),
+            Wanted::new(PROGRESSING, false, ROLLOUT_FAILED, message.clone()),
+            Wanted::new(DEGRADED, true, ROLLOUT_FAILED, message.clone()),
         ),
         (Ok(()), None) => (
             Wanted::new(
@@ -204,6 +215,18 @@ pub fn component_status(
             Wanted::new(PROGRESSING, true, "Provisioning", "creating the workload"),
             Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
         ),
+    };
+    // A held upgrade explains the Progressing condition, unless the spec is unusable or the
+    // component's own rollout failed.
+    let own_failure = references.is_err() || matches!(rollout, Some(Rollout::Failed(_)));
+    let progressing = match &upgrade {
+        Decision::Wait { message, .. } if !own_failure => {
+            Wanted::new(PROGRESSING, true, UPGRADING, message.clone())
+        }
+        Decision::Blocked { message, .. } if !own_failure => {
+            Wanted::new(PROGRESSING, false, UPGRADE_BLOCKED, message.clone())
+        }
+        _ => progressing,
     };
     let is_available = available.status;
     let is_degraded = degraded.status;
@@ -221,7 +244,7 @@ pub fn component_status(
         (true, false) => Phase::Running,
         (false, false) => Phase::Provisioning,
     };
-    let rolled_out_at_target = rollout == Some(Rollout::Complete) && held.is_none();
+    let rolled_out_at_target = rollout == Some(Rollout::Complete) && upgrade == Decision::Proceed;
     ComponentStatus {
         phase: Some(phase),
         observed_generation: generation,

@@ -13,6 +13,7 @@ use super::Error;
 use super::material::TlsMaterial;
 use super::pkcs1::rsa_pkcs1_to_pkcs8;
 use super::request::{CertificateRequest, Usage};
+use super::subject;
 
 /// Certificates start a little in the past so that nodes with a lagging clock accept them.
 const CLOCK_SKEW_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(5 * 60);
@@ -77,6 +78,17 @@ impl Authority {
         let certificate = params
             .signed_by(&key, &self.issuer)
             .map_err(Error::Signing)?;
+        let certificate_pem = if request.organizations.len() > 1 {
+            let der = subject::with_organizations(
+                certificate.der(),
+                &request.common_name,
+                &request.organizations,
+                self.issuer.key(),
+            )?;
+            subject::pem(&der)
+        } else {
+            certificate.pem()
+        };
         // Like cert-manager, `tls.crt` carries the chain up to (not including) the root, so
         // clients that only trust the root CA accept certificates of intermediate CAs.
         let issued_by_root =
@@ -87,7 +99,7 @@ impl Authority {
             self.material.cert_pem.clone()
         };
         Ok(TlsMaterial {
-            cert_pem: format!("{}{chain}", certificate.pem()),
+            cert_pem: format!("{certificate_pem}{chain}"),
             key_pem: key.serialize_pem(),
             ca_pem: self.material.cert_pem.clone(),
         })
@@ -126,7 +138,9 @@ fn certificate_params(
     params
         .distinguished_name
         .push(DnType::CommonName, request.common_name.as_str());
-    for organization in &request.organizations {
+    // rcgen keeps one value per attribute type; several organizations are written by
+    // `subject` after signing.
+    if let [organization] = request.organizations.as_slice() {
         params
             .distinguished_name
             .push(DnType::OrganizationName, organization.as_str());

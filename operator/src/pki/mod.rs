@@ -6,6 +6,7 @@
 
 pub mod authority;
 pub mod catalog;
+mod der;
 pub mod duration;
 pub mod inspect;
 pub mod material;
@@ -13,6 +14,7 @@ mod pkcs1;
 pub mod renewal;
 pub mod request;
 pub mod revision;
+mod subject;
 
 pub use authority::Authority;
 pub use material::TlsMaterial;
@@ -36,6 +38,8 @@ pub enum Error {
     UnreadableCertificate,
     #[error("certificate validity is out of range")]
     TimeOutOfRange,
+    #[error("failed to rewrite the certificate subject")]
+    Subject(#[source] der::Malformed),
 }
 
 #[cfg(test)]
@@ -161,6 +165,48 @@ mod tests {
         assert_eq!(
             summary.not_after.as_second() - now().as_second(),
             365 * 24 * 3600
+        );
+    }
+
+    #[test]
+    fn a_client_certificate_carries_every_group_and_still_verifies() {
+        let root =
+            Authority::generate_root(&CertificateRequest::ca("root-ca"), now()).expect("root");
+        let client_ca = root
+            .issue_authority(&CertificateRequest::ca("client-ca"), now())
+            .expect("client ca");
+        let groups = vec![
+            "kubeconfig:alice".to_owned(),
+            "system:kcp:admin".to_owned(),
+            "team-a".to_owned(),
+        ];
+        let request = CertificateRequest::client("alice", groups.clone()).normalized();
+        let leaf = client_ca.issue(&request, now()).expect("leaf");
+        let summary = inspect::summarize(&leaf.cert_pem).expect("summary");
+        assert_eq!(summary.common_name, "alice");
+        assert_eq!(summary.organizations, groups);
+        assert_signed_by(&leaf.cert_pem, client_ca.cert_pem());
+        let leaf_der = der(&leaf.cert_pem);
+        let (_, cert) = x509_parser::parse_x509_certificate(&leaf_der).expect("parses");
+        assert_eq!(cert.subject().iter_organization().count(), 3);
+        assert_eq!(cert.issuer().to_string(), "CN=client-ca");
+        let eku = cert
+            .extended_key_usage()
+            .expect("eku")
+            .expect("eku present")
+            .value;
+        assert!(eku.client_auth);
+        // The key in Secret matches the rewritten certificate.
+        let key = rcgen::KeyPair::from_pem(&leaf.key_pem).expect("key");
+        assert_eq!(
+            rcgen::PublicKeyData::subject_public_key_info(&key),
+            cert.public_key().raw.to_vec(),
+            "same public key"
+        );
+        // A renewal check sees the certificate as matching its request.
+        assert_eq!(
+            renewal::leaf_issue_reason(Some(&leaf), &request, client_ca.cert_pem(), now()),
+            None
         );
     }
 

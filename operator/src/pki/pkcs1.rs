@@ -4,6 +4,8 @@
 //! while rcgen on ring reads only PKCS#8. The wrapping is a fixed ASN.1 envelope, so we do it
 //! here instead of asking users to convert their keys.
 
+use super::der;
+
 /// `AlgorithmIdentifier { rsaEncryption, NULL }`, DER encoded.
 const RSA_ALGORITHM_IDENTIFIER: [u8; 15] = [
     0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
@@ -11,45 +13,17 @@ const RSA_ALGORITHM_IDENTIFIER: [u8; 15] = [
 /// `INTEGER 0`, the PKCS#8 version.
 const VERSION_ZERO: [u8; 3] = [0x02, 0x01, 0x00];
 
-fn der_length(len: usize) -> Vec<u8> {
-    if len < 0x80 {
-        return vec![len as u8];
-    }
-    let bytes: Vec<u8> = len
-        .to_be_bytes()
-        .into_iter()
-        .skip_while(|byte| *byte == 0)
-        .collect();
-    let mut encoded = vec![0x80 | bytes.len() as u8];
-    encoded.extend(bytes);
-    encoded
-}
-
-fn der_element(tag: u8, content: &[u8]) -> Vec<u8> {
-    let mut element = vec![tag];
-    element.extend(der_length(content.len()));
-    element.extend_from_slice(content);
-    element
-}
-
 /// `PrivateKeyInfo { 0, rsaEncryption, OCTET STRING pkcs1 }`.
 pub fn rsa_pkcs1_to_pkcs8(pkcs1_der: &[u8]) -> Vec<u8> {
     let mut body = VERSION_ZERO.to_vec();
     body.extend_from_slice(&RSA_ALGORITHM_IDENTIFIER);
-    body.extend(der_element(0x04, pkcs1_der));
-    der_element(0x30, &body)
+    body.extend(der::element(der::OCTET_STRING, pkcs1_der));
+    der::element(der::SEQUENCE, &body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lengths_use_the_long_form_from_128_bytes() {
-        assert_eq!(der_length(5), vec![5]);
-        assert_eq!(der_length(128), vec![0x81, 0x80]);
-        assert_eq!(der_length(1190), vec![0x82, 0x04, 0xa6]);
-    }
 
     #[test]
     fn envelope_wraps_the_key_in_an_octet_string() {

@@ -1,9 +1,11 @@
 //! The one table-driven translation between protobuf messages and their JSON objects.
 //!
 //! Decoding follows Go's generated unmarshallers: unknown field numbers are skipped, a repeated
-//! embedded message merges into the earlier one, a known field with the wrong wire type is an
-//! error. The JSON it produces is what kube-apiserver would print, minus the zero values Go
-//! writes for value fields (`""`, `0`, `null` times, `{}`), which the server's JSON never needs.
+//! embedded message merges into the earlier one, repeated numbers are read packed or not, a
+//! known field with the wrong wire type is an error. An embedded struct's fields land in the
+//! enclosing JSON object. The JSON it produces is what kube-apiserver would print, minus the
+//! zero values Go writes for value fields (`""`, `0`, `null` times, `{}`), which the server's
+//! JSON never needs (a `Quantity` value field is the exception: Go prints its zero, `"0"`).
 //!
 //! Encoding follows Go's generated marshallers so that our bytes equal kube-apiserver's: fields
 //! in table (field-number) order, value fields written even when absent from the JSON, pointer
@@ -27,6 +29,27 @@ static TIMESTAMP: Message = Message {
         Field::value(2, "nanos", FieldType::Int32),
     ],
 };
+
+/// `resource.Quantity`: its canonical text in field 1.
+static QUANTITY: Message = Message {
+    name: "Quantity",
+    fields: &[Field::optional(1, "string", FieldType::String)],
+};
+
+/// `intstr.IntOrString`: which of the two it holds, then both.
+static INT_OR_STRING: Message = Message {
+    name: "IntOrString",
+    fields: &[
+        Field::value(1, "type", FieldType::Int64),
+        Field::value(2, "intVal", FieldType::Int32),
+        Field::value(3, "strVal", FieldType::String),
+    ],
+};
+/// `IntOrString.type` of a string; 0 is an integer.
+const INT_OR_STRING_STRING: i64 = 1;
+
+/// What Go prints for a `Quantity` value field that was never set.
+const ZERO_QUANTITY: &str = "0";
 
 /// Seconds of Go's zero `time.Time` (0001-01-01T00:00:00Z), which Go writes as an empty message
 /// and prints as JSON `null`.
@@ -57,14 +80,26 @@ pub(super) fn decode_message(
                     object.insert(field.json.to_string(), value);
                 }
             },
+            Label::Inline => {
+                let (FieldType::Message(nested), WireValue::Len(b)) = (field.ty, wire) else {
+                    return Err(wrong_wire_type(message, field, wire));
+                };
+                decode_message(nested, b, object)?;
+            }
             Label::Repeated => {
-                let value = decode_value(message, field, wire)?;
+                let values = match (field.ty, wire) {
+                    // Go writes repeated numbers unpacked (proto2) but reads both forms.
+                    (FieldType::Bool | FieldType::Int32 | FieldType::Int64, WireValue::Len(b)) => {
+                        decode_packed(message, field, b)?
+                    }
+                    _ => vec![decode_value(message, field, wire)?],
+                };
                 match object
                     .entry(field.json)
                     .or_insert_with(|| Value::Array(Vec::new()))
                 {
-                    Value::Array(items) => items.push(value),
-                    other => *other = Value::Array(vec![value]),
+                    Value::Array(items) => items.extend(values),
+                    other => *other = Value::Array(values),
                 }
             }
             Label::Map => {
@@ -111,6 +146,20 @@ fn is_zero(value: &Value) -> bool {
         Value::Array(items) => items.is_empty(),
         Value::Object(map) => map.is_empty(),
     }
+}
+
+/// The elements of a packed repeated number field: varints back to back, without keys.
+fn decode_packed(
+    message: &Message,
+    field: &Field,
+    bytes: &[u8],
+) -> Result<Vec<Value>, ProtobufError> {
+    let mut reader = Reader::new(bytes);
+    let mut values = Vec::new();
+    while let Some(v) = reader.next_packed_varint()? {
+        values.push(decode_value(message, field, WireValue::Varint(v))?);
+    }
+    Ok(values)
 }
 
 /// One map entry `{1: key, 2: value}`; a missing key or value is its zero value, as in Go.
@@ -168,6 +217,28 @@ fn decode_value(
         (FieldType::Bytes, WireValue::Len(b)) => Value::String(base64::encode(b)),
         (FieldType::Time, WireValue::Len(b)) => decode_time(b, false).map_err(invalid)?,
         (FieldType::MicroTime, WireValue::Len(b)) => decode_time(b, true).map_err(invalid)?,
+        (FieldType::Quantity, WireValue::Len(b)) => {
+            let mut quantity = Map::new();
+            decode_message(&QUANTITY, b, &mut quantity)?;
+            match quantity.shift_remove("string") {
+                // Go's zero Quantity, which its marshaller writes as "0" anyway.
+                None => Value::from(ZERO_QUANTITY),
+                Some(Value::String(s)) if s.is_empty() => {
+                    return Err(invalid("empty quantity".to_string()));
+                }
+                Some(text) => text,
+            }
+        }
+        (FieldType::IntOrString, WireValue::Len(b)) => {
+            let mut parts = Map::new();
+            decode_message(&INT_OR_STRING, b, &mut parts)?;
+            let part = |key: &str| parts.get(key).cloned();
+            match parts.get("type").and_then(Value::as_i64).unwrap_or(0) {
+                0 => part("intVal").unwrap_or_else(|| Value::from(0)),
+                INT_OR_STRING_STRING => part("strVal").unwrap_or_else(|| Value::from("")),
+                other => return Err(invalid(format!("unknown IntOrString type {other}"))),
+            }
+        }
         (FieldType::FieldsV1, WireValue::Len(b)) => match raw_field(message, field, b)? {
             Some(raw) => {
                 serde_json::from_slice(raw).map_err(|e| invalid(format!("not JSON: {e}")))?
@@ -283,25 +354,31 @@ pub(super) fn encode_message(
     let mut w = Writer::default();
     for field in message.fields {
         let value = object.get(field.json).filter(|v| !v.is_null());
-        let path = Path::Key(path, field.json);
+        let at = Path::Key(path, field.json);
         match (field.label, value) {
-            (Label::Value, None) => encode_value(&mut w, field.number, field.ty, None, &path)?,
+            // The embedded struct's keys are this object's own.
+            (Label::Inline, _) => {
+                if let FieldType::Message(nested) = field.ty {
+                    w.bytes(field.number, &encode_message(nested, object, path)?);
+                }
+            }
+            (Label::Value, None) => encode_value(&mut w, field.number, field.ty, None, &at)?,
             (Label::Value | Label::Optional, Some(value)) => {
-                encode_value(&mut w, field.number, field.ty, Some(value), &path)?;
+                encode_value(&mut w, field.number, field.ty, Some(value), &at)?;
             }
             (Label::Repeated, Some(value)) => {
                 let items = value
                     .as_array()
-                    .ok_or_else(|| invalid_object(&path, "expected an array"))?;
+                    .ok_or_else(|| invalid_object(&at, "expected an array"))?;
                 for (index, item) in items.iter().enumerate() {
-                    let path = Path::Index(&path, index);
-                    encode_value(&mut w, field.number, field.ty, Some(item), &path)?;
+                    let at = Path::Index(&at, index);
+                    encode_value(&mut w, field.number, field.ty, Some(item), &at)?;
                 }
             }
             (Label::Map, Some(value)) => {
                 let map = value
                     .as_object()
-                    .ok_or_else(|| invalid_object(&path, "expected an object"))?;
+                    .ok_or_else(|| invalid_object(&at, "expected an object"))?;
                 // Go's marshaller sorts map keys bytewise, as `str` ordering does.
                 let mut entries: Vec<(&String, &Value)> = map.iter().collect();
                 entries.sort_unstable_by_key(|(key, _)| *key);
@@ -309,7 +386,7 @@ pub(super) fn encode_message(
                     let mut entry = Writer::default();
                     entry.bytes(1, key.as_bytes());
                     let value = Some(value).filter(|v| !v.is_null());
-                    encode_value(&mut entry, 2, field.ty, value, &Path::Key(&path, key))?;
+                    encode_value(&mut entry, 2, field.ty, value, &Path::Key(&at, key))?;
                     w.bytes(field.number, &entry.into_bytes());
                 }
             }
@@ -351,6 +428,36 @@ fn encode_value(
         FieldType::Int64 => w.varint(number, expect_int(value, path)? as u64),
         FieldType::Time => w.bytes(number, &encode_time(value, false, path)?),
         FieldType::MicroTime => w.bytes(number, &encode_time(value, true, path)?),
+        FieldType::Quantity => {
+            let text = match value {
+                None => ZERO_QUANTITY.to_string(),
+                Some(Value::String(s)) => s.clone(),
+                // Go's Quantity also takes a bare JSON number.
+                Some(Value::Number(n)) => n.to_string(),
+                Some(_) => return Err(invalid_object(path, "expected a quantity string")),
+            };
+            let mut quantity = Writer::default();
+            quantity.bytes(1, text.as_bytes());
+            w.bytes(number, &quantity.into_bytes());
+        }
+        FieldType::IntOrString => {
+            let (kind, int, text) = match value {
+                None => (0, 0, ""),
+                Some(Value::String(s)) => (INT_OR_STRING_STRING, 0, s.as_str()),
+                Some(v) => {
+                    let n = v
+                        .as_i64()
+                        .and_then(|n| i32::try_from(n).ok())
+                        .ok_or_else(|| invalid_object(path, "expected an int32 or a string"))?;
+                    (0, n, "")
+                }
+            };
+            let mut parts = Writer::default();
+            parts.varint(1, kind as u64);
+            parts.varint(2, i64::from(int) as u64);
+            parts.bytes(3, text.as_bytes());
+            w.bytes(number, &parts.into_bytes());
+        }
         FieldType::FieldsV1 => {
             let mut raw = Writer::default();
             if let Some(v) = value {

@@ -2,8 +2,10 @@
 //! this server serves, translated to and from the JSON objects the server keeps.
 //!
 //! client-go's typed clients, and with them `kubectl create configmap|secret|namespace|
-//! serviceaccount`, send request bodies only as protobuf and prefer protobuf responses, so a
-//! server speaking only JSON cannot take their writes. Rather than generated Rust structs, each
+//! serviceaccount|deployment|service|poddisruptionbudget`, send request bodies only as protobuf
+//! and prefer protobuf responses, so a server speaking only JSON cannot take their writes. That
+//! holds for the workload kinds this server serves through CRDs (apps/v1, Service, Pod, ...) as
+//! much as for its built-in ones, so both have tables. Rather than generated Rust structs, each
 //! message is a table (field number → JSON key, type, Go shape) in `messages`, and one codec
 //! walks those tables; a new kind is a new table. Encoding reproduces Go's marshaller byte for
 //! byte (field order, empty value fields, sorted maps), so responses equal kube-apiserver's.

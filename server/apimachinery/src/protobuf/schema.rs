@@ -4,7 +4,9 @@
 //! marshallers write them in, so the encoder walks the table top to bottom and produces the
 //! bytes kube-apiserver would. The [`Label`] of each field records the Go shape behind it,
 //! because that, not the `.proto` file (where everything is `optional`), decides what Go puts on
-//! the wire: value fields are written even when empty, pointer fields only when set.
+//! the wire: value fields are written even when empty, pointer fields only when set. Go's
+//! embedded structs (`Volume` embeds `VolumeSource`, `Probe` embeds `ProbeHandler`) are one
+//! field of their own on the wire but spread their keys into the enclosing JSON object.
 
 /// One protobuf message: a name for error messages and its fields by ascending number.
 #[derive(Debug)]
@@ -59,6 +61,21 @@ impl Field {
         }
     }
 
+    /// A Go embedded struct (`json:""`): always written as one embedded message, whose fields
+    /// sit beside the enclosing message's own in JSON.
+    pub(super) const fn inline(
+        number: u32,
+        json: &'static str,
+        message: &'static Message,
+    ) -> Field {
+        Field {
+            number,
+            json,
+            ty: FieldType::Message(message),
+            label: Label::Inline,
+        }
+    }
+
     /// A `map<string, ty>`: one entry message `{1: key, 2: value}` per key in key order, a
     /// JSON object.
     pub(super) const fn map(number: u32, json: &'static str, ty: FieldType) -> Field {
@@ -78,6 +95,8 @@ pub(super) enum Label {
     Optional,
     Repeated,
     Map,
+    /// An embedded struct: `ty` is always a message, `json` only names it in error messages.
+    Inline,
 }
 
 /// The type of one value, with its wire and JSON forms.
@@ -103,6 +122,12 @@ pub(super) enum FieldType {
     /// `runtime.RawExtension` `{1: raw}` where `raw` is an enveloped protobuf object ↔ that
     /// object's JSON (watch events).
     Object,
+    /// `resource.Quantity` `{1: string}` ↔ JSON string (`"500m"`, `"1Gi"`), passed through
+    /// as written: Go would canonicalize it (`"1000m"` → `"1"`), this server keeps JSON as sent.
+    Quantity,
+    /// `intstr.IntOrString` `{1: type (0 int, 1 string), 2: intVal, 3: strVal}` ↔ JSON number
+    /// or string.
+    IntOrString,
     /// An embedded message ↔ JSON object.
     Message(&'static Message),
 }

@@ -111,6 +111,15 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The next element of a packed repeated number field (unkeyed varints), or `None` at the
+    /// end of the field.
+    pub(super) fn next_packed_varint(&mut self) -> Result<Option<u64>, ProtobufError> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        self.varint().map(Some)
+    }
+
     /// The next field number and value, or `None` at the end of the message.
     pub(super) fn next_field(&mut self) -> Result<Option<(u32, WireValue<'a>)>, ProtobufError> {
         if self.rest.is_empty() {

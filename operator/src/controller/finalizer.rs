@@ -1,0 +1,133 @@
+//! The operator's finalizers: adding and removing them, and ending a best-effort cleanup.
+//!
+//! Both writes are merge patches that carry the `resourceVersion` they were computed from, so a
+//! concurrent change to the finalizer list is a conflict (retried) rather than overwritten.
+//! Cleanups reach into kcp, which may be gone or broken; a finalizer that waited for it forever
+//! would wedge the deletion of the object (and of its namespace), so after [`MAX_ATTEMPTS`]
+//! failed reconciles (with the usual backoff in between) the finalizer is removed anyway, with a
+//! Warning event that says what may have been left behind.
+
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::{Context, Error, backoff};
+
+/// Failed cleanups of a deleted object before its finalizer is removed regardless.
+pub const MAX_ATTEMPTS: u32 = 5;
+
+/// What a successful cleanup did, for its event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cleaned {
+    pub reason: &'static str,
+    pub note: String,
+}
+
+/// Ends the cleanup behind `finalizer`: after success, or after the last allowed failure,
+/// publishes an event and removes the finalizer; an earlier failure is returned for a retry.
+pub async fn release<K>(
+    ctx: &Context,
+    object: &K,
+    finalizer: &str,
+    cleanup: Result<Cleaned, Error>,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let (type_, reason, note) = match cleanup {
+        Ok(Cleaned { reason, note }) => (EventType::Normal, reason, note),
+        Err(error) if ctx.backoff.failures(&backoff::key(object)) + 1 >= MAX_ATTEMPTS => {
+            let chain = super::error_chain(&error);
+            tracing::warn!(object = %backoff::key(object), %finalizer, error = %chain, "giving up the cleanup");
+            (
+                EventType::Warning,
+                "CleanupAbandoned",
+                format!(
+                    "removing finalizer {finalizer} after {MAX_ATTEMPTS} failed attempts; what it cleans up may remain in kcp: {chain}"
+                ),
+            )
+        }
+        Err(error) => return Err(error),
+    };
+    ctx.publish(
+        object,
+        Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: "Cleanup".into(),
+            secondary: None,
+        },
+    )
+    .await;
+    remove(&ctx.client, object, finalizer).await?;
+    Ok(Action::await_change())
+}
+
+pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
+    object.finalizers().iter().any(|f| f == finalizer)
+}
+
+/// Adds `finalizer` unless `object` carries it already.
+pub async fn add<K>(client: &kube::Client, object: &K, finalizer: &str) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    if has(object, finalizer) {
+        return Ok(());
+    }
+    let mut finalizers = object.finalizers().to_vec();
+    finalizers.push(finalizer.to_owned());
+    write(client, object, finalizers).await
+}
+
+/// Removes `finalizer` from `object`.
+pub async fn remove<K>(client: &kube::Client, object: &K, finalizer: &str) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    if !has(object, finalizer) {
+        return Ok(());
+    }
+    let finalizers: Vec<String> = object
+        .finalizers()
+        .iter()
+        .filter(|f| *f != finalizer)
+        .cloned()
+        .collect();
+    write(client, object, finalizers).await
+}
+
+async fn write<K>(client: &kube::Client, object: &K, finalizers: Vec<String>) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": object.resource_version(),
+    }});
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(Error::Kube)?;
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! The upgrade order (`crate::upgrade`) inside a reconcile: reads what the planner needs (the
+//! live Deployment and the statuses of the components of earlier stages) and returns its
+//! decision. Nothing is read unless the component's version changes, so a quiet reconcile stays
+//! as cheap as before.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+
+use crate::api::{CacheServer, RootShard, Shard};
+use crate::naming::{LABEL_VERSION, Names};
+use crate::upgrade::{self, Decision, Peer, Stage, Subject};
+use crate::validate::Image;
+
+use super::{Context, Error};
+
+/// The components that must be rolled out before this one.
+#[derive(Default)]
+pub struct Earlier<'a> {
+    /// CacheServers (by name) the component or its root shard uses.
+    pub caches: Vec<String>,
+    pub root: Option<&'a RootShard>,
+    /// Whether every Shard of `root` comes first too (for FrontProxies).
+    pub shards: bool,
+}
+
+/// Whether the component owning `names` may render `image` (its target version) now; when it
+/// may not, `image` is turned back to the version the component runs.
+pub async fn gate(
+    ctx: &Context,
+    names: &Names,
+    stage: Stage,
+    current: Option<&str>,
+    image: &mut Image,
+    earlier: Earlier<'_>,
+) -> Result<Decision, Error> {
+    let decision = decide(ctx, names, stage, current, &image.version, earlier).await?;
+    if let Some(held) = decision.held_version() {
+        *image = image.at_version(held);
+    }
+    Ok(decision)
+}
+
+async fn decide(
+    ctx: &Context,
+    names: &Names,
+    stage: Stage,
+    current: Option<&str>,
+    target: &str,
+    earlier: Earlier<'_>,
+) -> Result<Decision, Error> {
+    let mut subject = Subject {
+        stage,
+        current,
+        target,
+        deployed: None,
+    };
+    if !subject.is_upgrading() {
+        return Ok(Decision::Proceed);
+    }
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &names.namespace);
+    let deployment = deployments
+        .get_opt(&names.workload())
+        .await
+        .map_err(Error::Kube)?;
+    let deployed = deployment.as_ref().and_then(deployed_version);
+    subject.deployed = deployed.as_deref();
+    if subject.deployed == Some(target) {
+        return Ok(Decision::Proceed);
+    }
+    let peers = peers(ctx, &names.namespace, &earlier).await?;
+    Ok(upgrade::plan(&subject, &peers))
+}
+
+/// The version label of the Deployment's pod template.
+fn deployed_version(deployment: &Deployment) -> Option<String> {
+    deployment
+        .spec
+        .as_ref()?
+        .template
+        .metadata
+        .as_ref()?
+        .labels
+        .as_ref()?
+        .get(LABEL_VERSION)
+        .cloned()
+}
+
+async fn peers(ctx: &Context, namespace: &str, earlier: &Earlier<'_>) -> Result<Vec<Peer>, Error> {
+    let mut peers = Vec::new();
+    let caches: Api<CacheServer> = Api::namespaced(ctx.client.clone(), namespace);
+    for name in &earlier.caches {
+        // A missing cache server is a reference problem reported by validation, not a hold.
+        if let Some(cache) = caches.get_opt(name).await.map_err(Error::Kube)? {
+            peers.push(Peer::from_status(
+                format!("CacheServer/{name}"),
+                Stage::CacheServer,
+                &Image::resolve(cache.spec.image.as_ref()).version,
+                cache.metadata.generation,
+                &cache.status.clone().unwrap_or_default(),
+            ));
+        }
+    }
+    if let Some(root) = earlier.root {
+        peers.push(Peer::from_status(
+            format!("RootShard/{}", root.name_any()),
+            Stage::RootShard,
+            &Image::resolve(root.spec.common.image.as_ref()).version,
+            root.metadata.generation,
+            &root.status.clone().unwrap_or_default().component,
+        ));
+        if earlier.shards {
+            let shards: Api<Shard> = Api::namespaced(ctx.client.clone(), namespace);
+            let list = shards
+                .list(&ListParams::default())
+                .await
+                .map_err(Error::Kube)?;
+            for shard in list
+                .items
+                .iter()
+                .filter(|shard| shard.spec.root_shard.reference.name == root.name_any())
+            {
+                peers.push(Peer::from_status(
+                    format!("Shard/{}", shard.name_any()),
+                    Stage::Shard,
+                    &Image::resolve(shard.spec.common.image.as_ref()).version,
+                    shard.metadata.generation,
+                    &shard.status.clone().unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    Ok(peers)
+}

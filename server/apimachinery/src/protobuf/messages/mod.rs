@@ -1,0 +1,241 @@
+//! The message tables for every kind this server speaks protobuf for, and the registry mapping
+//! `(apiVersion, kind)` to them.
+//!
+//! Field numbers come from the Kubernetes `generated.proto` files; labels from the Go types
+//! (value field, pointer, slice, map, embedded struct). One module per API group version holds
+//! its tables; a table references messages of other groups through their modules (apps/v1
+//! pod templates are core/v1's). Supporting another kind means adding its tables and one
+//! [`Registration`]; the codec needs no change.
+//!
+//! The workload kinds (apps/v1, core/v1 Service, Pod, PersistentVolumeClaim, Endpoints,
+//! policy/v1, discovery.k8s.io/v1) are served through CRDs here, but typed clients
+//! (`kubectl create deployment|service|poddisruptionbudget`, controllers) still send and expect
+//! their protobuf form, so their tables cover every field of the Go types.
+
+mod apps;
+mod autoscaling;
+mod coordination;
+mod core;
+mod discovery;
+mod events;
+mod meta;
+mod policy;
+
+use super::schema::{Field, FieldType as T, Message, Registration};
+
+pub(super) use meta::WATCH_EVENT;
+
+// ---- lists ----
+
+/// A `<Kind>List` table: `{1: ListMeta metadata, 2: repeated item}`, the same for every kind.
+macro_rules! list_of {
+    ($name:literal, $item:expr) => {
+        Message {
+            name: $name,
+            fields: &[
+                Field::value(1, "metadata", T::Message(&meta::LIST_META)),
+                Field::repeated(2, "items", T::Message(&$item)),
+            ],
+        }
+    };
+}
+
+static CONFIG_MAP_LIST: Message = list_of!("ConfigMapList", core::CONFIG_MAP);
+static SECRET_LIST: Message = list_of!("SecretList", core::SECRET);
+static NAMESPACE_LIST: Message = list_of!("NamespaceList", core::NAMESPACE);
+static SERVICE_ACCOUNT_LIST: Message = list_of!("ServiceAccountList", core::SERVICE_ACCOUNT);
+static CORE_EVENT_LIST: Message = list_of!("EventList", core::EVENT);
+static SERVICE_LIST: Message = list_of!("ServiceList", core::SERVICE);
+static POD_LIST: Message = list_of!("PodList", core::POD);
+static PERSISTENT_VOLUME_CLAIM_LIST: Message =
+    list_of!("PersistentVolumeClaimList", core::PERSISTENT_VOLUME_CLAIM);
+static ENDPOINTS_LIST: Message = list_of!("EndpointsList", core::ENDPOINTS);
+static EVENTS_EVENT_LIST: Message = list_of!("EventList", events::EVENT);
+static LEASE_LIST: Message = list_of!("LeaseList", coordination::LEASE);
+static DEPLOYMENT_LIST: Message = list_of!("DeploymentList", apps::DEPLOYMENT);
+static STATEFUL_SET_LIST: Message = list_of!("StatefulSetList", apps::STATEFUL_SET);
+static REPLICA_SET_LIST: Message = list_of!("ReplicaSetList", apps::REPLICA_SET);
+static DAEMON_SET_LIST: Message = list_of!("DaemonSetList", apps::DAEMON_SET);
+static POD_DISRUPTION_BUDGET_LIST: Message =
+    list_of!("PodDisruptionBudgetList", policy::POD_DISRUPTION_BUDGET);
+static ENDPOINT_SLICE_LIST: Message = list_of!("EndpointSliceList", discovery::ENDPOINT_SLICE);
+
+// ---- registry ----
+
+const CORE: &[&str] = &["v1"];
+const EVENTS: &[&str] = &["events.k8s.io/v1"];
+const COORDINATION: &[&str] = &["coordination.k8s.io/v1"];
+const APPS: &[&str] = &["apps/v1"];
+const POLICY: &[&str] = &["policy/v1"];
+const DISCOVERY: &[&str] = &["discovery.k8s.io/v1"];
+const AUTOSCALING: &[&str] = &["autoscaling/v1"];
+/// `meta/v1` kinds are registered into every served group version (Go's
+/// `metav1.AddToGroupVersion`), so a typed client deleting a Lease sends
+/// `coordination.k8s.io/v1 DeleteOptions`.
+const EVERY_VERSION: &[&str] = &[
+    "v1",
+    "events.k8s.io/v1",
+    "coordination.k8s.io/v1",
+    "apps/v1",
+    "policy/v1",
+    "discovery.k8s.io/v1",
+    "autoscaling/v1",
+    "meta.k8s.io/v1",
+];
+
+pub(super) static REGISTRY: &[Registration] = &[
+    Registration::new(CORE, "ConfigMap", &core::CONFIG_MAP),
+    Registration::new(CORE, "ConfigMapList", &CONFIG_MAP_LIST),
+    Registration::new(CORE, "Secret", &core::SECRET),
+    Registration::new(CORE, "SecretList", &SECRET_LIST),
+    Registration::new(CORE, "Namespace", &core::NAMESPACE),
+    Registration::new(CORE, "NamespaceList", &NAMESPACE_LIST),
+    Registration::new(CORE, "ServiceAccount", &core::SERVICE_ACCOUNT),
+    Registration::new(CORE, "ServiceAccountList", &SERVICE_ACCOUNT_LIST),
+    Registration::new(CORE, "Event", &core::EVENT),
+    Registration::new(CORE, "EventList", &CORE_EVENT_LIST),
+    Registration::new(CORE, "Service", &core::SERVICE),
+    Registration::new(CORE, "ServiceList", &SERVICE_LIST),
+    Registration::new(CORE, "Pod", &core::POD),
+    Registration::new(CORE, "PodList", &POD_LIST),
+    Registration::new(
+        CORE,
+        "PersistentVolumeClaim",
+        &core::PERSISTENT_VOLUME_CLAIM,
+    ),
+    Registration::new(
+        CORE,
+        "PersistentVolumeClaimList",
+        &PERSISTENT_VOLUME_CLAIM_LIST,
+    ),
+    Registration::new(CORE, "Endpoints", &core::ENDPOINTS),
+    Registration::new(CORE, "EndpointsList", &ENDPOINTS_LIST),
+    Registration::new(EVENTS, "Event", &events::EVENT),
+    Registration::new(EVENTS, "EventList", &EVENTS_EVENT_LIST),
+    Registration::new(COORDINATION, "Lease", &coordination::LEASE),
+    Registration::new(COORDINATION, "LeaseList", &LEASE_LIST),
+    Registration::new(APPS, "Deployment", &apps::DEPLOYMENT),
+    Registration::new(APPS, "DeploymentList", &DEPLOYMENT_LIST),
+    Registration::new(APPS, "StatefulSet", &apps::STATEFUL_SET),
+    Registration::new(APPS, "StatefulSetList", &STATEFUL_SET_LIST),
+    Registration::new(APPS, "ReplicaSet", &apps::REPLICA_SET),
+    Registration::new(APPS, "ReplicaSetList", &REPLICA_SET_LIST),
+    Registration::new(APPS, "DaemonSet", &apps::DAEMON_SET),
+    Registration::new(APPS, "DaemonSetList", &DAEMON_SET_LIST),
+    Registration::new(
+        POLICY,
+        "PodDisruptionBudget",
+        &policy::POD_DISRUPTION_BUDGET,
+    ),
+    Registration::new(
+        POLICY,
+        "PodDisruptionBudgetList",
+        &POD_DISRUPTION_BUDGET_LIST,
+    ),
+    Registration::new(POLICY, "Eviction", &policy::EVICTION),
+    Registration::new(DISCOVERY, "EndpointSlice", &discovery::ENDPOINT_SLICE),
+    Registration::new(DISCOVERY, "EndpointSliceList", &ENDPOINT_SLICE_LIST),
+    Registration::new(AUTOSCALING, "Scale", &autoscaling::SCALE),
+    Registration::new(EVERY_VERSION, "Status", &meta::STATUS),
+    Registration::new(EVERY_VERSION, "DeleteOptions", &meta::DELETE_OPTIONS),
+];
+
+/// The message of a registered kind.
+pub(super) fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
+    REGISTRY
+        .iter()
+        .find(|r| r.kind == kind && r.api_versions.contains(&api_version))
+        .map(|r| r.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protobuf::schema::{FieldType, Label};
+
+    /// Every table reachable from the registry or the watch event.
+    fn all_messages() -> Vec<&'static Message> {
+        let mut pending: Vec<&'static Message> = REGISTRY.iter().map(|r| r.message).collect();
+        pending.push(&WATCH_EVENT);
+        let mut seen: Vec<&'static Message> = Vec::new();
+        while let Some(message) = pending.pop() {
+            if seen.iter().any(|m| std::ptr::eq(*m, message)) {
+                continue;
+            }
+            seen.push(message);
+            for field in message.fields {
+                if let FieldType::Message(nested) = field.ty {
+                    pending.push(nested);
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn tables_are_in_field_number_order_without_duplicates() {
+        for message in all_messages() {
+            let numbers: Vec<u32> = message.fields.iter().map(|f| f.number).collect();
+            assert!(
+                numbers.windows(2).all(|w| w[0] < w[1]),
+                "{}: {numbers:?}",
+                message.name
+            );
+            let mut names: Vec<&str> = message.fields.iter().map(|f| f.json).collect();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), message.fields.len(), "{}", message.name);
+        }
+    }
+
+    /// The JSON keys a message's object holds, its embedded structs' included.
+    fn json_keys(message: &'static Message, keys: &mut Vec<&'static str>) {
+        for field in message.fields {
+            match (field.label, field.ty) {
+                (Label::Inline, FieldType::Message(nested)) => json_keys(nested, keys),
+                (Label::Inline, _) => {
+                    panic!("{}.{} embeds a non-message", message.name, field.json)
+                }
+                _ => keys.push(field.json),
+            }
+        }
+    }
+
+    #[test]
+    fn embedded_structs_do_not_shadow_keys() {
+        let mut embedding = 0;
+        for message in all_messages() {
+            embedding += usize::from(message.fields.iter().any(|f| f.label == Label::Inline));
+            let mut keys = Vec::new();
+            json_keys(message, &mut keys);
+            let count = keys.len();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), count, "{}: {keys:?}", message.name);
+        }
+        // Volume, Probe, EphemeralContainer and the key selectors and volume sources that embed
+        // LocalObjectReference.
+        assert!(embedding >= 10, "{embedding}");
+    }
+
+    #[test]
+    fn registry_has_no_ambiguous_entries() {
+        for (i, a) in REGISTRY.iter().enumerate() {
+            for b in &REGISTRY[i + 1..] {
+                let overlap = a.api_versions.iter().any(|v| b.api_versions.contains(v));
+                assert!(
+                    !(overlap && a.kind == b.kind),
+                    "{} registered twice",
+                    a.kind
+                );
+            }
+        }
+        assert!(lookup("v1", "ConfigMap").is_some());
+        assert!(lookup("coordination.k8s.io/v1", "DeleteOptions").is_some());
+        assert!(lookup("apps/v1", "Deployment").is_some());
+        assert!(lookup("autoscaling/v1", "DeleteOptions").is_some());
+        assert!(lookup("v1", "Deployment").is_none());
+        assert!(lookup("batch/v1", "Job").is_none());
+        assert!(lookup("events.k8s.io/v1", "ConfigMap").is_none());
+    }
+}
