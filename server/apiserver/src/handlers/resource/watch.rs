@@ -37,41 +37,60 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn event(&self, kind: &str, object: &Value) -> Bytes {
-        let object = match self.output {
+    /// One `{type, object}` frame in the stream's format: a JSON line, or a length-delimited
+    /// protobuf WatchEvent.
+    fn frame(&self, kind: &str, object: &Value) -> Result<Bytes, ApiError> {
+        if self.output == Output::Protobuf {
+            return protobuf::encode_watch_event(kind, object)
+                .map(Bytes::from)
+                .map_err(|e| ApiError::internal_error(&format!("encoding a watch event: {e}")));
+        }
+        let mut bytes = serde_json::to_vec(&json!({"type": kind, "object": object}))
+            .map_err(|e| ApiError::internal_error(&format!("encoding a watch event: {e}")))?;
+        bytes.push(b'\n');
+        Ok(Bytes::from(bytes))
+    }
+
+    fn event(&self, kind: &str, object: &Value) -> Result<Bytes, ApiError> {
+        match self.output {
             Output::Table(include) => {
                 let metadata =
                     json!({"resourceVersion": meta::resource_version(object).unwrap_or_default()});
-                table::for_type(&self.rt, std::slice::from_ref(object), metadata, include)
+                self.frame(
+                    kind,
+                    &table::for_type(&self.rt, std::slice::from_ref(object), metadata, include),
+                )
             }
-            Output::PartialMetadata => table::partial_object_metadata(object),
-            Output::Protobuf => {
-                return Bytes::from(protobuf::encode_watch_event(kind, object).unwrap_or_default());
-            }
-            Output::Json | Output::Yaml => object.clone(),
-        };
-        line(&json!({"type": kind, "object": object}))
+            Output::PartialMetadata => self.frame(kind, &table::partial_object_metadata(object)),
+            Output::Protobuf | Output::Json | Output::Yaml => self.frame(kind, object),
+        }
     }
 
-    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Bytes {
+    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Result<Bytes, ApiError> {
         let mut metadata = json!({"resourceVersion": revision.to_string()});
         if initial_events_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        line(
-            &json!({"type": "BOOKMARK", "object": {"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": metadata}}),
-        )
+        let object = json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": metadata});
+        self.frame("BOOKMARK", &object)
+    }
+
+    /// The ERROR event that ends a stream (a Status, which every format can carry).
+    fn error(&self, error: &ApiError) -> Bytes {
+        self.frame("ERROR", &error.to_status()).unwrap_or_default()
     }
 }
 
-fn line(value: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
-    bytes.push(b'\n');
-    Bytes::from(bytes)
-}
-
-fn error_line(error: &ApiError) -> Bytes {
-    line(&json!({"type": "ERROR", "object": error.to_status()}))
+/// Sends a frame, or the ERROR event for a frame that could not be encoded; `false` when the stream
+/// must end (client gone or error sent).
+async fn emit(tx: &mpsc::Sender<Bytes>, encoder: &Encoder, frame: Result<Bytes, ApiError>) -> bool {
+    match frame {
+        Ok(frame) => tx.send(frame).await.is_ok(),
+        Err(error) => {
+            let _ = tx.send(encoder.error(&error)).await;
+            false
+        }
+    }
 }
 
 /// What a change means to a client filtering with `keep`.
@@ -137,22 +156,22 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let changes = store.objects().watch(&prefix, start + 1).await;
 
     tokio::spawn(async move {
-        let send = |bytes: Bytes| {
-            let tx = tx.clone();
-            async move { tx.send(bytes).await.is_ok() }
-        };
         for object in &initial {
-            if !send(encoder.event("ADDED", object)).await {
+            if !emit(&tx, &encoder, encoder.event("ADDED", object)).await {
                 return;
             }
         }
-        if send_initial && bookmarks && options.send_initial_events == Some(true) {
-            send(encoder.bookmark(start, true)).await;
+        if send_initial
+            && bookmarks
+            && options.send_initial_events == Some(true)
+            && !emit(&tx, &encoder, encoder.bookmark(start, true)).await
+        {
+            return;
         }
         let mut changes = match changes {
             Ok(changes) => changes,
             Err(error) => {
-                send(error_line(&error)).await;
+                emit(&tx, &encoder, Err(error)).await;
                 return;
             }
         };
@@ -167,17 +186,17 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
                 _ = shutdown.cancelled() => return,
                 _ = tx.closed() => return,
                 _ = bookmark_timer.tick(), if bookmarks => {
-                    if !send(encoder.bookmark(last_revision, false)).await { return; }
+                    if !emit(&tx, &encoder, encoder.bookmark(last_revision, false)).await { return; }
                 }
                 change = changes.next() => match change {
                     None => return,
-                    Some(Err(error)) => { send(error_line(&error)).await; return; }
+                    Some(Err(error)) => { emit(&tx, &encoder, Err(error)).await; return; }
                     Some(Ok(mut change)) => {
                         last_revision = change.revision;
                         change.object = rt.strategy.storage_to_api(change.object);
                         change.previous = change.previous.map(|p| rt.strategy.storage_to_api(p));
                         if let Some(kind) = filtered(&change, &keep)
-                            && !send(encoder.event(kind.as_str(), &change.object)).await
+                            && !emit(&tx, &encoder, encoder.event(kind.as_str(), &change.object)).await
                         {
                             return;
                         }
@@ -255,9 +274,12 @@ mod tests {
             output: Output::Table(IncludeObject::None),
             rt,
         };
-        let event: Value =
-            serde_json::from_slice(&encoder.event("ADDED", &json!({"metadata": {"name": "a"}})))
-                .unwrap();
+        let event: Value = serde_json::from_slice(
+            &encoder
+                .event("ADDED", &json!({"metadata": {"name": "a"}}))
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(event["type"], "ADDED");
         assert_eq!(event["object"]["kind"], "Table");
         assert!(event["object"]["rows"][0].get("object").is_none());

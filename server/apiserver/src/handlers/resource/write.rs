@@ -44,7 +44,12 @@ impl Resolved<'_> {
 
     /// `fieldValidation`: unknown fields (those the type's schema prunes) and duplicate fields of the
     /// body are an error (`Strict`), warnings (`Warn`, the default) or nothing (`Ignore`).
-    fn field_warnings(&self, object: &Value) -> Result<Vec<String>, ApiError> {
+    /// `raw_json` is the request body when it is JSON (duplicates can only be seen there).
+    fn field_warnings(
+        &self,
+        object: &Value,
+        raw_json: Option<&[u8]>,
+    ) -> Result<Vec<String>, ApiError> {
         let mode = match self.request.query.get("fieldValidation") {
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
@@ -57,14 +62,14 @@ impl Resolved<'_> {
             Some(schema) => schema.prune(&mut object.clone()),
             None => Vec::new(),
         };
-        let is_json =
-            negotiation::body_format(self.request.content_type.as_deref())? == BodyFormat::Json;
-        let duplicates = if is_json {
-            find_duplicate_fields(&self.request.body)
-        } else {
-            Vec::new()
-        };
+        let duplicates = raw_json.map(find_duplicate_fields).unwrap_or_default();
         strict::check(mode, &unknown, &duplicates)
+    }
+
+    /// The request body, when it is JSON.
+    fn json_body(&self) -> Option<&[u8]> {
+        let format = negotiation::body_format(self.request.content_type.as_deref()).ok()?;
+        (format == BodyFormat::Json).then_some(&self.request.body[..])
     }
 
     /// The scale of an object, for the `scale` subresource.
@@ -90,7 +95,7 @@ impl Resolved<'_> {
 pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let object = r.body_object()?;
-    let warnings = r.field_warnings(&object)?;
+    let warnings = r.field_warnings(&object, r.json_body())?;
     let created = r
         .app
         .store
@@ -132,10 +137,9 @@ pub async fn update(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let body = r.body_object()?;
     let subresource = r.request.info.subresource.as_deref();
-    let warnings = if subresource.is_none() {
-        r.field_warnings(&body)?
-    } else {
-        Vec::new()
+    let warnings = match subresource {
+        None => r.field_warnings(&body, r.json_body())?,
+        Some(_) => Vec::new(),
     };
     let rt = &r.rt;
     let build = |current: &Value| match subresource {
@@ -176,6 +180,7 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         None => PatchSchema::for_builtin(&r.rt.group, &r.rt.kind),
     };
     let rt = &r.rt;
+    let warnings = std::sync::Mutex::new(Vec::new());
     let build = |current: &Value| {
         // The patch applies to the object without its resourceVersion: a patch that names one asks for
         // optimistic concurrency, a patch that does not is retried on conflicts.
@@ -198,10 +203,21 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         match subresource {
             Some("scale") => rt.strategy.apply_scale(current, &patched),
             Some(_) => Ok(merge_subresource(subresource, current, &patched)),
-            None => Ok(patched),
+            None => {
+                // The stored object has no unknown fields, so any in the result came with the patch.
+                let found = r.field_warnings(&patched, Some(body))?;
+                *warnings
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = found;
+                Ok(patched)
+            }
         }
     };
-    r.update_with(&build, subresource, options.dry_run).await
+    let response = r.update_with(&build, subresource, options.dry_run).await?;
+    let warnings = warnings
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    Ok(response::with_warnings(response, &warnings))
 }
 
 #[cfg(test)]
