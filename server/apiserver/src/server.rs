@@ -215,11 +215,19 @@ impl App {
                 query,
                 accept,
                 content_type,
+                user_agent: header_text(&parts.headers, header::USER_AGENT),
                 body,
             },
         )
         .await
     }
+}
+
+fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// `--authorization-always-allow-paths` entries are exact paths or prefixes ending in `*`.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use kcp_apiextensions::{CrdInfo, CrdVersion, StructuralSchema};
 use kcp_apimachinery::jsonpath::JsonPath;
 use kcp_apimachinery::{ApiError, FieldError, meta};
+use kcp_fieldmanager::TypeSchema;
 use serde_json::{Value, json};
 
 use super::table::{Column, age};
@@ -156,6 +157,10 @@ fn resource_type(crd: &CrdInfo, version: &CrdVersion, storage_version: &str) -> 
         layout: KeyLayout::CustomResource,
         schema: Some(version.openapi_schema.clone()),
         structural: Some(version.schema.clone()),
+        field_schema: Arc::new(
+            TypeSchema::from_openapi(&version.openapi_schema, |_| None)
+                .with_status_subresource(version.status_subresource),
+        ),
         strategy: Box::new(strategy),
     }
 }

@@ -23,6 +23,7 @@ use std::sync::{Arc, RwLock};
 use kcp_apiextensions::StructuralSchema;
 use kcp_apimachinery::validation::NameRule;
 use kcp_apimachinery::{FieldError, meta};
+use kcp_fieldmanager::TypeSchema;
 
 use crate::request::{ClusterTarget, LogicalClusterName};
 use crate::storage::KeyLayout;
@@ -129,6 +130,8 @@ pub struct ResourceType {
     /// The OpenAPI v3 schema of a custom type (`openAPIV3Schema`); built-ins publish theirs from
     /// k8s-openapi instead.
     pub schema: Option<Value>,
+    /// Merge rules and field ownership for server-side apply and `managedFields`.
+    pub field_schema: Arc<TypeSchema>,
     /// The structural schema objects are pruned by (unknown fields dropped, and reported under
     /// `fieldValidation`): the CRD's for custom types, k8s-openapi's for built-ins.
     pub structural: Option<Arc<StructuralSchema>>,
@@ -284,6 +287,10 @@ impl Default for Registry {
 /// lose unknown fields like typed decoding in kube-apiserver drops them.
 fn attach_builtin_schemas(types: &mut [ResourceType]) {
     let (definitions, kinds) = kcp_openapi::builtin();
+    let resolve = |reference: &str| {
+        let name = reference.rsplit('/').next().unwrap_or(reference);
+        definitions.get(name).cloned()
+    };
     for t in types {
         let Some(kind) = kinds
             .iter()
@@ -291,6 +298,11 @@ fn attach_builtin_schemas(types: &mut [ResourceType]) {
         else {
             continue;
         };
+        if let Some(definition) = definitions.get(&kind.definition) {
+            let field_schema = TypeSchema::from_openapi(definition, resolve)
+                .with_status_subresource(t.has_subresource("status"));
+            t.field_schema = Arc::new(field_schema);
+        }
         let mut schema = kcp_openapi::structural_schema(&definitions, &kind.definition);
         // As in a CRD, the root metadata is ObjectMeta, checked by the metadata rules, not the schema.
         schema["properties"]["metadata"] = serde_json::json!({"type": "object"});
@@ -326,6 +338,7 @@ pub(crate) fn resource(
         layout: KeyLayout::BuiltIn,
         schema: None,
         structural: None,
+        field_schema: Arc::new(TypeSchema::deduced()),
         strategy,
     }
 }

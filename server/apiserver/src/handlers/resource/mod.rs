@@ -30,6 +30,8 @@ pub struct ResourceRequest {
     pub query: Query,
     pub accept: Option<String>,
     pub content_type: Option<String>,
+    /// Names the default field manager of writes that do not name one.
+    pub user_agent: Option<String>,
     pub body: Bytes,
 }
 

@@ -2,7 +2,8 @@
 
 use http::Response;
 use kcp_apimachinery::patch::{self, PatchSchema};
-use kcp_apimachinery::{ApiError, meta};
+use kcp_apimachinery::{ApiError, FieldError, meta, time};
+use kcp_fieldmanager::{self as fieldmanager, Request as FieldRequest};
 use serde_json::{Value, json};
 
 use super::Resolved;
@@ -66,6 +67,33 @@ impl Resolved<'_> {
         strict::check(mode, &unknown, &duplicates)
     }
 
+    /// The field manager of this write: `fieldManager`, else the client's user agent up to its first
+    /// `/` (as kube-apiserver derives it), else `unknown`.
+    fn manager(&self, options: &WriteOptions) -> String {
+        options
+            .field_manager
+            .clone()
+            .or_else(|| {
+                let agent = self.request.user_agent.as_deref()?;
+                let prefix = agent.split('/').next().unwrap_or(agent).trim();
+                (!prefix.is_empty()).then(|| prefix.chars().take(128).collect())
+            })
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
+    /// Records in `managedFields` which fields this (non-apply) write set, for `manager`.
+    fn track(&self, live: Option<&Value>, new: &Value, manager: &str) -> Value {
+        let now = time::now_rfc3339();
+        let api_version = self.rt.api_version();
+        let request = FieldRequest {
+            manager,
+            api_version: &api_version,
+            subresource: self.request.info.subresource.as_deref(),
+            now: &now,
+        };
+        fieldmanager::update(live, new, &self.rt.field_schema, &request)
+    }
+
     /// The request body, when it is JSON.
     fn json_body(&self) -> Option<&[u8]> {
         let format = negotiation::body_format(self.request.content_type.as_deref()).ok()?;
@@ -96,6 +124,7 @@ pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let object = r.body_object()?;
     let warnings = r.field_warnings(&object, r.json_body())?;
+    let object = r.track(None, &object, &r.manager(&options));
     let created = r
         .app
         .store
@@ -142,9 +171,13 @@ pub async fn update(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         Some(_) => Vec::new(),
     };
     let rt = &r.rt;
-    let build = |current: &Value| match subresource {
-        Some("scale") => rt.strategy.apply_scale(current, &body),
-        _ => Ok(merge_subresource(subresource, current, &body)),
+    let manager = r.manager(&options);
+    let build = |current: &Value| {
+        let new = match subresource {
+            Some("scale") => rt.strategy.apply_scale(current, &body)?,
+            _ => merge_subresource(subresource, current, &body),
+        };
+        Ok(r.track(Some(current), &new, &manager))
     };
     Ok(response::with_warnings(
         r.update_with(&build, subresource, options.dry_run).await?,
@@ -164,10 +197,9 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         ));
     }
     if patch_type == PatchType::Apply {
-        return Err(ApiError::unsupported_media_type(
-            "application/apply-patch+yaml",
-        ));
+        return apply(r, &options).await;
     }
+    let manager = r.manager(&options);
     let body = &r.request.body;
     if serde_json::from_slice::<Value>(body).is_err() {
         return Err(ApiError::bad_request(
@@ -200,24 +232,115 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
             }
         }
         .map_err(|e| e.to_api_error())?;
-        match subresource {
-            Some("scale") => rt.strategy.apply_scale(current, &patched),
-            Some(_) => Ok(merge_subresource(subresource, current, &patched)),
+        let new = match subresource {
+            Some("scale") => rt.strategy.apply_scale(current, &patched)?,
+            Some(_) => merge_subresource(subresource, current, &patched),
             None => {
                 // The stored object has no unknown fields, so any in the result came with the patch.
                 let found = r.field_warnings(&patched, Some(body))?;
                 *warnings
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner()) = found;
-                Ok(patched)
+                patched
             }
-        }
+        };
+        Ok(r.track(Some(current), &new, &manager))
     };
     let response = r.update_with(&build, subresource, options.dry_run).await?;
     let warnings = warnings
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     Ok(response::with_warnings(response, &warnings))
+}
+
+/// Server-side apply (`application/apply-patch+yaml`): the body is the manager's whole intent for
+/// the object; the field manager merges it into the live object (or creates the object), detects
+/// conflicts with other managers and removes what this manager no longer applies. Applying the
+/// same configuration twice writes nothing.
+async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body>, ApiError> {
+    let manager = options.field_manager.clone().ok_or_else(|| {
+        ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
+        )
+    })?;
+    let config: Value = yaml_serde::from_slice(&r.request.body)
+        .map_err(|e| ApiError::bad_request(&format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    let api_version = r.rt.api_version();
+    if meta::api_version(&config) != Some(api_version.as_str())
+        || meta::kind(&config) != Some(r.rt.kind.as_str())
+    {
+        return Err(ApiError::bad_request(&format!(
+            "invalid object type: {}, Kind={}",
+            meta::api_version(&config).unwrap_or_default(),
+            meta::kind(&config).unwrap_or_default()
+        )));
+    }
+    if meta::name(&config).is_some_and(|name| name != r.name()) {
+        return Err(ApiError::bad_request(&format!(
+            "the name of the object ({}) does not match the name on the URL ({})",
+            meta::name(&config).unwrap_or_default(),
+            r.name()
+        )));
+    }
+    let warnings = r.field_warnings(&config, None)?;
+    let subresource = r.request.info.subresource.as_deref();
+    let now = time::now_rfc3339();
+    let request = FieldRequest {
+        manager: &manager,
+        api_version: &api_version,
+        subresource,
+        now: &now,
+    };
+    let schema = &r.rt.field_schema;
+    let merge = |live: Option<&Value>| {
+        fieldmanager::apply(live, &config, options.force, schema, &request)
+            .map_err(|e| e.to_api_error())
+    };
+    let at = r.location()?;
+    let exists = match r.app.store.get(&r.rt, at, r.name()).await {
+        Ok(_) => true,
+        Err(e) if e.code == 404 && subresource.is_none() => false,
+        Err(e) => return Err(e),
+    };
+    if !exists {
+        let mut object = merge(None)?;
+        meta::set_name(&mut object, r.name());
+        let created = r
+            .app
+            .store
+            .create(&r.rt, at, object, options.dry_run)
+            .await?;
+        return Ok(response::with_warnings(
+            r.render_object(201, created)?,
+            &warnings,
+        ));
+    }
+    let build = |current: &Value| {
+        // Merged into the object without its resourceVersion: a configuration that names one asks
+        // for optimistic concurrency, one that does not is retried on conflicts.
+        let mut live = current.clone();
+        meta::metadata_mut(&mut live).remove("resourceVersion");
+        let merged = merge(Some(&live))?;
+        Ok(match subresource {
+            Some(_) => merge_subresource(subresource, current, &merged),
+            None => merged,
+        })
+    };
+    Ok(response::with_warnings(
+        r.update_with(&build, subresource, options.dry_run).await?,
+        &warnings,
+    ))
 }
 
 #[cfg(test)]
