@@ -71,7 +71,7 @@ impl ApiServer {
         bootstrap::ensure_root(&app.store)
             .await
             .map_err(ServeError::Bootstrap)?;
-        controllers::crd::load(&app.store)
+        controllers::crd::serve_existing(&app.store)
             .await
             .map_err(ServeError::Bootstrap)?;
         app.mark_bootstrapped();

@@ -32,6 +32,46 @@ const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// The CRDs of every logical cluster, as last seen.
 type Definitions = HashMap<LogicalClusterName, BTreeMap<String, Value>>;
 
+/// A CRD as parsed for one generation of its spec: parsing (validation, structural schemas, CEL
+/// compilation) is by far the controller's most expensive step, and status writes, which are most
+/// of its events, do not change the spec.
+#[derive(Clone)]
+struct Parsed {
+    uid: String,
+    generation: i64,
+    /// Identifies the spec's content, so identical CRDs in different clusters share types.
+    content: u64,
+    info: Option<Arc<CrdInfo>>,
+}
+
+/// Parsed CRDs by logical cluster and name.
+type Cache = HashMap<(LogicalClusterName, String), Parsed>;
+
+fn parse(cache: &mut Cache, cluster: &LogicalClusterName, crd: &Value) -> Parsed {
+    let key = (
+        cluster.clone(),
+        meta::name(crd).unwrap_or_default().to_string(),
+    );
+    let uid = meta::uid(crd).unwrap_or_default();
+    let generation = meta::generation(crd).unwrap_or(0);
+    if let Some(parsed) = cache
+        .get(&key)
+        .filter(|p| p.uid == uid && p.generation == generation)
+    {
+        return parsed.clone();
+    }
+    let mut hasher = DefaultHasher::new();
+    crd.get("spec").map(Value::to_string).hash(&mut hasher);
+    let parsed = Parsed {
+        uid: uid.to_string(),
+        generation,
+        content: hasher.finish(),
+        info: CrdInfo::from_crd(crd).ok().map(Arc::new),
+    };
+    cache.insert(key, parsed.clone());
+    parsed
+}
+
 fn crd_type(store: &RestStore) -> Result<Arc<ResourceType>, ApiError> {
     store
         .registry()
@@ -43,9 +83,14 @@ fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
     LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
 }
 
-/// Reads every CRD and serves their types; returns the state and the revision read at. Run before the
-/// server accepts requests, so resources of existing CRDs are served from the first request on.
-pub async fn load(store: &RestStore) -> Result<(Definitions, i64), ApiError> {
+/// Serves the types of every stored CRD. Run before the server accepts requests, so resources of
+/// existing CRDs are served from the first request on.
+pub async fn serve_existing(store: &RestStore) -> Result<(), ApiError> {
+    load(store).await.map(|_| ())
+}
+
+/// Reads every CRD and serves their types; returns the state and the revision read at.
+async fn load(store: &RestStore) -> Result<(Definitions, Cache, i64), ApiError> {
     let crds = crd_type(store)?;
     let prefix = store.keys(&crds).all_clusters().to_string();
     let page = store
@@ -59,10 +104,11 @@ pub async fn load(store: &RestStore) -> Result<(Definitions, i64), ApiError> {
             definitions.entry(cluster).or_default().insert(name, crd);
         }
     }
+    let mut cache = Cache::new();
     for (cluster, crds) in &definitions {
-        publish(store, cluster, &accept(store, crds));
+        publish(store, cluster, &accept(store, cluster, crds, &mut cache));
     }
-    Ok((definitions, page.revision))
+    Ok((definitions, cache, page.revision))
 }
 
 /// Runs until `shutdown`, restarting its watch when the store drops it.
@@ -85,10 +131,10 @@ async fn watch(
     retry: &mpsc::UnboundedSender<LogicalClusterName>,
     retries: &mut mpsc::UnboundedReceiver<LogicalClusterName>,
 ) -> Result<(), ApiError> {
-    let (mut definitions, revision) = load(store).await?;
+    let (mut definitions, mut cache, revision) = load(store).await?;
     let clusters: Vec<LogicalClusterName> = definitions.keys().cloned().collect();
     for cluster in clusters {
-        reconcile(store, &definitions, &cluster, retry).await;
+        reconcile(store, &definitions, &mut cache, &cluster, retry).await;
     }
     let crds = crd_type(store)?;
     let prefix = store.keys(&crds).all_clusters().to_string();
@@ -108,6 +154,7 @@ async fn watch(
                     match change.kind {
                         crate::storage::objects::ChangeType::Deleted => {
                             crds.remove(&name);
+                            cache.remove(&(cluster.clone(), name));
                         }
                         _ => {
                             crds.insert(name, change.object);
@@ -117,7 +164,7 @@ async fn watch(
                 }
             },
         };
-        reconcile(store, &definitions, &cluster, retry).await;
+        reconcile(store, &definitions, &mut cache, &cluster, retry).await;
         if definitions.get(&cluster).is_some_and(BTreeMap::is_empty) {
             definitions.remove(&cluster);
         }
@@ -127,13 +174,18 @@ async fn watch(
 /// A CRD with the outcome of name acceptance.
 struct Accepted {
     crd: Value,
-    info: Option<CrdInfo>,
+    parsed: Parsed,
     /// Why the names were not accepted.
     conflict: Option<String>,
 }
 
 /// Decides which CRDs of a cluster get their names: older CRDs win, built-in names always win.
-fn accept(store: &RestStore, crds: &BTreeMap<String, Value>) -> Vec<Accepted> {
+fn accept(
+    store: &RestStore,
+    cluster: &LogicalClusterName,
+    crds: &BTreeMap<String, Value>,
+    cache: &mut Cache,
+) -> Vec<Accepted> {
     let mut ordered: Vec<&Value> = crds.values().collect();
     ordered.sort_by_key(|crd| {
         (
@@ -152,8 +204,8 @@ fn accept(store: &RestStore, crds: &BTreeMap<String, Value>) -> Vec<Accepted> {
     }
     let mut accepted = Vec::new();
     for crd in ordered {
-        let info = CrdInfo::from_crd(crd).ok();
-        let conflict = info.as_ref().and_then(|info| {
+        let parsed = parse(cache, cluster, crd);
+        let conflict = parsed.info.as_ref().and_then(|info| {
             let mut names = vec![
                 ("plural", info.plural.clone()),
                 ("kind", info.kind.to_lowercase()),
@@ -164,7 +216,7 @@ fn accept(store: &RestStore, crds: &BTreeMap<String, Value>) -> Vec<Accepted> {
                 .find(|(_, n)| taken.contains(&(info.group.clone(), n.clone())))
                 .map(|(what, n)| format!("{what} {n:?} is already in use"))
         });
-        if let (Some(info), None) = (&info, &conflict) {
+        if let (Some(info), None) = (&parsed.info, &conflict) {
             taken.push((info.group.clone(), info.plural.clone()));
             taken.push((info.group.clone(), info.kind.to_lowercase()));
             taken.extend(
@@ -175,37 +227,48 @@ fn accept(store: &RestStore, crds: &BTreeMap<String, Value>) -> Vec<Accepted> {
         }
         accepted.push(Accepted {
             crd: crd.clone(),
-            info,
+            parsed,
             conflict,
         });
     }
     accepted
 }
 
-/// Serves the types of a cluster's accepted CRDs.
+/// Serves the types of a cluster's accepted CRDs (building them only for content no cluster serves).
 fn publish(store: &RestStore, cluster: &LogicalClusterName, accepted: &[Accepted]) {
-    let mut types = Vec::new();
-    let mut hasher = DefaultHasher::new();
-    for a in accepted {
-        if let (Some(info), None) = (&a.info, &a.conflict) {
-            types.extend(custom::resource_types(info));
-            a.crd.get("spec").map(|s| s.to_string()).hash(&mut hasher);
+    let served: Vec<&Accepted> = accepted
+        .iter()
+        .filter(|a| a.parsed.info.is_some() && a.conflict.is_none())
+        .collect();
+    let fingerprint = match served.is_empty() {
+        true => 0,
+        false => {
+            let mut hasher = DefaultHasher::new();
+            for a in &served {
+                a.parsed.content.hash(&mut hasher);
+            }
+            hasher.finish().max(1)
         }
-    }
-    store
-        .registry()
-        .set_custom_types(cluster, types, hasher.finish());
+    };
+    store.registry().set_custom_types(cluster, fingerprint, || {
+        served
+            .iter()
+            .filter_map(|a| a.parsed.info.as_deref())
+            .flat_map(custom::resource_types)
+            .collect()
+    });
 }
 
 async fn reconcile(
     store: &RestStore,
     definitions: &Definitions,
+    cache: &mut Cache,
     cluster: &LogicalClusterName,
     retry: &mpsc::UnboundedSender<LogicalClusterName>,
 ) {
     let empty = BTreeMap::new();
     let crds = definitions.get(cluster).unwrap_or(&empty);
-    let accepted = accept(store, crds);
+    let accepted = accept(store, cluster, crds, cache);
     publish(store, cluster, &accepted);
     let mut again = false;
     for a in &accepted {
@@ -251,7 +314,9 @@ async fn write_status(
     cluster: &LogicalClusterName,
     a: &Accepted,
 ) -> Result<(), ApiError> {
-    let Some(info) = &a.info else { return Ok(()) };
+    let Some(info) = &a.parsed.info else {
+        return Ok(());
+    };
     let previous = a.crd.get("status").cloned().unwrap_or_else(|| json!({}));
     let names = a
         .crd
@@ -339,8 +404,9 @@ async fn cleanup(
 ) -> Result<bool, ApiError> {
     let name = meta::name(&a.crd).unwrap_or_default().to_string();
     if let Some(rt) = a
+        .parsed
         .info
-        .as_ref()
+        .as_deref()
         .and_then(|info| custom::resource_types(info).into_iter().next())
     {
         let prefix = store.keys(&rt).scope(cluster, None);

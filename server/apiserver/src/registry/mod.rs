@@ -248,20 +248,28 @@ impl Registry {
             .unwrap_or_else(|| self.builtin.clone())
     }
 
-    /// Replaces the custom types of a cluster (types from its established CRDs), reusing the set of
-    /// another cluster with the same content so documents are shared.
+    /// Replaces the custom types of a cluster (types from its established CRDs). `fingerprint`
+    /// identifies their content (0: none); `build` makes the types and is only called when no
+    /// cluster serves that content yet, so clusters with the same CRDs share one set and its
+    /// documents, and an unchanged cluster costs nothing.
     pub fn set_custom_types(
         &self,
         cluster: &LogicalClusterName,
-        custom: Vec<Arc<ResourceType>>,
         fingerprint: u64,
+        build: impl FnOnce() -> Vec<Arc<ResourceType>>,
     ) {
         let mut clusters = self
             .clusters
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if custom.is_empty() {
+        if fingerprint == 0 {
             clusters.remove(cluster);
+            return;
+        }
+        if clusters
+            .get(cluster)
+            .is_some_and(|set| set.fingerprint() == fingerprint)
+        {
             return;
         }
         let shared = clusters
@@ -270,7 +278,7 @@ impl Registry {
             .cloned();
         let set = shared.unwrap_or_else(|| {
             let mut types = self.builtin.types().to_vec();
-            types.extend(custom);
+            types.extend(build());
             Arc::new(ApiSet::new(types, fingerprint))
         });
         clusters.insert(cluster.clone(), set);
@@ -382,8 +390,8 @@ mod tests {
                 Box::new(NoStrategy),
             ))]
         };
-        registry.set_custom_types(&a, custom(), 7);
-        registry.set_custom_types(&b, custom(), 7);
+        registry.set_custom_types(&a, 7, custom);
+        registry.set_custom_types(&b, 7, || unreachable!("the set of a is shared"));
         assert!(Arc::ptr_eq(
             &registry.for_cluster(&a),
             &registry.for_cluster(&b)
@@ -400,7 +408,7 @@ mod tests {
                 .lookup("example.com", "v1", "widgets")
                 .is_none()
         );
-        registry.set_custom_types(&a, Vec::new(), 0);
+        registry.set_custom_types(&a, 0, Vec::new);
         assert!(Arc::ptr_eq(&registry.for_cluster(&a), registry.builtin()));
     }
 

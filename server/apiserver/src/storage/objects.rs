@@ -12,6 +12,9 @@ use super::continuation::Continuation;
 use super::keys::{KeyLayout, ResourceKeys};
 use crate::request::LogicalClusterName;
 
+/// The most keys one storage read of a list asks for.
+const STORAGE_CHUNK: usize = 500;
+
 /// The annotation kcp puts on every object it returns, naming the logical cluster it lives in.
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 
@@ -207,10 +210,11 @@ impl ObjectStore {
             .map(|c| format!("{}{}", request.prefix, c.after()));
         let mut items = Vec::new();
         loop {
-            let wanted = if request.limit == 0 {
-                0
-            } else {
-                request.limit - items.len()
+            // Read in bounded chunks (all at one revision), so a large list never needs one huge
+            // storage response (etcd's gRPC messages are limited) nor one huge decode.
+            let wanted = match request.limit {
+                0 => STORAGE_CHUNK,
+                limit => (limit - items.len()).min(STORAGE_CHUNK),
             };
             let page = self
                 .storage
