@@ -143,6 +143,11 @@ impl Client {
         })
     }
 
+    /// The server this client talks to.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
     /// Opens every connection now, so the first requests of a phase do not pay for handshakes.
     pub async fn warm_up(&self) -> Result<(), ClientError> {
         for slot in &self.slots {

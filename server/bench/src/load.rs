@@ -1,28 +1,28 @@
-//! The load phases: ConfigMaps in a namespace of their own, driven at a fixed rate.
+//! The load phases: objects in a namespace of their own, driven at a fixed rate.
 //!
-//! ConfigMaps because every Kubernetes server has them, they have no controller reacting to them
-//! and no strategy beyond validation, so the figures measure the request path and the store. The
-//! phases run in a fixed order (create, get, list, update, watch) because later ones read what
-//! `create` wrote; the namespace is deleted at the end, which also deletes the ConfigMaps.
+//! ConfigMaps by default, because every Kubernetes server has them, they have no controller
+//! reacting to them and no strategy beyond validation, so the figures measure the request path and
+//! the store. `--resource widgets` loads custom resources instead: the phases first install the
+//! `widgets.bench.kcp.io` CRD (typed fields, defaults, a CEL rule; see [`crate::crds`]), so the
+//! figures include schema validation, pruning, defaulting and CEL. The phases run in a fixed order
+//! (create, get, list, paged-list, update, watch) because later ones read what `create` wrote; the
+//! namespace is deleted at the end, which also deletes the objects (and the CRD, if installed).
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use clap::ValueEnum;
 use http::{Method, StatusCode};
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::client::{Client, ClientError, Reply};
+use crate::crds;
 use crate::schedule::{self, Failure, Plan, PlanError};
 use crate::server;
-use crate::stats::{self, Latency, PhaseReport, WatchReport};
+use crate::stats::PhaseReport;
+use crate::watchers::{self, Watchers};
 
 /// A load phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -30,8 +30,19 @@ pub enum Phase {
     Create,
     Get,
     List,
+    /// The same list in pages of `--page-size` (one request is the whole walk).
+    PagedList,
     Update,
     Watch,
+}
+
+/// What the phases create, read and list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Resource {
+    /// core/v1 ConfigMaps.
+    Configmaps,
+    /// bench.kcp.io/v1 Widgets, a CRD the load installs first and deletes at the end.
+    Widgets,
 }
 
 /// How hard and how long to load.
@@ -59,7 +70,14 @@ pub struct LoadArgs {
     /// Speak HTTP/1.1 (one request per connection at a time) instead of HTTP/2.
     #[arg(long)]
     pub http1: bool,
-    /// Which phases to run, comma separated; they always run in the order create,get,list,update,watch.
+    /// What to load.
+    #[arg(long, value_enum, default_value = "configmaps")]
+    pub resource: Resource,
+    /// Objects per page in the paged-list phase (`limit`, following `continue`).
+    #[arg(long, default_value_t = 500)]
+    pub page_size: u64,
+    /// Which phases to run, comma separated; they always run in the order
+    /// create,get,list,paged-list,update,watch.
     #[arg(
         long,
         value_enum,
@@ -97,6 +115,12 @@ pub enum LoadError {
     Namespace(String),
     #[error("the list response has no metadata.resourceVersion")]
     NoResourceVersion,
+    #[error("{what}: {established} of {expected} CRDs were Established within the time limit")]
+    NotEstablished {
+        what: String,
+        established: u64,
+        expected: u64,
+    },
 }
 
 /// Parses `10s`, `250ms`, `2m`, `1.5s` or a bare number of seconds.
@@ -128,6 +152,8 @@ pub struct Workload {
     args: LoadArgs,
     namespace: String,
     payload: String,
+    /// The CRD `prepare` installed (deleted again by `cleanup`).
+    crd: Option<String>,
 }
 
 impl Workload {
@@ -151,6 +177,10 @@ impl Workload {
             None => format!("bench-{:08x}", rand::random::<u32>()),
         };
         client.warm_up().await?;
+        let crd = match args.resource {
+            Resource::Configmaps => None,
+            Resource::Widgets => Some(crds::install_widgets(&client, args.drain).await?),
+        };
         let body =
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
         let reply = client
@@ -164,6 +194,7 @@ impl Workload {
             args,
             namespace,
             payload,
+            crd,
         })
     }
 
@@ -176,24 +207,21 @@ impl Workload {
         let mut created: Arc<Vec<String>> = Arc::new(Vec::new());
         for phase in phases {
             tracing::info!(?phase, "phase starting");
-            let cpu_before = server_pid.and_then(server::cpu_time);
-            let mut report = match phase {
-                Phase::Create => {
-                    let (report, names) = self.create("bench").await?;
-                    created = Arc::new(names);
-                    report
-                }
-                Phase::Get => self.get_or_update(Phase::Get, &created).await?,
-                Phase::Update => self.get_or_update(Phase::Update, &created).await?,
-                Phase::List => self.list().await?,
-                Phase::Watch => self.watch().await?,
-            };
-            if let (Some(before), Some(after)) = (cpu_before, server_pid.and_then(server::cpu_time))
-                && report.ok > 0
-            {
-                report.server_cpu_us_per_request =
-                    Some((after - before).as_secs_f64() * 1e6 / report.ok as f64);
-            }
+            let report = with_server_cpu(server_pid, async {
+                Ok(match phase {
+                    Phase::Create => {
+                        let (report, names) = self.create("bench").await?;
+                        created = Arc::new(names);
+                        report
+                    }
+                    Phase::Get => self.get_or_update(Phase::Get, &created).await?,
+                    Phase::Update => self.get_or_update(Phase::Update, &created).await?,
+                    Phase::List => self.list().await?,
+                    Phase::PagedList => self.paged_list().await?,
+                    Phase::Watch => self.watch().await?,
+                })
+            })
+            .await?;
             tracing::info!(
                 ?phase,
                 ok = report.ok,
@@ -205,39 +233,38 @@ impl Workload {
         Ok(reports)
     }
 
-    /// Deletes the namespace and waits (up to a minute) until it is gone.
+    /// Deletes the namespace (and the CRD `prepare` installed) and waits until they are gone.
     pub async fn cleanup(&self) -> Result<(), LoadError> {
         let path = format!("/api/v1/namespaces/{}", self.namespace);
-        let reply = self.client.request(Method::DELETE, &path, None).await?;
-        check(&format!("deleting namespace {}", self.namespace), reply)?;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            let reply = self.client.request(Method::GET, &path, None).await?;
-            if reply.status == StatusCode::NOT_FOUND {
-                tracing::info!(namespace = %self.namespace, "namespace deleted");
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        delete_and_wait(&self.client, &path).await?;
+        if let Some(crd) = &self.crd {
+            delete_and_wait(&self.client, &crds::crd_path(crd)).await?;
         }
-        tracing::warn!(namespace = %self.namespace, "namespace still terminating after 60s");
         Ok(())
     }
 
     fn collection(&self) -> String {
-        format!("/api/v1/namespaces/{}/configmaps", self.namespace)
+        match self.args.resource {
+            Resource::Configmaps => format!("/api/v1/namespaces/{}/configmaps", self.namespace),
+            Resource::Widgets => crds::widgets_collection(&self.namespace),
+        }
     }
 
     fn plan(&self, rate: f64) -> Result<Plan, PlanError> {
         Plan::new(rate, self.args.duration, self.args.requests)
     }
 
-    fn configmap(&self, name: &str, generation: u64) -> Bytes {
-        to_bytes(&json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": self.namespace},
-            "data": {"payload": self.payload, "generation": generation.to_string()},
-        }))
+    /// The object `name` as created (generation 0) or as the update phase writes it.
+    fn object(&self, name: &str, generation: u64) -> Bytes {
+        to_bytes(&match self.args.resource {
+            Resource::Configmaps => json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.namespace},
+                "data": {"payload": self.payload, "generation": generation.to_string()},
+            }),
+            Resource::Widgets => crds::widget(&self.namespace, name, &self.payload, generation),
+        })
     }
 
     /// Creates `<prefix>-<i>` at the rate; returns the report and the names that were created.
@@ -248,7 +275,7 @@ impl Workload {
                 (
                     Method::POST,
                     self.collection(),
-                    Some(self.configmap(&format!("{prefix}-{i}"), 0)),
+                    Some(self.object(&format!("{prefix}-{i}"), 0)),
                 )
             })
             .await;
@@ -280,7 +307,7 @@ impl Workload {
                 let name = &names[i as usize % names.len()];
                 let path = format!("{collection}/{name}");
                 match phase {
-                    Phase::Update => (Method::PUT, path, Some(self.configmap(name, i + 1))),
+                    Phase::Update => (Method::PUT, path, Some(self.object(name, i + 1))),
                     _ => (Method::GET, path, None),
                 }
             })
@@ -301,6 +328,25 @@ impl Workload {
         Ok(PhaseReport::of("list", plan.rate(), &run))
     }
 
+    /// Walks the whole collection in pages of `--page-size`; latency is the whole walk.
+    async fn paged_list(&self) -> Result<PhaseReport, LoadError> {
+        let plan = self.plan(self.args.list_rate)?;
+        let page_size = self.args.page_size.max(1);
+        let run = schedule::drive(&plan, self.args.drain, |_| {
+            let client = self.client.clone();
+            let collection = self.collection();
+            async move { walk(&client, &collection, page_size).await }
+        })
+        .await;
+        let pages = run
+            .samples
+            .iter()
+            .find_map(|s| s.result.as_ref().ok().copied())
+            .unwrap_or_default();
+        let label = format!("list limit={page_size} ({pages} pages)");
+        Ok(PhaseReport::of(&label, plan.rate(), &run))
+    }
+
     /// Runs `request(i)` on the plan; success is any 2xx, and the response body is returned.
     async fn drive<F>(&self, plan: &Plan, request: F) -> schedule::Run<Bytes>
     where
@@ -318,129 +364,110 @@ impl Workload {
     /// create's response to its arrival on every watcher.
     async fn watch(&self) -> Result<PhaseReport, LoadError> {
         let plan = self.plan(self.args.rate)?;
-        let list = self
-            .client
-            .request(Method::GET, &format!("{}?limit=1", self.collection()), None)
-            .await?;
-        let list = check("listing before the watch", list)?;
-        let revision = resource_version(&list).ok_or(LoadError::NoResourceVersion)?;
-        let timeout = (plan.span() + self.args.drain * 2).as_secs() + 1;
-        let path = format!(
-            "{}?watch=1&resourceVersion={revision}&timeoutSeconds={timeout}",
-            self.collection()
-        );
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let mut watchers = JoinSet::new();
-        let mut counters = Vec::new();
-        for _ in 0..self.args.watchers {
-            let response = self.client.stream(&path).await?;
-            if response.status() != StatusCode::OK {
-                let status = response.status();
-                let body = response.into_body().collect().await.map(|b| b.to_bytes());
-                return Err(LoadError::Unexpected {
-                    what: "opening a watch".into(),
-                    status,
-                    body: String::from_utf8_lossy(&body.unwrap_or_default()).into_owned(),
-                });
-            }
-            let counter = Arc::new(AtomicU64::new(0));
-            counters.push(counter.clone());
-            watchers.spawn(receive(response.into_body(), counter, stop_rx.clone()));
-        }
-
         let collection = self.collection();
+        let timeout = plan.span() + self.args.drain * 2;
+        let watchers = Watchers::open(
+            &self.client,
+            &collection,
+            self.args.watchers,
+            timeout,
+            watchers::written_revision,
+        )
+        .await?;
         let run = schedule::drive(&plan, self.args.drain, |i| {
             let client = self.client.clone();
-            let (path, body) = (collection.clone(), self.configmap(&format!("watch-{i}"), 0));
+            let (path, body) = (collection.clone(), self.object(&format!("watch-{i}"), 0));
             async move {
                 let reply = outcome(client.request(Method::POST, &path, Some(body)).await)?;
                 let acked = Instant::now();
-                let revision = parse_json(&reply)
-                    .as_ref()
-                    .and_then(|v| v.pointer("/metadata/resourceVersion"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .ok_or(Failure::Transport("no resourceVersion"))?;
+                let revision =
+                    resource_version(&reply).ok_or(Failure::Transport("no resourceVersion"))?;
                 Ok((revision, acked))
             }
         })
         .await;
-
-        let acks: HashMap<String, Instant> = run
-            .samples
-            .iter()
-            .filter_map(|s| s.result.as_ref().ok().cloned())
-            .collect();
-        let expected = acks.len() as u64;
-        let deadline = Instant::now() + self.args.drain;
-        while Instant::now() < deadline
-            && counters
-                .iter()
-                .any(|c| c.load(Ordering::Relaxed) < expected)
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let _ = stop_tx.send(true);
-        let mut delivered = Vec::new();
-        let mut before_ack = 0;
-        while let Some(received) = watchers.join_next().await {
-            let (latencies, early) =
-                stats::delivery_latencies(&acks, &received.unwrap_or_default());
-            delivered.extend(latencies);
-            before_ack += early;
-        }
-
-        let mut report = PhaseReport::of("watch", plan.rate(), &run);
-        report.watch = Some(WatchReport {
-            watchers: self.args.watchers,
-            expected_events: expected * self.args.watchers as u64,
-            delivered_events: delivered.len() as u64,
-            before_ack,
-            write_latency: report.latency,
-        });
-        report.latency = Latency::of(delivered);
-        Ok(report)
+        Ok(watchers.report("watch", &plan, &run, self.args.drain).await)
     }
 }
 
-/// Reads one watch stream until told to stop (or the server ends it), recording every event's
-/// resourceVersion and arrival time.
-async fn receive(
-    mut body: hyper::body::Incoming,
-    counter: Arc<AtomicU64>,
-    mut stop: watch::Receiver<bool>,
-) -> Vec<(String, Instant)> {
-    let mut received = Vec::new();
-    let mut buffer: Vec<u8> = Vec::new();
-    loop {
-        let frame = tokio::select! {
-            frame = body.frame() => frame,
-            _ = stop.changed() => break,
+/// Runs a phase; with the server's pid, adds the server's CPU time per successful request.
+pub async fn with_server_cpu(
+    server_pid: Option<u32>,
+    phase: impl Future<Output = Result<PhaseReport, LoadError>>,
+) -> Result<PhaseReport, LoadError> {
+    let before = server_pid.and_then(server::cpu_time);
+    let mut report = phase.await?;
+    if let (Some(before), Some(after)) = (before, server_pid.and_then(server::cpu_time))
+        && report.ok > 0
+    {
+        report.server_cpu_us_per_request =
+            Some((after - before).as_secs_f64() * 1e6 / report.ok as f64);
+    }
+    Ok(report)
+}
+
+/// Lists `collection` page by page (at most [`MAX_PAGES`]); returns the number of pages.
+async fn walk(client: &Client, collection: &str, page_size: u64) -> Result<u64, Failure> {
+    let mut token: Option<String> = None;
+    for page in 1..=MAX_PAGES {
+        let path = match &token {
+            None => format!("{collection}?limit={page_size}"),
+            Some(token) => format!("{collection}?limit={page_size}&continue={token}"),
         };
-        let Some(Ok(frame)) = frame else { break };
-        let arrived = Instant::now();
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        buffer.extend_from_slice(&data);
-        while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=end).collect();
-            let event: Option<Value> = serde_json::from_slice(&line).ok();
-            let revision = event
-                .as_ref()
-                .filter(|e| matches!(e["type"].as_str(), Some("ADDED" | "MODIFIED")))
-                .and_then(|e| e.pointer("/object/metadata/resourceVersion"))
-                .and_then(Value::as_str);
-            if let Some(revision) = revision {
-                received.push((revision.to_owned(), arrived));
-                counter.fetch_add(1, Ordering::Relaxed);
+        let body = outcome(client.request(Method::GET, &path, None).await)?;
+        token = parse_json(&body).as_ref().and_then(continue_token);
+        if token.is_none() {
+            return Ok(page);
+        }
+    }
+    Err(Failure::Transport("too many pages"))
+}
+
+/// The most pages one paged list follows.
+const MAX_PAGES: u64 = 100_000;
+
+/// The continue token of a list page, when there are more pages.
+fn continue_token(list: &Value) -> Option<String> {
+    list.pointer("/metadata/continue")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(percent_encode)
+}
+
+/// Percent-encodes everything but unreserved characters (continue tokens are base64).
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
             }
-        }
-    }
-    received
+        })
+        .collect()
 }
 
-fn outcome(reply: Result<Reply, ClientError>) -> Result<Bytes, Failure> {
+/// Deletes `path` and waits (up to a minute) until it is gone.
+pub async fn delete_and_wait(client: &Client, path: &str) -> Result<(), LoadError> {
+    let reply = client.request(Method::DELETE, path, None).await?;
+    if reply.status == StatusCode::NOT_FOUND {
+        return Ok(());
+    }
+    check(&format!("deleting {path}"), reply)?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let reply = client.request(Method::GET, path, None).await?;
+        if reply.status == StatusCode::NOT_FOUND {
+            tracing::info!(%path, "deleted");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tracing::warn!(%path, "still there 60s after its deletion");
+    Ok(())
+}
+
+pub fn outcome(reply: Result<Reply, ClientError>) -> Result<Bytes, Failure> {
     match reply {
         Ok(reply) if reply.status.is_success() => Ok(reply.body),
         Ok(reply) => Err(Failure::Status(reply.status.as_u16())),
@@ -449,7 +476,7 @@ fn outcome(reply: Result<Reply, ClientError>) -> Result<Bytes, Failure> {
 }
 
 /// The body of a 2xx reply, or an error naming what was being done.
-fn check(what: &str, reply: Reply) -> Result<Bytes, LoadError> {
+pub fn check(what: &str, reply: Reply) -> Result<Bytes, LoadError> {
     if reply.status.is_success() {
         Ok(reply.body)
     } else {
@@ -465,14 +492,14 @@ fn parse_json(body: &[u8]) -> Option<Value> {
     serde_json::from_slice(body).ok()
 }
 
-fn resource_version(body: &[u8]) -> Option<String> {
+pub fn resource_version(body: &[u8]) -> Option<String> {
     parse_json(body)?
         .pointer("/metadata/resourceVersion")?
         .as_str()
         .map(str::to_owned)
 }
 
-fn to_bytes(value: &Value) -> Bytes {
+pub fn to_bytes(value: &Value) -> Bytes {
     Bytes::from(value.to_string())
 }
 
@@ -507,6 +534,15 @@ mod tests {
         for bad in ["", "Bench", "-a", "a-", "a_b", &"a".repeat(64)] {
             assert!(!is_dns_label(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn continue_tokens() {
+        let list = json!({"metadata": {"continue": "eyJ2Ijo1fQ=="}});
+        assert_eq!(continue_token(&list), Some("eyJ2Ijo1fQ%3D%3D".into()));
+        assert_eq!(continue_token(&json!({"metadata": {"continue": ""}})), None);
+        assert_eq!(continue_token(&json!({"metadata": {}})), None);
+        assert_eq!(percent_encode("a-Z_0.~+/"), "a-Z_0.~%2B%2F");
     }
 
     #[test]

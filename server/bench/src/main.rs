@@ -8,16 +8,21 @@
 //! - `run`: start a server itself (embedded store or etcd), report its startup time and memory
 //!   idle and after the same load.
 //! - `startup`: start a server N times, report start-to-`/readyz` time and idle memory.
+//! - `crds` (issue 4): start a server, time N CRDs from create to `Established`, load custom
+//!   resources of a CRD with a realistic schema, then measure memory per installed CRD per logical
+//!   cluster on fresh servers.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
 mod client;
+mod crds;
 mod kubeconfig;
 mod load;
 mod report;
 mod schedule;
 mod server;
 mod stats;
+mod watchers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,9 +32,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use client::{Client, ClientError, Protocol};
+use crds::{CrdArgs, CrdError};
 use kubeconfig::{KubeconfigError, Target};
-use load::{LoadArgs, LoadError, Workload};
-use report::{LoadReport, Output, ServerReport, StartupReport, StartupRun};
+use load::{LoadArgs, LoadError, Resource, Workload};
+use report::{CrdsReport, LoadReport, Output, ServerReport, StartupReport, StartupRun};
 use server::{Server, ServerArgs, ServerError};
 
 #[derive(Parser)]
@@ -73,6 +79,16 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// Start a server; time CRDs to Established, load custom resources (the load options, always
+    /// with --resource widgets), then memory per CRD per logical cluster on fresh servers.
+    Crds {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        load: LoadArgs,
+        #[command(flatten)]
+        crds: CrdArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +101,8 @@ enum BenchError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Server(#[from] ServerError),
+    #[error(transparent)]
+    Crd(#[from] CrdError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -136,28 +154,29 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             Ok(report::render(&report, output)?)
         }
         Command::Run { server, load } => {
-            let started = Server::start(&server).await?;
-            tracing::info!(
-                startup_ms = started.startup.as_secs_f64() * 1e3,
-                "server ready"
-            );
-            tokio::time::sleep(Duration::from_secs(server.idle_seconds)).await;
-            let idle = started.memory()?;
-            let target = Target::from_file(&started.kubeconfig, None)?;
-            let (after_load, mut report) =
-                load_target(target, load, Some(started.pid()), || started.memory()).await?;
-            let after_cleanup = started.memory()?;
-            let startup_ms = started.startup.as_secs_f64() * 1e3;
-            let stopped = started.stop().await?;
-            report.server = Some(ServerReport {
-                backend: server.backend,
-                startup_ms,
-                idle,
-                after_load: Some(after_load),
-                after_cleanup: Some(after_cleanup),
-                stopped: Some(stopped),
-            });
+            let report = run_on_server(&server, load, None).await?;
             Ok(report::render(&report, output)?)
+        }
+        Command::Crds {
+            server,
+            mut load,
+            crds,
+        } => {
+            load.resource = Resource::Widgets;
+            let drain = load.drain;
+            let report = run_on_server(&server, load, Some(&crds)).await?;
+            let memory = if crds.skip_memory {
+                Vec::new()
+            } else {
+                crds::memory(&server, &crds, drain).await?
+            };
+            Ok(report::render(
+                &CrdsReport {
+                    load: report,
+                    memory,
+                },
+                output,
+            )?)
         }
         Command::Startup { server, runs } => {
             let mut report = StartupReport {
@@ -185,6 +204,45 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             Ok(report::render(&report, output)?)
         }
     }
+}
+
+/// Starts a server, lets it idle, runs the time-to-Established phase (with `crds`) and the load,
+/// and reports the load with the server's startup time and memory.
+async fn run_on_server(
+    server: &ServerArgs,
+    load: LoadArgs,
+    crds: Option<&CrdArgs>,
+) -> Result<LoadReport, BenchError> {
+    let started = Server::start(server).await?;
+    tracing::info!(
+        startup_ms = started.startup.as_secs_f64() * 1e3,
+        "server ready"
+    );
+    tokio::time::sleep(Duration::from_secs(server.idle_seconds)).await;
+    let idle = started.memory()?;
+    let mut first = Vec::new();
+    if let Some(crds) = crds.filter(|c| c.crds > 0) {
+        let base = Target::from_file(&started.kubeconfig, Some("base"))?;
+        let phase = crds::established(base, crds, load.drain, Some(started.pid())).await?;
+        tracing::info!(ok = phase.ok, "CRDs established");
+        first.push(phase);
+    }
+    let target = Target::from_file(&started.kubeconfig, None)?;
+    let (after_load, mut report) =
+        load_target(target, load, Some(started.pid()), || started.memory()).await?;
+    let after_cleanup = started.memory()?;
+    let startup_ms = started.startup.as_secs_f64() * 1e3;
+    let stopped = started.stop().await?;
+    report.phases.splice(0..0, first);
+    report.server = Some(ServerReport {
+        backend: server.backend,
+        startup_ms,
+        idle,
+        after_load: Some(after_load),
+        after_cleanup: Some(after_cleanup),
+        stopped: Some(stopped),
+    });
+    Ok(report)
 }
 
 /// Creates the namespace, runs the phases, calls `after_phases` (before the namespace is deleted),

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::crds::MemoryRow;
 use crate::server::{Backend, Memory, Stopped};
 use crate::stats::PhaseReport;
 
@@ -51,6 +52,14 @@ pub struct StartupReport {
     pub backend: Backend,
     pub idle_seconds: u64,
     pub runs: Vec<StartupRun>,
+}
+
+/// What `crds` prints: the phases on one server (time to Established, custom resource load) and
+/// the memory scenarios, each on a fresh server.
+#[derive(Debug, Serialize)]
+pub struct CrdsReport {
+    pub load: LoadReport,
+    pub memory: Vec<MemoryRow>,
 }
 
 /// Serialises `value` as pretty JSON, or renders it as a table.
@@ -153,6 +162,8 @@ impl Table for LoadReport {
                 "p90 ms",
                 "p99 ms",
                 "max ms",
+                "lag p99 ms",
+                "server CPU us/req",
             ]
             .map(String::from)
             .to_vec(),
@@ -195,8 +206,9 @@ impl Table for LoadReport {
                 let write = watch.write_latency;
                 let _ = writeln!(
                     out,
-                    "watch: {} watchers, {}/{} events delivered ({} before the write's response); \
+                    "{}: {} watchers, {}/{} events delivered ({} before the write's response); \
                      latency above is write ack -> event; the writes themselves: p50 {} ms, p99 {} ms",
+                    phase.phase,
                     watch.watchers,
                     watch.delivered_events,
                     watch.expected_events,
@@ -206,6 +218,65 @@ impl Table for LoadReport {
                 );
             }
         }
+        out
+    }
+}
+
+impl Table for CrdsReport {
+    fn table(&self) -> String {
+        let mut out = self.load.table();
+        if self.memory.is_empty() {
+            return out;
+        }
+        let mut rows = vec![
+            [
+                "CRDs",
+                "K",
+                "M",
+                "idle MiB",
+                "M namespaces MiB",
+                "+ K*M CRDs MiB",
+                "+ OpenAPI MiB",
+                "KiB/empty cluster",
+                "KiB/CRD/cluster",
+                "KiB/cluster",
+                "OpenAPI KiB/cluster",
+                "install s",
+                "Established p50 ms",
+                "p99 ms",
+                "server CPU us/CRD",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for row in &self.memory {
+            let mib = |m: &Memory| format!("{:.1}", m.rss_mib);
+            let costs = row.costs;
+            let latency = row.established.latency;
+            rows.push(vec![
+                format!("{:?}", row.sharing).to_lowercase(),
+                row.crds_per_cluster.to_string(),
+                row.clusters.to_string(),
+                mib(&row.idle),
+                mib(&row.empty_clusters),
+                mib(&row.with_crds),
+                row.with_openapi.as_ref().map_or("-".into(), mib),
+                format!("{:.0}", costs.per_empty_cluster_kib),
+                format!("{:.0}", costs.per_crd_per_cluster_kib),
+                format!("{:.0}", costs.crds_per_cluster_kib),
+                costs
+                    .openapi_per_cluster_kib
+                    .map_or("-".into(), |k| format!("{k:.0}")),
+                format!("{:.1}", row.install_s),
+                ms(latency.map(|l| l.p50_ms)),
+                ms(latency.map(|l| l.p99_ms)),
+                row.established
+                    .server_cpu_us_per_request
+                    .map_or("-".into(), |us| format!("{us:.0}")),
+            ]);
+        }
+        out.push_str("\nmemory (fresh server per row; RSS after each step and an idle pause):\n");
+        out.push_str(&grid(&rows));
         out
     }
 }

@@ -55,6 +55,17 @@ impl Plan {
         Ok(Self { rate, count })
     }
 
+    /// Exactly `count` requests at `rate` (as long as that stays within [`MAX_REQUESTS`]).
+    pub fn exactly(rate: f64, count: u64) -> Result<Self, PlanError> {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(PlanError::Rate(rate));
+        }
+        if count > MAX_REQUESTS {
+            return Err(PlanError::TooMany(count));
+        }
+        Ok(Self { rate, count })
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -242,6 +253,18 @@ mod tests {
         assert!(
             gaps.iter()
                 .all(|g| g.abs_diff(Duration::from_millis(2)) < Duration::from_micros(1))
+        );
+    }
+
+    #[test]
+    fn exact_counts() {
+        let plan = Plan::exactly(10.0, 50).unwrap();
+        assert_eq!(plan.count(), 50);
+        assert_eq!(plan.span(), Duration::from_millis(4900));
+        assert_eq!(Plan::exactly(0.0, 1), Err(PlanError::Rate(0.0)));
+        assert_eq!(
+            Plan::exactly(1.0, MAX_REQUESTS + 1),
+            Err(PlanError::TooMany(MAX_REQUESTS + 1))
         );
     }
 
