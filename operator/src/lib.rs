@@ -8,6 +8,7 @@ pub mod build;
 pub mod controller;
 pub mod crds;
 pub mod etcd;
+pub mod manager;
 pub mod naming;
 pub mod paths;
 pub mod pki;

@@ -1,4 +1,5 @@
-//! The `kcp-operator` command: `crds` prints the CRDs, `run` runs the controllers.
+//! The `kcp-operator` command: `crds` prints the CRDs, `run` runs the controllers (with leader
+//! election, metrics and health endpoints).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -22,14 +23,14 @@ enum Command {
     /// Print every CustomResourceDefinition as a multi-document YAML stream.
     Crds,
     /// Run the controllers against the cluster of the in-cluster config or $KUBECONFIG.
-    Run,
+    Run(kcp_operator::manager::Options),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Crds => print_crds(),
-        Command::Run => match tokio::runtime::Runtime::new() {
-            Ok(runtime) => runtime.block_on(run()),
+        Command::Run(options) => match tokio::runtime::Runtime::new() {
+            Ok(runtime) => runtime.block_on(run(&options)),
             Err(error) => {
                 eprintln!("failed to start the async runtime: {error}");
                 ExitCode::FAILURE
@@ -55,8 +56,8 @@ fn print_crds() -> ExitCode {
 }
 
 /// JSON logs (level from `RUST_LOG`, default `info`); stops on SIGTERM or Ctrl-C after
-/// in-flight reconciles finish.
-async fn run() -> ExitCode {
+/// in-flight reconciles finish; fails when the leader lease is lost.
+async fn run(options: &kcp_operator::manager::Options) -> ExitCode {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
@@ -78,8 +79,13 @@ async fn run() -> ExitCode {
         tracing::info!("shutting down");
         signal.cancel();
     });
-    kcp_operator::controller::run::run(client, shutdown).await;
-    ExitCode::SUCCESS
+    match kcp_operator::manager::run(client, options, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(error = %kcp_operator::controller::error_chain(&error), "stopped");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn wait_for_signal() {

@@ -18,6 +18,8 @@ pub const DEFAULT_ETCD_IMAGE: &str = "quay.io/coreos/etcd:v3.5.21";
 pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
 /// Field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "kcp-operator";
+/// The Lease the operator's replicas elect their leader with (in the operator's namespace).
+pub const LEADER_LEASE: &str = "kcp-operator";
 /// Longest accepted name of a RootShard, Shard, FrontProxy or CacheServer.
 pub const MAX_INSTANCE_NAME_LENGTH: usize = 40;
 

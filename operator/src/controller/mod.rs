@@ -16,6 +16,7 @@ pub mod finalizer;
 pub mod frontproxy;
 pub mod kcp;
 pub mod kubeconfig;
+pub mod metrics;
 pub mod run;
 pub mod server;
 pub mod status;
@@ -31,6 +32,7 @@ use crate::naming::FIELD_MANAGER;
 
 pub use backoff::Backoff;
 use kcp::{Connector, Direct};
+pub use metrics::Metrics;
 
 /// Longest time between two reconciles of a healthy object.
 pub const MAX_REQUEUE: Duration = Duration::from_secs(3600);
@@ -94,6 +96,8 @@ pub struct Context {
     pub backoff: Backoff,
     /// How to reach kcp itself (shard registrations, Kubeconfig bindings).
     pub kcp: Arc<dyn Connector>,
+    /// Reconcile counts and durations, served at `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
@@ -106,6 +110,7 @@ impl Context {
             },
             backoff: Backoff::default(),
             kcp: Arc::new(Direct),
+            metrics: Arc::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Wires the reconcilers into kube-runtime controllers: what each one owns and watches, the
-//! error policy (per-object backoff) and graceful shutdown.
+//! error policy (per-object backoff), metrics of every reconcile, cache readiness and graceful
+//! shutdown.
 //!
 //! Every kind owns the objects it creates, so a change to (or deletion of) a child triggers its
 //! owner. Shards, FrontProxies and Kubeconfigs also follow the RootShard they reference, because
@@ -8,6 +9,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -28,7 +30,7 @@ use super::{Context, Error, cacheserver, frontproxy, kubeconfig, server};
 type Reconciler<K> =
     fn(Arc<K>, Arc<Context>) -> futures::future::BoxFuture<'static, Result<Action, Error>>;
 
-/// Runs `reconcile` and keeps the backoff and failure events in step with its outcome.
+/// Runs `reconcile` and keeps the backoff, failure events and metrics in step with its outcome.
 async fn guarded<K, F, Fut>(
     object: Arc<K>,
     ctx: Arc<Context>,
@@ -40,7 +42,13 @@ where
     Fut: Future<Output = Result<Action, Error>>,
 {
     let key = key(&*object);
+    let started = Instant::now();
     let result = reconcile(object.clone(), ctx.clone()).await;
+    ctx.metrics.reconciled(
+        &K::kind(&()).to_lowercase(),
+        started.elapsed(),
+        result.is_err(),
+    );
     match &result {
         Ok(_) => ctx.backoff.succeeded(&key),
         Err(error) => {
@@ -188,9 +196,15 @@ async fn drive<K: Watched>(
         .await;
 }
 
-/// Runs every controller until `shutdown` is cancelled and in-flight reconciles have finished.
-pub async fn run(client: Client, shutdown: CancellationToken) {
-    let ctx = Arc::new(Context::new(client.clone()));
+/// Whether the first list of `store`'s kind has arrived (false: its controller stopped first).
+async fn synced<K: Watched>(store: Store<K>) -> bool {
+    store.wait_until_ready().await.is_ok()
+}
+
+/// Runs every controller until `shutdown` is cancelled and in-flight reconciles have finished;
+/// calls `on_synced` once the caches of the five reconciled kinds hold their first list.
+pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl FnOnce()) {
+    let client = ctx.client.clone();
     let config = watcher::Config::default();
 
     let roots = follow(workload(&client), &client, uses_cache::<RootShard>);
@@ -203,8 +217,27 @@ pub async fn run(client: Client, shutdown: CancellationToken) {
         .owns(Api::<Secret>::all(client.clone()), config);
     let kubeconfigs = follow(kubeconfigs, &client, under_root::<Kubeconfig>);
 
+    let all_synced = futures::future::join5(
+        synced(roots.store()),
+        synced(shards.store()),
+        synced(proxies.store()),
+        synced(caches.store()),
+        synced(kubeconfigs.store()),
+    );
+    let stopping = shutdown.clone();
+    let readiness = async move {
+        tokio::select! {
+            (a, b, c, d, e) = all_synced => if a && b && c && d && e {
+                tracing::info!("caches synced");
+                on_synced();
+            },
+            () = stopping.cancelled() => {}
+        }
+    };
+
     tracing::info!("controllers starting");
     tokio::join!(
+        readiness,
         drive(roots, ctx.clone(), shutdown.clone(), |o, c| Box::pin(
             server::reconcile_root_shard(o, c)
         )),
@@ -222,4 +255,66 @@ pub async fn run(client: Client, shutdown: CancellationToken) {
         )),
     );
     tracing::info!("controllers stopped");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::{Request, Response};
+    use kube::client::Body;
+
+    use super::*;
+
+    /// A context whose client answers every request (the failure event) with an empty object.
+    fn context() -> Arc<Context> {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        tokio::spawn(async move {
+            while let Some((_, send)) = handle.next_request().await {
+                send.send_response(
+                    Response::builder()
+                        .status(201)
+                        .body(Body::from(b"{}".to_vec()))
+                        .expect("response"),
+                );
+            }
+        });
+        Arc::new(Context::new(Client::new(service, "kcp")))
+    }
+
+    fn shard() -> Arc<Shard> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "operator.kcp.io/v1alpha1",
+                "kind": "Shard",
+                "metadata": {"name": "beta", "namespace": "kcp"},
+                "spec": {"rootShard": {"ref": {"name": "alpha"}}, "etcd": {"endpoints": ["https://etcd:2379"]}}
+            }))
+            .expect("shard"),
+        )
+    }
+
+    #[tokio::test]
+    async fn every_outcome_is_counted() {
+        let ctx = context();
+        let requeue = Action::requeue(Duration::from_secs(60));
+        for outcome in [Ok(requeue.clone()), Err(()), Ok(requeue)] {
+            let failed = outcome.is_err();
+            let result = guarded(shard(), ctx.clone(), |_, _| async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                outcome.map_err(|()| Error::Invalid("broken".into()))
+            })
+            .await;
+            assert_eq!(result.is_err(), failed);
+        }
+        let text = ctx.metrics.encode().expect("encodes");
+        for line in [
+            "kcp_operator_reconcile_total{controller=\"shard\"} 3",
+            "kcp_operator_reconcile_errors_total{controller=\"shard\"} 1",
+            "kcp_operator_reconcile_duration_seconds_count{controller=\"shard\"} 3",
+            "kcp_operator_reconcile_duration_seconds_bucket{le=\"0.005\",controller=\"shard\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
 }

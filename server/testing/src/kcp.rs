@@ -27,6 +27,9 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 /// How long a SIGTERM'd server may take to finish its in-flight work and exit.
 const STOP_WITHIN: Duration = Duration::from_secs(60);
 
+/// How long the server's controllers may take to bring an object to the state a test waits for.
+const SETTLED_WITHIN: Duration = Duration::from_secs(60);
+
 /// What the admin kubeconfig says: where the server is and the credentials of its admin.
 #[derive(Debug, Clone)]
 pub struct AdminCredentials {
@@ -179,6 +182,69 @@ impl KcpProcess {
     /// fails the test.
     pub async fn watch(&self, path: &str) -> WatchStream {
         WatchStream::open(self.admin.client().get(self.url(path))).await
+    }
+
+    /// GETs `path` until `done` holds for the answer and returns that answer; a server that does
+    /// not get there within a generous bound fails the test (quoting the last answer).
+    pub async fn wait_for(
+        &self,
+        what: &str,
+        path: &str,
+        done: impl Fn(&Response) -> bool,
+    ) -> Response {
+        let deadline = Instant::now() + SETTLED_WITHIN;
+        loop {
+            let response = self.get(path).await;
+            if done(&response) {
+                return response;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not within {SETTLED_WITHIN:?}; GET {path} answered {}: {}",
+                response.status,
+                response.text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the object at `path` has the status condition `condition` with status `True`
+    /// and returns the object.
+    pub async fn wait_for_condition(&self, path: &str, condition: &str) -> Value {
+        let what = format!("condition {condition}");
+        self.wait_for(&what, path, |response| {
+            response.status == 200
+                && response.json()["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c["type"] == condition && c["status"] == "True")
+                    })
+        })
+        .await
+        .json()
+    }
+
+    /// Creates the CustomResourceDefinition `crd` in logical cluster `cluster` (one that exists
+    /// already, e.g. made by a test sharing the server, is kept) and waits until it is
+    /// `Established`; returns it.
+    pub async fn install_crd(&self, cluster: &str, crd: &Value) -> Value {
+        let collection =
+            format!("/clusters/{cluster}/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+        let created = self
+            .send_json(reqwest::Method::POST, &collection, crd)
+            .await;
+        assert!(
+            created.status == 201 || created.status == 409,
+            "creating CRD {} in {cluster}: {} {}",
+            crd["metadata"]["name"],
+            created.status,
+            created.text()
+        );
+        let name = crd["metadata"]["name"].as_str().expect("a CRD name");
+        self.wait_for_condition(&format!("{collection}/{name}"), "Established")
+            .await
     }
 
     /// Sends SIGTERM without waiting (to watch what the server does while it shuts down).

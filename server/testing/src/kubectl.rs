@@ -5,6 +5,7 @@
 //! with its own `HOME` so discovery caches never leak between tests or versions.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -119,6 +120,17 @@ impl Kubectl {
                 )
             }
         }
+    }
+
+    /// Runs `args` (e.g. `edit configmap x`) with `EDITOR` set to a shell script whose body is
+    /// `script` (it gets the file to edit as `$1`).
+    pub fn run_with_editor(&self, args: &[&str], script: &str) -> Run {
+        let editor = self.home.path().join("editor.sh");
+        std::fs::write(&editor, format!("#!/bin/sh\n{script}\n")).expect("writing the editor");
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755))
+            .expect("making the editor executable");
+        let editor = editor.to_str().expect("a UTF-8 path");
+        self.run_with_env(args, &[("EDITOR", editor), ("KUBE_EDITOR", "")])
     }
 
     /// Runs a command that must succeed and returns its stdout.

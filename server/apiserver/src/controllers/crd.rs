@@ -308,22 +308,14 @@ fn condition(kind: &str, status: bool, reason: &str, message: &str, previous: &V
     json!({"type": kind, "status": status, "lastTransitionTime": since, "reason": reason, "message": message})
 }
 
-/// The status a CRD should have, written when it differs.
-async fn write_status(
-    store: &RestStore,
-    cluster: &LogicalClusterName,
-    a: &Accepted,
-) -> Result<(), ApiError> {
-    let Some(info) = &a.parsed.info else {
-        return Ok(());
-    };
-    let previous = a.crd.get("status").cloned().unwrap_or_else(|| json!({}));
-    let names = a
-        .crd
+/// The status a CRD should have, given the status it has now. `lastTransitionTime`s carry over
+/// unchanged conditions, so a CRD whose status is right yields exactly its status again.
+fn desired_status(crd: &Value, info: &CrdInfo, conflict: Option<&str>, previous: &Value) -> Value {
+    let names = crd
         .pointer("/spec/names")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let (accepted_names, conditions) = match &a.conflict {
+    let (accepted_names, conditions) = match conflict {
         None => (
             names,
             vec![
@@ -332,14 +324,14 @@ async fn write_status(
                     true,
                     "NoConflicts",
                     "no conflicts found",
-                    &previous,
+                    previous,
                 ),
                 condition(
                     "Established",
                     true,
                     "InitialNamesAccepted",
                     "the initial names have been accepted",
-                    &previous,
+                    previous,
                 ),
             ],
         ),
@@ -349,13 +341,13 @@ async fn write_status(
                 .cloned()
                 .unwrap_or_else(|| json!({"plural": "", "kind": ""})),
             vec![
-                condition("NamesAccepted", false, "NameConflict", conflict, &previous),
+                condition("NamesAccepted", false, "NameConflict", conflict, previous),
                 condition(
                     "Established",
                     false,
                     "NotAccepted",
                     "not all names are accepted",
-                    &previous,
+                    previous,
                 ),
             ],
         ),
@@ -370,15 +362,31 @@ async fn write_status(
     {
         stored.push(json!(version.name));
     }
-    let status = json!({"acceptedNames": accepted_names, "conditions": conditions, "storedVersions": stored});
-    if status == previous {
+    json!({"acceptedNames": accepted_names, "conditions": conditions, "storedVersions": stored})
+}
+
+/// Writes the status a CRD should have. The desired status is computed from the stored object
+/// inside the update, never from the controller's possibly older copy, so a burst of events cannot
+/// make the controller rewrite statuses in a loop; an unchanged status is not written at all.
+async fn write_status(
+    store: &RestStore,
+    cluster: &LogicalClusterName,
+    a: &Accepted,
+) -> Result<(), ApiError> {
+    let Some(info) = a.parsed.info.as_deref() else {
+        return Ok(());
+    };
+    let conflict = a.conflict.as_deref();
+    let cached = a.crd.get("status").cloned().unwrap_or_else(|| json!({}));
+    if desired_status(&a.crd, info, conflict, &cached) == cached {
         return Ok(());
     }
     let crds = crd_type(store)?;
     let name = meta::name(&a.crd).unwrap_or_default().to_string();
     let set_status = |current: &Value| {
+        let previous = current.get("status").cloned().unwrap_or_else(|| json!({}));
         let mut new = current.clone();
-        new["status"] = status.clone();
+        new["status"] = desired_status(current, info, conflict, &previous);
         meta::metadata_mut(&mut new).remove("resourceVersion");
         Ok(new)
     };

@@ -86,7 +86,7 @@ fn add_custom_kinds(
             plural: t.plural.clone(),
             namespaced: t.namespaced,
             definition,
-            strategic_merge_patch: false,
+            strategic_merge_patch: t.strategic_merge_patch,
         });
     }
 }

@@ -157,11 +157,25 @@ fn resource_type(crd: &CrdInfo, version: &CrdVersion, storage_version: &str) -> 
         layout: KeyLayout::CustomResource,
         schema: Some(version.openapi_schema.clone()),
         structural: Some(version.schema.clone()),
+        strategic_merge_patch: has_patch_extensions(&version.openapi_schema),
         field_schema: Arc::new(
             TypeSchema::from_openapi(&version.openapi_schema, |_| None)
                 .with_status_subresource(version.status_subresource),
         ),
         strategy: Box::new(strategy),
+    }
+}
+
+/// Whether a schema anywhere says how strategic merge patches merge its lists.
+fn has_patch_extensions(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("x-kubernetes-patch-strategy")
+                || map.contains_key("x-kubernetes-patch-merge-key")
+                || map.values().any(has_patch_extensions)
+        }
+        Value::Array(items) => items.iter().any(has_patch_extensions),
+        _ => false,
     }
 }
 

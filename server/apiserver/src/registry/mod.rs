@@ -132,6 +132,9 @@ pub struct ResourceType {
     pub schema: Option<Value>,
     /// Merge rules and field ownership for server-side apply and `managedFields`.
     pub field_schema: Arc<TypeSchema>,
+    /// Whether PATCH accepts strategic merge patches: built-ins do, custom resources only when
+    /// their schema says how to merge lists (`x-kubernetes-patch-*`), like the workload CRDs.
+    pub strategic_merge_patch: bool,
     /// The structural schema objects are pruned by (unknown fields dropped, and reported under
     /// `fieldValidation`): the CRD's for custom types, k8s-openapi's for built-ins.
     pub structural: Option<Arc<StructuralSchema>>,
@@ -347,6 +350,7 @@ pub(crate) fn resource(
         schema: None,
         structural: None,
         field_schema: Arc::new(TypeSchema::deduced()),
+        strategic_merge_patch: true,
         strategy,
     }
 }

@@ -199,6 +199,13 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     if patch_type == PatchType::Apply {
         return apply(r, &options).await;
     }
+    if patch_type == PatchType::Strategic && !r.rt.strategic_merge_patch {
+        return Err(ApiError::unsupported_media_type_accepting(&[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ]));
+    }
     let manager = r.manager(&options);
     let body = &r.request.body;
     if serde_json::from_slice::<Value>(body).is_err() {
