@@ -3,7 +3,7 @@
 use http::Response;
 use kcp_apimachinery::patch::{self, PatchSchema};
 use kcp_apimachinery::{ApiError, FieldError, meta, time};
-use kcp_fieldmanager::{self as fieldmanager, Request as FieldRequest};
+use kcp_fieldmanager::{self as fieldmanager, ApplyError, Request as FieldRequest};
 use serde_json::{Value, json};
 
 use super::Resolved;
@@ -221,8 +221,9 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let rt = &r.rt;
     let warnings = std::sync::Mutex::new(Vec::new());
     let build = |current: &Value| {
-        // The patch applies to the object without its resourceVersion: a patch that names one asks for
-        // optimistic concurrency, a patch that does not is retried on conflicts.
+        // The patch applies to the object as stored, resourceVersion included (a JSON patch may
+        // `test` or `replace` it). A patch that leaves it unchanged is retried on conflicts; one that
+        // sets it asks for optimistic concurrency on that version.
         let mut base = match subresource {
             Some("scale") => rt
                 .strategy
@@ -230,7 +231,10 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
                 .ok_or_else(super::no_such_resource)?,
             _ => current.clone(),
         };
-        meta::metadata_mut(&mut base).remove("resourceVersion");
+        let stored_version = meta::resource_version(current).map(str::to_string);
+        if let Some(version) = &stored_version {
+            meta::set_resource_version(&mut base, version);
+        }
         let patched = match patch_type {
             PatchType::Json => patch::apply_json_patch(&base, body),
             PatchType::Merge => patch::apply_merge_patch(&base, body),
@@ -239,6 +243,10 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
             }
         }
         .map_err(|e| e.to_api_error())?;
+        let mut patched = patched;
+        if meta::resource_version(&patched).map(str::to_string) == stored_version {
+            meta::metadata_mut(&mut patched).remove("resourceVersion");
+        }
         let new = match subresource {
             Some("scale") => rt.strategy.apply_scale(current, &patched)?,
             Some(_) => merge_subresource(subresource, current, &patched),
@@ -287,9 +295,15 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
     if meta::api_version(&config) != Some(api_version.as_str())
         || meta::kind(&config) != Some(r.rt.kind.as_str())
     {
+        // Kubernetes prints a GroupVersionKind with a `/` after the (possibly empty) group.
+        let version = meta::api_version(&config).unwrap_or_default();
+        let version = if version.contains('/') {
+            version.to_string()
+        } else {
+            format!("/{version}")
+        };
         return Err(ApiError::bad_request(&format!(
-            "invalid object type: {}, Kind={}",
-            meta::api_version(&config).unwrap_or_default(),
+            "invalid object type: {version}, Kind={}",
             meta::kind(&config).unwrap_or_default()
         )));
     }
@@ -310,9 +324,18 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         now: &now,
     };
     let schema = &r.rt.field_schema;
-    let merge = |live: Option<&Value>| {
-        fieldmanager::apply(live, &config, options.force, schema, &request)
-            .map_err(|e| e.to_api_error())
+    let merge = |live: Option<&Value>| -> Result<Value, ApiError> {
+        let merged = match fieldmanager::apply(live, &config, options.force, schema, &request) {
+            Err(ApplyError::Conflicts(conflicts))
+                if takes_over_client_side_apply(live, &conflicts) =>
+            {
+                fieldmanager::apply(live, &config, true, schema, &request)
+            }
+            other => other,
+        };
+        let mut merged = merged.map_err(|e| e.to_api_error())?;
+        sync_last_applied(live, &config, &mut merged);
+        Ok(merged)
     };
     let at = r.location()?;
     let exists = match r.app.store.get(&r.rt, at, r.name()).await {
@@ -340,7 +363,17 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         meta::metadata_mut(&mut live).remove("resourceVersion");
         let merged = merge(Some(&live))?;
         Ok(match subresource {
-            Some(_) => merge_subresource(subresource, current, &merged),
+            Some(_) => {
+                // Only the subresource's part changes, but the applier's ownership is recorded.
+                let mut new = merge_subresource(subresource, current, &merged);
+                match merged.pointer("/metadata/managedFields") {
+                    Some(fields) => {
+                        meta::metadata_mut(&mut new).insert("managedFields".into(), fields.clone())
+                    }
+                    None => meta::metadata_mut(&mut new).remove("managedFields"),
+                };
+                new
+            }
             None => merged,
         })
     };
@@ -349,6 +382,52 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         &warnings,
     ))
 }
+
+/// kubectl's client-side apply records its fields as manager `kubectl-client-side-apply` and keeps
+/// the configuration in the last-applied annotation. When such an object is next applied
+/// server-side, the fields the annotation lists change hands without `--force-conflicts`, as in
+/// kube-apiserver: conflicts only with the client-side-apply manager, on an object that has the
+/// annotation, do not stop the apply.
+fn takes_over_client_side_apply(
+    live: Option<&Value>,
+    conflicts: &kcp_fieldmanager::Conflicts,
+) -> bool {
+    let Some(live) = live else { return false };
+    meta::annotations(live).contains_key(LAST_APPLIED)
+        && !conflicts.0.is_empty()
+        && conflicts
+            .0
+            .iter()
+            .all(|c| c.owner.manager == CLIENT_SIDE_APPLY_MANAGER)
+}
+
+/// Keeps the last-applied annotation of an object that has one in step with server-side applies,
+/// so a later client-side `kubectl apply` computes its patch from what was really applied last.
+fn sync_last_applied(live: Option<&Value>, config: &Value, merged: &mut Value) {
+    if !live.is_some_and(|l| meta::annotations(l).contains_key(LAST_APPLIED)) {
+        return;
+    }
+    let mut applied = config.clone();
+    if let Some(annotations) = applied
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(LAST_APPLIED);
+        if annotations.is_empty()
+            && let Some(metadata) = applied.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            metadata.remove("annotations");
+        }
+    }
+    if let Ok(text) = serde_json::to_string(&applied) {
+        meta::set_annotation(merged, LAST_APPLIED, &format!("{text}\n"));
+    }
+}
+
+/// Where `kubectl apply` keeps the configuration it applied.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// The field manager of `kubectl apply` without `--server-side`.
+const CLIENT_SIDE_APPLY_MANAGER: &str = "kubectl-client-side-apply";
 
 #[cfg(test)]
 mod tests {
