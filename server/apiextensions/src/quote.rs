@@ -1,12 +1,7 @@
-//! Go's `%q`, which Kubernetes messages use for values and paths (`unknown field "spec.foo"`).
-//!
-//! JSON string quoting matches `%q` for everything but control and non-printable characters; the
-//! exact Go rendering lives privately in kcp-apimachinery and is not needed for field names.
+//! Go's `%q`, which Kubernetes messages use for values and paths (`unknown field "spec.foo"`): the
+//! exact rendering kcp-apimachinery provides, so messages match kube-apiserver byte for byte.
 
-/// `s` in double quotes with `"` and `\` escaped.
-pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
-}
+pub(crate) use kcp_apimachinery::gofmt::quote;
 
 #[cfg(test)]
 mod tests {
@@ -14,5 +9,6 @@ mod tests {
     fn quotes_like_go() {
         assert_eq!(super::quote("spec.foo"), "\"spec.foo\"");
         assert_eq!(super::quote("a\"b"), "\"a\\\"b\"");
+        assert_eq!(super::quote("tab\there"), "\"tab\\there\"");
     }
 }

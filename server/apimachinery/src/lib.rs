@@ -3,9 +3,8 @@
 //! a pure function of JSON values so the API server, controllers and tests share one exact
 //! rendition of Kubernetes' rules.
 
-mod gofmt;
-
 pub mod fields;
+pub mod gofmt;
 pub mod jsonpath;
 pub mod labels;
 pub mod meta;

@@ -104,33 +104,8 @@ fn go_float(f: f64, small: f64) -> String {
     }
 }
 
-/// Go's `%q` of a string (strconv.Quote): printable characters as they are, the rest escaped.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// Go's `%q` of a string (strconv.Quote), shared with every Kubernetes message of this project.
+pub(crate) use kcp_apimachinery::gofmt::quote;
 
 /// Go's `%v` of a value as structured-merge-diff prints it in paths: strings quoted, lists
 /// as `[a,b]`, maps as `k=v` pairs.
