@@ -1,13 +1,20 @@
 //! What exists before the first request: the `root` logical cluster with its `default` and
-//! `kube-system` namespaces. Idempotent, so restarts (and several replicas) are harmless.
+//! `kube-system` namespaces, and the bootstrap RBAC policy in `system:admin` (the default
+//! ClusterRoles and bindings, which apply in every logical cluster). Idempotent, so restarts (and
+//! several replicas) are harmless; a default role that changed in a new release is brought up to
+//! date unless its `rbac.authorization.kubernetes.io/autoupdate` annotation is `"false"`, as
+//! kube-apiserver's RBAC bootstrap does.
 
-use kcp_apimachinery::ApiError;
-use serde_json::json;
+use kcp_apimachinery::{ApiError, meta};
+use serde_json::{Value, json};
 
+use crate::filters::authorization::policies::{BOOTSTRAP_CLUSTER, RBAC_GROUP};
 use crate::registry::store::{Location, RestStore};
 use crate::request::LogicalClusterName;
 
 pub const ROOT_NAMESPACES: [&str; 2] = ["default", "kube-system"];
+
+const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
 pub async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {
     let root = LogicalClusterName::root();
@@ -35,4 +42,60 @@ pub async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// Stores the bootstrap RBAC policy in `system:admin`.
+pub async fn ensure_bootstrap_policy(store: &RestStore) -> Result<(), ApiError> {
+    let cluster = LogicalClusterName::parse(BOOTSTRAP_CLUSTER)
+        .ok_or_else(|| ApiError::internal_error("invalid bootstrap cluster name"))?;
+    let at = Location {
+        cluster: &cluster,
+        namespace: None,
+    };
+    for object in kcp_rbac::bootstrap::system_admin_policy() {
+        let plural = match object["kind"].as_str() {
+            Some("ClusterRole") => "clusterroles",
+            _ => "clusterrolebindings",
+        };
+        let Some(rt) = store.registry().builtin_type(RBAC_GROUP, "v1", plural) else {
+            return Err(ApiError::internal_error("RBAC types are not registered"));
+        };
+        let name = meta::name(&object).unwrap_or_default().to_string();
+        match store.create(&rt, at, object.clone(), false).await {
+            Ok(_) => continue,
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+        let current = store.get(&rt, at, &name).await?.object;
+        let opted_out = meta::annotations(&current)
+            .get(AUTOUPDATE_ANNOTATION)
+            .is_some_and(|v| v == "false");
+        if opted_out || same_policy(&current, &object) {
+            continue;
+        }
+        let wanted = object.clone();
+        let refresh = move |current: &Value| {
+            let mut updated = current.clone();
+            for field in ["rules", "aggregationRule", "roleRef", "subjects"] {
+                match wanted.get(field) {
+                    Some(value) => updated[field] = value.clone(),
+                    None => {
+                        if let Some(map) = updated.as_object_mut() {
+                            map.remove(field);
+                        }
+                    }
+                }
+            }
+            Ok(updated)
+        };
+        store.update(&rt, at, &name, &refresh, None, false).await?;
+        tracing::info!(kind = plural, %name, "updated bootstrap RBAC object");
+    }
+    Ok(())
+}
+
+fn same_policy(current: &Value, wanted: &Value) -> bool {
+    ["rules", "aggregationRule", "roleRef", "subjects"]
+        .iter()
+        .all(|field| current.get(*field) == wanted.get(*field))
 }

@@ -14,9 +14,10 @@ use kcp_storage::Storage;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::filters::UserInfo;
+use crate::filters::authentication::Authentication;
 use crate::server::{App, ServerConfig};
 use crate::{bootstrap, controllers, tls};
+use rustls_pki_types::CertificateDer;
 
 /// A TLS handshake that takes longer than this is abandoned.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -30,7 +31,9 @@ pub enum ServeError {
         address: SocketAddr,
         source: std::io::Error,
     },
-    #[error("bootstrapping the root logical cluster: {0}")]
+    #[error("authorization webhook: {0}")]
+    Authorization(#[from] crate::filters::authorization::webhook::WebhookError),
+    #[error("bootstrapping the root logical cluster and the RBAC policy: {0}")]
     Bootstrap(kcp_apimachinery::ApiError),
     #[error("closing the store: {0}")]
     Close(kcp_storage::StorageError),
@@ -48,6 +51,7 @@ impl ApiServer {
     /// Binds the secure port and bootstraps the root logical cluster.
     pub async fn bind(
         config: ServerConfig,
+        authentication: Authentication,
         storage: Arc<dyn Storage>,
     ) -> Result<ApiServer, ServeError> {
         let acceptor = TlsAcceptor::from(tls::server_config(&config)?);
@@ -63,12 +67,19 @@ impl ApiServer {
         } else {
             local.ip().to_string()
         };
-        let app = Arc::new(App::new(
-            config,
-            storage.clone(),
-            format!("{host}:{}", local.port()),
-        ));
+        let app = Arc::new(
+            App::new(
+                config,
+                authentication,
+                storage.clone(),
+                format!("{host}:{}", local.port()),
+            )
+            .map_err(ServeError::Authorization)?,
+        );
         bootstrap::ensure_root(&app.store)
+            .await
+            .map_err(ServeError::Bootstrap)?;
+        bootstrap::ensure_bootstrap_policy(&app.store)
             .await
             .map_err(ServeError::Bootstrap)?;
         controllers::crd::serve_existing(&app.store)
@@ -105,6 +116,21 @@ impl ApiServer {
                 app.store.clone(),
                 app.shutdown.clone(),
             )),
+            tokio::spawn(controllers::clusterrole_aggregation::run(
+                app.store.clone(),
+                app.shutdown.clone(),
+            )),
+            tokio::spawn(controllers::namespace_defaults::run(
+                app.store.clone(),
+                app.config.root_ca_pem.clone(),
+                app.shutdown.clone(),
+            )),
+            tokio::spawn(
+                app.authorizer
+                    .policies
+                    .clone()
+                    .watch_changes(app.shutdown.clone()),
+            ),
         ];
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
@@ -140,17 +166,21 @@ impl ApiServer {
                             return;
                         }
                     };
-                let user = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|certs| certs.first())
-                    .and_then(UserInfo::from_certificate)
-                    .map(Arc::new);
+                // Verified by the TLS layer against the union of the client and front-proxy CAs;
+                // authentication decides per request which CA, and so what, they prove.
+                let certificates: Arc<Vec<CertificateDer<'static>>> = Arc::new(
+                    tls.get_ref()
+                        .1
+                        .peer_certificates()
+                        .map(|certs| certs.iter().map(|c| c.clone().into_owned()).collect())
+                        .unwrap_or_default(),
+                );
                 let service = service_fn(move |request| {
                     let app = app.clone();
-                    let user = user.clone();
-                    async move { Ok::<_, std::convert::Infallible>(app.handle(user, request).await) }
+                    let certificates = certificates.clone();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(app.handle(certificates, request).await)
+                    }
                 });
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let connection = builder

@@ -1,7 +1,7 @@
 //! The server: shared state ([`App`]), the request pipeline, and the listener's lifecycle.
 //!
 //! Pipeline, outside in: panic guard and access log -> logical-cluster resolution -> request info ->
-//! authentication (client certificate) -> authorization -> health / version / discovery / OpenAPI /
+//! authentication -> impersonation -> authorization -> health / version / discovery / OpenAPI /
 //! resource handlers. Each step answers with a Kubernetes `Status` when it refuses, so no input
 //! reaches a handler it cannot serve, and no handler failure takes other clients down.
 
@@ -19,11 +19,16 @@ use hyper::body::Incoming;
 use kcp_apimachinery::validation::MAX_REQUEST_BODY_BYTES;
 use kcp_apimachinery::{ApiError, StatusReason};
 use kcp_storage::Storage;
+use rustls_pki_types::CertificateDer;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::filters::UserInfo;
-use crate::filters::authorization;
+use crate::filters::authentication::{self, Authentication, rbac_user};
+use crate::filters::authorization::policies::PolicyCache;
+use crate::filters::authorization::webhook::{Webhook, WebhookConfig, WebhookError};
+use crate::filters::authorization::{self, Authorizer};
+use crate::filters::impersonation;
 use crate::handlers::resource::{self, ResourceRequest};
 use crate::handlers::response::{self, Body};
 use crate::handlers::{discovery, health, openapi};
@@ -47,10 +52,17 @@ pub struct ServerConfig {
     pub serving_key_pem: String,
     /// PEM CAs client certificates are verified against; `None` accepts no client certificates.
     pub client_ca_pem: Option<String>,
+    /// PEM CAs of front-proxy client certificates (`--requestheader-client-ca-file`).
+    pub requestheader_ca_pem: Option<String>,
     /// Storage key prefix (`--etcd-prefix`).
     pub storage_prefix: String,
     /// Paths anybody may read, authenticated or not (`--authorization-always-allow-paths`).
     pub always_allow_paths: Vec<String>,
+    /// `--authorization-webhook-*`.
+    pub authorization_webhook: Option<WebhookConfig>,
+    /// The CA bundle published to every namespace as `kube-root-ca.crt` (`--root-ca-file`, else
+    /// the CA of the serving certificate).
+    pub root_ca_pem: String,
     /// How long in-flight requests may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
 }
@@ -58,6 +70,8 @@ pub struct ServerConfig {
 /// State shared by every request.
 pub struct App {
     pub store: RestStore,
+    pub authentication: Authentication,
+    pub authorizer: Authorizer,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: CancellationToken,
     pub config: ServerConfig,
@@ -67,17 +81,35 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(config: ServerConfig, storage: Arc<dyn Storage>, server_address: String) -> App {
+    pub fn new(
+        config: ServerConfig,
+        authentication: Authentication,
+        storage: Arc<dyn Storage>,
+        server_address: String,
+    ) -> Result<App, WebhookError> {
         let registry = Arc::new(Registry::new());
         // Built before the first request, so kubectl's first discovery is not the one that pays.
         registry.builtin().openapi();
-        App {
-            store: RestStore::new(ObjectStore::new(storage, &config.storage_prefix), registry),
+        let objects = ObjectStore::new(storage, &config.storage_prefix);
+        let webhook = config
+            .authorization_webhook
+            .as_ref()
+            .map(Webhook::new)
+            .transpose()?;
+        let authorizer = Authorizer::new(
+            Arc::new(PolicyCache::new(objects.clone())),
+            webhook,
+            config.always_allow_paths.clone(),
+        );
+        Ok(App {
+            store: RestStore::new(objects, registry),
+            authentication,
+            authorizer,
             shutdown: CancellationToken::new(),
             config,
             server_address,
             bootstrapped: AtomicBool::new(false),
-        }
+        })
     }
 
     pub fn bootstrapped(&self) -> bool {
@@ -91,28 +123,27 @@ impl App {
     /// Serves one request: never panics, always answers.
     pub async fn handle(
         self: Arc<Self>,
-        user: Option<Arc<UserInfo>>,
+        peer_certificates: Arc<Vec<CertificateDer<'static>>>,
         request: Request<Incoming>,
     ) -> Response<Body> {
         let started = Instant::now();
         let method = request.method().clone();
         let uri = request.uri().clone();
-        let user_name = user
-            .as_ref()
-            .map_or_else(|| "system:anonymous".to_string(), |u| u.name.clone());
-        let response = match AssertUnwindSafe(self.route(user, request))
-            .catch_unwind()
-            .await
-        {
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => response::error(&error),
-            Err(_) => {
-                tracing::error!(%method, %uri, "handler panicked");
-                response::error(&ApiError::internal_error(
-                    "an internal error occurred while serving the request",
-                ))
-            }
-        };
+        let mut user_name = String::new();
+        let response =
+            match AssertUnwindSafe(self.route(&peer_certificates, request, &mut user_name))
+                .catch_unwind()
+                .await
+            {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => response::error(&error),
+                Err(_) => {
+                    tracing::error!(%method, %uri, "handler panicked");
+                    response::error(&ApiError::internal_error(
+                        "an internal error occurred while serving the request",
+                    ))
+                }
+            };
         tracing::info!(
             verb = %method,
             uri = %uri,
@@ -126,10 +157,11 @@ impl App {
 
     async fn route(
         &self,
-        user: Option<Arc<UserInfo>>,
+        peer_certificates: &[CertificateDer<'static>],
         request: Request<Incoming>,
+        user_name: &mut String,
     ) -> Result<Response<Body>, ApiError> {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let full_path = percent_decode(parts.uri.path()).ok_or_else(|| {
             ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
         })?;
@@ -144,18 +176,27 @@ impl App {
         let query = Query::parse(raw_query.as_deref());
         let info = RequestInfo::parse(&parts.method, &path, query.is_watch());
 
-        let always_allowed = !info.is_resource_request
-            && self
-                .config
-                .always_allow_paths
-                .iter()
-                .any(|p| path_matches(p, &path));
-        if !always_allowed {
-            let Some(user) = user else {
-                return Err(ApiError::unauthorized("Unauthorized"));
-            };
-            authorization::authorize(&user, &info, &full_path)?;
-        }
+        let always_allowed = !info.is_resource_request && self.authorizer.always_allowed(&path);
+        let user = if always_allowed {
+            UserInfo::anonymous()
+        } else {
+            let user = authentication::authenticate(
+                &self.authentication,
+                &self.store,
+                peer_certificates,
+                &mut parts.headers,
+                &cluster,
+            )
+            .await?;
+            user_name.clone_from(&user.name);
+            let user =
+                impersonation::impersonate(&self.authorizer, &cluster, user, &mut parts.headers)
+                    .await?;
+            let attributes =
+                authorization::attributes(rbac_user(&user), &info, &parts.method, &path);
+            self.authorizer.authorize(&cluster, &attributes).await?;
+            user
+        };
         let accept = parts
             .headers
             .get(header::ACCEPT)
@@ -216,6 +257,7 @@ impl App {
                 accept,
                 content_type,
                 user_agent: header_text(&parts.headers, header::USER_AGENT),
+                user,
                 body,
             },
         )
@@ -228,19 +270,6 @@ fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<St
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-}
-
-/// `--authorization-always-allow-paths` entries are exact paths or prefixes ending in `*`.
-fn path_matches(pattern: &str, path: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => path.starts_with(prefix),
-        None => {
-            pattern == path
-                || path
-                    .strip_prefix(pattern)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        }
-    }
 }
 
 /// Reads a request body, refusing more than kube-apiserver's limit with 413.
@@ -277,17 +306,4 @@ pub fn version() -> serde_json::Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, if std::env::consts::ARCH == "x86_64" { "amd64" } else if std::env::consts::ARCH == "aarch64" { "arm64" } else { std::env::consts::ARCH }),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn always_allow_paths() {
-        assert!(path_matches("/healthz", "/healthz"));
-        assert!(path_matches("/healthz", "/healthz/ping"));
-        assert!(!path_matches("/healthz", "/healthzz"));
-        assert!(path_matches("/metrics*", "/metrics/x"));
-    }
 }

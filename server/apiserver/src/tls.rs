@@ -41,21 +41,27 @@ pub fn server_config(config: &ApiServerConfig) -> Result<Arc<ServerConfig>, TlsE
         .map_err(|e| TlsError::Key(e.to_string()))?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
-    let builder = match &config.client_ca_pem {
-        Some(pem) => {
-            let mut roots = rustls::RootCertStore::empty();
+    let client_cas: Vec<&String> = config
+        .client_ca_pem
+        .iter()
+        .chain(&config.requestheader_ca_pem)
+        .collect();
+    let builder = if client_cas.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        for pem in client_cas {
             for ca in certificates(pem).map_err(TlsError::ClientCa)? {
                 roots
                     .add(ca)
                     .map_err(|e| TlsError::ClientCa(e.to_string()))?;
             }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .allow_unauthenticated()
-                .build()
-                .map_err(|e| TlsError::ClientCa(e.to_string()))?;
-            builder.with_client_cert_verifier(verifier)
         }
-        None => builder.with_no_client_auth(),
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| TlsError::ClientCa(e.to_string()))?;
+        builder.with_client_cert_verifier(verifier)
     };
     let mut tls = builder.with_single_cert(chain, key)?;
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -11,9 +11,13 @@
 //! - `crds` (issue 4): start a server, time N CRDs from create to `Established`, load custom
 //!   resources of a CRD with a realistic schema, then measure memory per installed CRD per logical
 //!   cluster on fresh servers.
+//! - `authz` (issue 6): start a server, create 1,000 roles and bindings in `root`, and report the
+//!   authorization overhead per request (a user RBAC evaluates minus `system:masters`), the refusal
+//!   path and the first request after a policy change (index rebuild).
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
+mod authz;
 mod client;
 mod crds;
 mod kubeconfig;
@@ -31,6 +35,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use authz::{AuthzArgs, AuthzError};
 use client::{Client, ClientError, Protocol};
 use crds::{CrdArgs, CrdError};
 use kubeconfig::{KubeconfigError, Target};
@@ -89,6 +94,14 @@ enum Command {
         #[command(flatten)]
         crds: CrdArgs,
     },
+    /// Start a server with 1,000 roles and bindings in root; report the authorization overhead
+    /// per request, the refusal path and the index rebuild after a policy change.
+    Authz {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        authz: AuthzArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +116,8 @@ enum BenchError {
     Server(#[from] ServerError),
     #[error(transparent)]
     Crd(#[from] CrdError),
+    #[error(transparent)]
+    Authz(#[from] AuthzError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -177,6 +192,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
                 },
                 output,
             )?)
+        }
+        Command::Authz { server, authz } => {
+            let report = authz::run(&server, &authz).await?;
+            Ok(report::render(&report, output)?)
         }
         Command::Startup { server, runs } => {
             let mut report = StartupReport {

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::authz;
 use crate::crds::MemoryRow;
 use crate::server::{Backend, Memory, Stopped};
 use crate::stats::PhaseReport;
@@ -60,6 +61,61 @@ pub struct StartupReport {
 pub struct CrdsReport {
     pub load: LoadReport,
     pub memory: Vec<MemoryRow>,
+}
+
+/// What `authz` prints: the phases (admin, `bench-user` allowed, `bench-user` refused) on a server
+/// holding the policy, the overhead derived from them, and the index rebuild samples.
+#[derive(Debug, Serialize)]
+pub struct AuthzReport {
+    pub load: LoadReport,
+    pub policy: PolicySetup,
+    pub overhead: Overhead,
+    pub rebuilds: Rebuilds,
+}
+
+/// The RBAC objects `authz` created in logical cluster `root`.
+#[derive(Debug, Serialize)]
+pub struct PolicySetup {
+    pub roles: u64,
+    pub bindings: u64,
+    pub namespaces: u64,
+    /// Bindings naming `bench-group` (besides `bench-user`'s own RoleBinding).
+    pub group_bindings: u64,
+    /// Creating the namespaces, the two ConfigMaps, the roles and the bindings.
+    pub setup_s: f64,
+}
+
+/// The authorization overhead per request: `bench-user` (RBAC evaluated) minus the admin
+/// (`system:masters`, allowed before RBAC), for the same GET.
+#[derive(Debug, Default, Serialize)]
+pub struct Overhead {
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Server CPU time per request, which queueing on a busy machine does not inflate.
+    pub server_cpu_us: Option<f64>,
+}
+
+impl Overhead {
+    pub fn of(admin: &PhaseReport, user: &PhaseReport) -> Self {
+        let diff = |a: Option<f64>, u: Option<f64>| a.zip(u).map(|(a, u)| u - a);
+        let (a, u) = (admin.latency, user.latency);
+        Self {
+            p50_ms: diff(a.map(|l| l.p50_ms), u.map(|l| l.p50_ms)),
+            p99_ms: diff(a.map(|l| l.p99_ms), u.map(|l| l.p99_ms)),
+            server_cpu_us: diff(
+                admin.server_cpu_us_per_request,
+                user.server_cpu_us_per_request,
+            ),
+        }
+    }
+}
+
+/// The first `bench-user` request after each policy change (it rebuilds the cluster's index) and,
+/// for comparison, one against the rebuilt index; milliseconds, one request at a time.
+#[derive(Debug, Default, Serialize)]
+pub struct Rebuilds {
+    pub first_ms: Vec<f64>,
+    pub cached_ms: Vec<f64>,
 }
 
 /// Serialises `value` as pretty JSON, or renders it as a table.
@@ -277,6 +333,51 @@ impl Table for CrdsReport {
         }
         out.push_str("\nmemory (fresh server per row; RSS after each step and an idle pause):\n");
         out.push_str(&grid(&rows));
+        out
+    }
+}
+
+impl Table for AuthzReport {
+    fn table(&self) -> String {
+        let mut out = self.load.table();
+        let policy = &self.policy;
+        let _ = writeln!(
+            out,
+            "\npolicy in root: {} roles, {} bindings over {} namespaces ({} naming bench-group), \
+             created in {:.1} s",
+            policy.roles, policy.bindings, policy.namespaces, policy.group_bindings, policy.setup_s
+        );
+        let overhead = &self.overhead;
+        let _ = writeln!(
+            out,
+            "authorization overhead per request (bench-user - admin): p99 {} ms, p50 {} ms, \
+             server CPU {} us",
+            ms(overhead.p99_ms),
+            ms(overhead.p50_ms),
+            overhead
+                .server_cpu_us
+                .map_or("-".into(), |us| format!("{us:.0}"))
+        );
+        let samples = |values: &[f64]| {
+            values
+                .iter()
+                .map(|v| format!("{v:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let rebuilds = &self.rebuilds;
+        let _ = writeln!(
+            out,
+            "index rebuild (first bench-user GET after a new RoleBinding): median {} ms [{}]",
+            ms(authz::median(&rebuilds.first_ms)),
+            samples(&rebuilds.first_ms)
+        );
+        let _ = writeln!(
+            out,
+            "  the same GET with the index built:                        median {} ms [{}]",
+            ms(authz::median(&rebuilds.cached_ms)),
+            samples(&rebuilds.cached_ms)
+        );
         out
     }
 }

@@ -179,6 +179,9 @@ mod tests {
             serving_key_pem: "serving key".into(),
             client_ca_pem: None,
             server_ca_pem: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n".into(),
+            root_ca_pem: String::new(),
+            service_account_signing_key_pem: String::new(),
+            service_account_key_pems: Vec::new(),
             admin_client: admin.then(|| PemPair {
                 cert_pem: "admin cert".into(),
                 key_pem: "admin key".into(),

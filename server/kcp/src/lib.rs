@@ -1,6 +1,7 @@
 //! The kcp server binary's library: command line, options, PKI bootstrap, admin kubeconfig and the
 //! `start` entry point. `main.rs` only dispatches, so everything here is testable in-process.
 
+pub mod authentication;
 pub mod cli;
 pub mod kubeconfig;
 pub mod logging;

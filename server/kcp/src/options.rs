@@ -23,6 +23,8 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
 use http::Uri;
+use kcp_apiserver::filters::authorization::webhook::WebhookConfig;
+use kcp_authn::OidcConfig;
 use kcp_storage::StorageConfig;
 use kcp_storage::etcd::EtcdConfig;
 
@@ -61,6 +63,16 @@ pub enum TlsVersion {
 pub enum WebhookVersion {
     V1beta1,
     V1,
+}
+
+impl WebhookVersion {
+    /// The API version as it appears in `apiVersion` (`authorization.k8s.io/<this>`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookVersion::V1beta1 => "v1beta1",
+            WebhookVersion::V1 => "v1",
+        }
+    }
 }
 
 /// `--audit-webhook-mode`.
@@ -178,6 +190,9 @@ pub struct StartOptions {
     /// Issuer of service account tokens; repeatable, the first one signs.
     #[arg(long, action = ArgAction::Append, help_heading = "Service accounts")]
     pub service_account_issuer: Vec<String>,
+    /// Comma-separated audiences tokens must be meant for (default: the first issuer).
+    #[arg(long, value_delimiter = ',', help_heading = "Service accounts")]
+    pub api_audiences: Vec<String>,
     /// Check that a service account token's objects still exist.
     #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
         require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Service accounts")]
@@ -514,6 +529,55 @@ impl StartOptions {
             etcd_prefix: self.etcd_prefix,
             etcd_compaction_interval: self.etcd_compaction_interval,
             authorization_always_allow_paths: self.authorization_always_allow_paths,
+            authorization_webhook: non_empty(self.authorization_webhook_config_file.as_ref()).map(
+                |kubeconfig| WebhookConfig {
+                    kubeconfig,
+                    version: self.authorization_webhook_version.as_str().to_string(),
+                    authorized_ttl: self.authorization_webhook_cache_authorized_ttl,
+                    unauthorized_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+                },
+            ),
+            root_ca_file: non_empty(self.root_ca_file.as_ref()),
+            service_account_signing_key_file: non_empty(
+                self.service_account_signing_key_file.as_ref(),
+            )
+            .or_else(|| non_empty(self.service_account_private_key_file.as_ref())),
+            authentication: AuthenticationFlags {
+                token_auth_file: non_empty(self.token_auth_file.as_ref()),
+                anonymous: self.anonymous_auth,
+                service_account_issuers: if self.service_account_issuer.is_empty() {
+                    vec![DEFAULT_SERVICE_ACCOUNT_ISSUER.to_string()]
+                } else {
+                    self.service_account_issuer.clone()
+                },
+                api_audiences: self.api_audiences.clone(),
+                service_account_lookup: self.service_account_lookup,
+                requestheader_client_ca_file: non_empty(self.requestheader_client_ca_file.as_ref()),
+                requestheader_allowed_names: self.requestheader_allowed_names.clone(),
+                requestheader_username_headers: self.requestheader_username_headers.clone(),
+                requestheader_group_headers: self.requestheader_group_headers.clone(),
+                requestheader_extra_headers_prefix: self.requestheader_extra_headers_prefix.clone(),
+                requestheader_uid_headers: self.requestheader_uid_headers.clone(),
+                oidc: self.oidc_issuer_url.as_ref().map(|issuer| OidcFlags {
+                    config: OidcConfig {
+                        issuer_url: issuer.to_string().trim_end_matches('/').to_string(),
+                        client_id: oidc_client_id.to_string(),
+                        ca_pem: None,
+                        username_claim: self.oidc_username_claim.clone(),
+                        username_prefix: self.oidc_username_prefix.clone(),
+                        groups_claim: self.oidc_groups_claim.clone(),
+                        groups_prefix: self.oidc_groups_prefix.clone(),
+                        required_claims: self.oidc_required_claim.clone(),
+                        signing_algs: self.oidc_signing_algs.clone(),
+                    },
+                    ca_file: non_empty(self.oidc_ca_file.as_ref()),
+                }),
+            },
+            service_account_key_files: self
+                .service_account_key_file
+                .iter()
+                .filter_map(|path| non_empty(Some(path)))
+                .collect(),
             storage,
             inactive: inactive::given_but_inactive(&self.given),
         })
@@ -677,6 +741,35 @@ fn non_empty(path: Option<&PathBuf>) -> Option<PathBuf> {
     path.filter(|path| !path.as_os_str().is_empty()).cloned()
 }
 
+/// kcp's default `--service-account-issuer`.
+pub const DEFAULT_SERVICE_ACCOUNT_ISSUER: &str = "https://kcp.default.svc";
+
+/// The authentication flags, validated (files are read when the server starts).
+#[derive(Debug, Clone)]
+pub struct AuthenticationFlags {
+    pub token_auth_file: Option<PathBuf>,
+    pub anonymous: bool,
+    /// Never empty: the first one signs.
+    pub service_account_issuers: Vec<String>,
+    pub api_audiences: Vec<String>,
+    pub service_account_lookup: bool,
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    pub requestheader_allowed_names: Vec<String>,
+    pub requestheader_username_headers: Vec<String>,
+    pub requestheader_group_headers: Vec<String>,
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    pub requestheader_uid_headers: Vec<String>,
+    pub oidc: Option<OidcFlags>,
+}
+
+/// `--oidc-*`, when an issuer is configured: everything but the CA, which is read at start.
+#[derive(Debug, Clone)]
+pub struct OidcFlags {
+    pub config: OidcConfig,
+    /// `--oidc-ca-file`.
+    pub ca_file: Option<PathBuf>,
+}
+
 /// A certificate file and its private key file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CertKeyFiles {
@@ -716,6 +809,16 @@ pub struct ValidatedOptions {
     pub etcd_compaction_interval: Duration,
     /// `--authorization-always-allow-paths`: non-resource paths anybody may read.
     pub authorization_always_allow_paths: Vec<String>,
+    /// `--authorization-webhook-*`, when a webhook is configured.
+    pub authorization_webhook: Option<WebhookConfig>,
+    /// `--root-ca-file`: the CA published as `kube-root-ca.crt`.
+    pub root_ca_file: Option<PathBuf>,
+    /// `--service-account-signing-key-file`, else `--service-account-private-key-file`.
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// `--service-account-key-file`, every one.
+    pub service_account_key_files: Vec<PathBuf>,
+    /// Everything else authentication reads.
+    pub authentication: AuthenticationFlags,
     storage: StorageConfig,
     inactive: Vec<&'static str>,
 }

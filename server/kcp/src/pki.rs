@@ -58,6 +58,8 @@ const CLIENT_CA: AuthorityName = AuthorityName {
 };
 const SERVING_FILE_STEM: &str = "apiserver";
 const ADMIN_FILE_STEM: &str = "admin";
+/// The generated service-account signing key, as upstream kcp names it.
+const SERVICE_ACCOUNT_KEY_FILE: &str = "sa.key";
 
 /// Everything the TLS listener and the admin kubeconfig need, as PEM.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,8 +73,18 @@ pub struct ServingMaterial {
     pub client_ca_pem: Option<String>,
     /// What clients should trust to reach this server.
     pub server_ca_pem: String,
+    /// What every namespace publishes as `kube-root-ca.crt`: `--root-ca-file`, else
+    /// [`server_ca_pem`](Self::server_ca_pem).
+    pub root_ca_pem: String,
     /// The generated admin client certificate (CN `shard-admin`, O `system:masters`), if any.
     pub admin_client: Option<PemPair>,
+    /// The key service-account tokens are signed with: `--service-account-signing-key-file`, else
+    /// `--service-account-private-key-file`, else a generated ECDSA P-256 key (`sa.key` in the
+    /// root directory, reused across restarts so issued tokens stay valid).
+    pub service_account_signing_key_pem: String,
+    /// The contents of every `--service-account-key-file` (public keys, certificates or private
+    /// keys) that verify service-account tokens, besides the signing key itself.
+    pub service_account_key_pems: Vec<String>,
 }
 
 /// A certificate and its private key, PEM.
@@ -141,12 +153,28 @@ pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError
         }
         None => (None, None),
     };
+    let service_account_signing_key_pem = match &options.service_account_signing_key_file {
+        Some(path) => read_private_key(path)?,
+        None => store.service_account_key()?,
+    };
+    let service_account_key_pems = options
+        .service_account_key_files
+        .iter()
+        .map(|path| read_input(path))
+        .collect::<Result<_, _>>()?;
+    let root_ca_pem = match &options.root_ca_file {
+        Some(path) => read_certificates(path)?,
+        None => server_ca_pem.clone(),
+    };
     Ok(ServingMaterial {
         serving_cert_chain_pem,
         serving_key_pem,
         client_ca_pem,
         server_ca_pem,
+        root_ca_pem,
         admin_client,
+        service_account_signing_key_pem,
+        service_account_key_pems,
     })
 }
 
@@ -394,6 +422,30 @@ impl Store {
             info!(certificate = %cert_path.display(), "wrote generated certificate");
         }
         Ok(())
+    }
+
+    /// The generated service-account signing key, created on first use.
+    fn service_account_key(&self) -> Result<String, PkiError> {
+        let path = self
+            .dir
+            .as_ref()
+            .map(|dir| dir.join(SERVICE_ACCOUNT_KEY_FILE));
+        if let Some(path) = &path
+            && let Some(pem) = private_file::read_if_present(path)?
+            && PrivateKeyDer::from_pem_slice(pem.as_bytes()).is_ok()
+        {
+            return Ok(pem);
+        }
+        let key = KeyPair::generate().map_err(|source| PkiError::Generate {
+            what: "service-account signing key",
+            source,
+        })?;
+        let pem = key.serialize_pem();
+        if let Some(path) = &path {
+            private_file::write(path, pem.as_bytes())?;
+            info!(key = %path.display(), "wrote generated service-account signing key");
+        }
+        Ok(pem)
     }
 
     fn authority(&self, name: AuthorityName) -> Result<Authority, PkiError> {

@@ -11,6 +11,7 @@ use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::authentication::{self, AuthenticationSetupError};
 use crate::kubeconfig::{self, KubeconfigError};
 use crate::options::ValidatedOptions;
 use crate::pki::{self, PkiError};
@@ -25,10 +26,14 @@ pub enum StartError {
     Pki(#[from] PkiError),
     #[error(transparent)]
     Kubeconfig(#[from] KubeconfigError),
+    #[error(transparent)]
+    Authentication(#[from] AuthenticationSetupError),
     #[error("opening the store: {0}")]
     Storage(#[from] kcp_storage::StorageError),
     #[error(transparent)]
     Serve(#[from] ServeError),
+    #[error("--requestheader-client-ca-file: {0}")]
+    RequestHeaderCa(std::io::Error),
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
 }
@@ -41,6 +46,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let storage_config = options.storage_config();
     info!(shard = %options.shard_name, batteries = %options.batteries, storage = ?storage_config, "starting");
     let material = pki::bootstrap(&options)?;
+    let authentication = authentication::build(&options, &material)?;
     let storage = kcp_storage::open(&storage_config).await?;
 
     let stop_compactor = CancellationToken::new();
@@ -57,11 +63,20 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         serving_cert_chain_pem: material.serving_cert_chain_pem.clone(),
         serving_key_pem: material.serving_key_pem.clone(),
         client_ca_pem: material.client_ca_pem.clone(),
+        requestheader_ca_pem: options
+            .authentication
+            .requestheader_client_ca_file
+            .as_deref()
+            .map(std::fs::read_to_string)
+            .transpose()
+            .map_err(StartError::RequestHeaderCa)?,
         storage_prefix: options.etcd_prefix.clone(),
         always_allow_paths: options.authorization_always_allow_paths.clone(),
+        authorization_webhook: options.authorization_webhook.clone(),
+        root_ca_pem: material.root_ca_pem.clone(),
         shutdown_grace: SHUTDOWN_GRACE,
     };
-    let server = ApiServer::bind(config, storage).await?;
+    let server = ApiServer::bind(config, authentication, storage).await?;
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());

@@ -261,6 +261,13 @@ async fn collect(watch: &mut WatchStream, n: usize) -> Vec<Value> {
 async fn sigterm_ends_open_watches_cleanly() {
     let mut kcp = KcpProcess::start(binary(), "sigterm", &[]).await;
     create(&kcp, "/clusters/root/api/v1/namespaces", namespace(NS)).await;
+    // Every namespace gets its kube-root-ca.crt; the watches start after it.
+    kcp.wait_for(
+        "kube-root-ca.crt",
+        &format!("{CONFIGMAPS}/kube-root-ca.crt"),
+        |r| r.status == 200,
+    )
+    .await;
     let rv = resource_version(&kcp.get(CONFIGMAPS).await.json());
     let http1 = kcp.admin().client_builder().http1_only().build().unwrap();
     let mut watches = vec![

@@ -12,9 +12,12 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::authentication::v1 as authentication;
+use k8s_openapi::api::authorization::v1 as authorization;
 use k8s_openapi::api::coordination::v1 as coordination;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::events::v1 as events;
+use k8s_openapi::api::rbac::v1 as rbac;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use schemars::generate::SchemaSettings;
@@ -245,6 +248,19 @@ fn list_extensions() -> Vec<(&'static str, &'static str, Value)> {
             "causes",
             atomic(),
         ),
+        ("io.k8s.api.rbac.v1.Role", "rules", atomic()),
+        ("io.k8s.api.rbac.v1.ClusterRole", "rules", atomic()),
+        ("io.k8s.api.rbac.v1.RoleBinding", "subjects", atomic()),
+        (
+            "io.k8s.api.rbac.v1.ClusterRoleBinding",
+            "subjects",
+            atomic(),
+        ),
+        (
+            "io.k8s.api.rbac.v1.AggregationRule",
+            "clusterRoleSelectors",
+            atomic(),
+        ),
         (DELETE_OPTIONS, "dryRun", atomic()),
         (API_RESOURCE_LIST, "resources", atomic()),
     ]
@@ -278,6 +294,53 @@ pub fn builtin() -> (Definitions, Vec<ServedKind>) {
         "leases",
         true,
     ));
+    serve(served::<rbac::Role>(&mut generator, "roles", true));
+    serve(served::<rbac::ClusterRole>(
+        &mut generator,
+        "clusterroles",
+        false,
+    ));
+    serve(served::<rbac::RoleBinding>(
+        &mut generator,
+        "rolebindings",
+        true,
+    ));
+    serve(served::<rbac::ClusterRoleBinding>(
+        &mut generator,
+        "clusterrolebindings",
+        false,
+    ));
+    serve(served::<authentication::TokenReview>(
+        &mut generator,
+        "tokenreviews",
+        false,
+    ));
+    serve(served::<authentication::SelfSubjectReview>(
+        &mut generator,
+        "selfsubjectreviews",
+        false,
+    ));
+    serve(served::<authorization::SubjectAccessReview>(
+        &mut generator,
+        "subjectaccessreviews",
+        false,
+    ));
+    serve(served::<authorization::LocalSubjectAccessReview>(
+        &mut generator,
+        "localsubjectaccessreviews",
+        true,
+    ));
+    serve(served::<authorization::SelfSubjectAccessReview>(
+        &mut generator,
+        "selfsubjectaccessreviews",
+        false,
+    ));
+    serve(served::<authorization::SelfSubjectRulesReview>(
+        &mut generator,
+        "selfsubjectrulesreviews",
+        false,
+    ));
+    generator.subschema_for::<authentication::TokenRequest>();
     generator.subschema_for::<meta::Status>();
     generator.subschema_for::<meta::DeleteOptions>();
     generator.subschema_for::<meta::WatchEvent<RawExtension>>();

@@ -63,8 +63,11 @@ fn index_lists_every_group_version_with_prefixed_hashed_urls() {
         names,
         [
             "api/v1",
+            "apis/authentication.k8s.io/v1",
+            "apis/authorization.k8s.io/v1",
             "apis/coordination.k8s.io/v1",
-            "apis/events.k8s.io/v1"
+            "apis/events.k8s.io/v1",
+            "apis/rbac.authorization.k8s.io/v1"
         ]
     );
     for (path, entry) in paths {

@@ -43,78 +43,119 @@ fn selectors(role: &Value) -> Option<Vec<LabelSelector>> {
 
 /// Whether a ClusterRole aggregates others (an `aggregationRule` with at least one selector):
 /// setting or changing one needs full authority.
-pub(crate) fn has_aggregation_rule(role: &Value) -> bool {
+pub fn has_aggregation_rule(role: &Value) -> bool {
     role.pointer("/aggregationRule/clusterRoleSelectors")
         .and_then(Value::as_array)
         .is_some_and(|selectors| !selectors.is_empty())
 }
 
-/// The effective rules of ClusterRoles given in name order: their own rules, or for aggregated
-/// roles the rules of the roles their selectors pick (selector by selector, picked roles in name
-/// order, each rule once).
-pub(crate) fn effective_rules(roles: &[&Value]) -> Vec<Vec<PolicyRule>> {
-    let role_labels: Vec<BTreeMap<String, String>> = roles.iter().map(|r| labels(r)).collect();
-    let selectors: Vec<Option<Vec<LabelSelector>>> = roles.iter().map(|r| selectors(r)).collect();
-    let mut own: Vec<Vec<PolicyRule>> = roles
-        .iter()
-        .zip(&selectors)
-        .map(|(role, selectors)| match selectors {
-            Some(_) => Vec::new(),
-            None => PolicyRule::list_from_json(role),
-        })
-        .collect();
-    let sources: Vec<Vec<usize>> = selectors
-        .iter()
-        .enumerate()
-        .map(|(index, selectors)| {
-            selectors
-                .iter()
-                .flatten()
-                .flat_map(|selector| {
-                    role_labels
-                        .iter()
-                        .enumerate()
-                        .filter(move |(other, labels)| *other != index && selector.matches(labels))
-                        .map(|(other, _)| other)
-                })
-                .collect()
-        })
-        .collect();
-    let aggregated: Vec<usize> = (0..roles.len())
-        .filter(|index| selectors[*index].is_some())
-        .collect();
-    // Rounds work on references and clone only the final sets. Sets only grow from one round to
-    // the next and are bounded, so rounds stop once no set grows; that is the state a controller
-    // reconciling every role reaches.
-    let mut picked: Vec<Vec<&PolicyRule>> =
-        own.iter().map(|rules| rules.iter().collect()).collect();
-    let mut grew = true;
-    while grew {
-        grew = false;
-        for &index in &aggregated {
-            let mut collected: Vec<&PolicyRule> = Vec::new();
-            for rule in sources[index].iter().flat_map(|source| &picked[*source]) {
-                if !collected.contains(rule) {
-                    collected.push(rule);
+/// The ClusterRoles of one policy, parsed for aggregation: each role's own rules and, for
+/// aggregated roles, which other roles (by position) their selectors pick.
+pub(crate) struct Aggregation {
+    own: Vec<Vec<PolicyRule>>,
+    /// `None` for roles that state their own rules; picked roles selector by selector.
+    sources: Vec<Option<Vec<usize>>>,
+}
+
+impl Aggregation {
+    /// Parses ClusterRoles given in name order.
+    pub(crate) fn of(roles: &[&Value]) -> Aggregation {
+        let role_labels: Vec<BTreeMap<String, String>> = roles.iter().map(|r| labels(r)).collect();
+        let sources = roles
+            .iter()
+            .enumerate()
+            .map(|(index, role)| {
+                let picked = selectors(role)?
+                    .iter()
+                    .flat_map(|selector| {
+                        role_labels
+                            .iter()
+                            .enumerate()
+                            .filter(move |(other, labels)| {
+                                *other != index && selector.matches(labels)
+                            })
+                            .map(|(other, _)| other)
+                    })
+                    .collect();
+                Some(picked)
+            })
+            .collect::<Vec<Option<Vec<usize>>>>();
+        let own = roles
+            .iter()
+            .zip(&sources)
+            .map(|(role, sources)| match sources {
+                Some(_) => Vec::new(),
+                None => PolicyRule::list_from_json(role),
+            })
+            .collect();
+        Aggregation { own, sources }
+    }
+
+    /// Which roles' effective rules include those of a `marked` role: the marked roles and every
+    /// aggregated role that picks one of them, directly or through other aggregated roles.
+    pub(crate) fn reaching(&self, marked: &[bool]) -> Vec<bool> {
+        let mut reached = marked.to_vec();
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (index, sources) in self.sources.iter().enumerate() {
+                let picks_reached = sources.iter().flatten().any(|source| reached[*source]);
+                if picks_reached && !reached[index] {
+                    reached[index] = true;
+                    grew = true;
                 }
             }
-            grew |= collected.len() != picked[index].len();
-            picked[index] = collected;
         }
+        reached
     }
-    let resolved: Vec<(usize, Vec<PolicyRule>)> = aggregated
-        .iter()
-        .map(|&index| {
-            (
-                index,
-                picked[index].iter().map(|rule| (*rule).clone()).collect(),
-            )
-        })
-        .collect();
-    for (index, rules) in resolved {
-        own[index] = rules;
+
+    /// The effective rules, in the order the roles were given: their own rules, or for aggregated
+    /// roles the rules of the roles their selectors pick (selector by selector, picked roles in
+    /// name order, each rule once).
+    pub(crate) fn effective_rules(self) -> Vec<Vec<PolicyRule>> {
+        let Aggregation { mut own, sources } = self;
+        // Rounds work on references and clone only the final sets. Sets only grow from one round
+        // to the next and are bounded, so rounds stop once no set grows; that is the state a
+        // controller reconciling every role reaches.
+        let mut picked: Vec<Vec<&PolicyRule>> =
+            own.iter().map(|rules| rules.iter().collect()).collect();
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (index, sources) in sources.iter().enumerate() {
+                let Some(sources) = sources else { continue };
+                let mut collected: Vec<&PolicyRule> = Vec::new();
+                for rule in sources.iter().flat_map(|source| &picked[*source]) {
+                    if !collected.contains(rule) {
+                        collected.push(rule);
+                    }
+                }
+                grew |= collected.len() != picked[index].len();
+                picked[index] = collected;
+            }
+        }
+        let resolved: Vec<(usize, Vec<PolicyRule>)> = sources
+            .iter()
+            .enumerate()
+            .filter(|(_, sources)| sources.is_some())
+            .map(|(index, _)| {
+                (
+                    index,
+                    picked[index].iter().map(|rule| (*rule).clone()).collect(),
+                )
+            })
+            .collect();
+        for (index, rules) in resolved {
+            own[index] = rules;
+        }
+        own
     }
-    own
+}
+
+/// The effective rules of ClusterRoles given in name order (see [`Aggregation::effective_rules`]):
+/// what Kubernetes' aggregation controller writes into each aggregated role's `rules`.
+pub fn effective_rules(roles: &[&Value]) -> Vec<Vec<PolicyRule>> {
+    Aggregation::of(roles).effective_rules()
 }
 
 #[cfg(test)]
@@ -242,5 +283,34 @@ mod tests {
         let a = role("a", json!({"tier": "a"}), rule("get"));
         let z = role("z", json!({"tier": "z"}), rule("list"));
         assert_eq!(verbs(&effective_rules(&[&agg, &a, &z])[0]), ["get"]);
+    }
+
+    #[test]
+    fn reaching_follows_selectors_up_the_chain() {
+        let admin = aggregating(
+            "admin",
+            json!({}),
+            json!([{"matchLabels": {"to-admin": "true"}}]),
+        );
+        let edit = aggregating(
+            "edit",
+            json!({"to-admin": "true"}),
+            json!([{"matchLabels": {"to-edit": "true"}}]),
+        );
+        let lone = aggregating(
+            "lone",
+            json!({}),
+            json!([{"matchLabels": {"to-lone": "true"}}]),
+        );
+        let extra = role("extra", json!({"to-edit": "true"}), rule("get"));
+        let aggregation = Aggregation::of(&[&admin, &edit, &extra, &lone]);
+        assert_eq!(
+            aggregation.reaching(&[false, false, true, false]),
+            [true, true, true, false]
+        );
+        assert_eq!(
+            aggregation.reaching(&[false, true, false, false]),
+            [true, true, false, false]
+        );
     }
 }

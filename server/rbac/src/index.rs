@@ -10,13 +10,13 @@
 //! the rules of those bindings that could match. The index is immutable; a changed policy is a new
 //! index.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::aggregation;
 use crate::attributes::{Attributes, Decision, Target, User, service_account_username};
+use crate::layer;
 use crate::rule::PolicyRule;
 
 /// Why RBAC objects cannot be indexed.
@@ -226,13 +226,8 @@ struct Sorted<'a> {
     role_bindings: BTreeMap<(&'a str, &'a str), &'a Value>,
 }
 
-impl PolicyIndex {
-    /// Indexes Roles, ClusterRoles, RoleBindings and ClusterRoleBindings (told apart by `kind`).
-    /// An object replaces an earlier one of the same kind, namespace and name, so the default
-    /// policy can come first and the stored objects after it.
-    pub fn build<'a>(
-        objects: impl IntoIterator<Item = &'a Value>,
-    ) -> Result<PolicyIndex, PolicyError> {
+impl<'a> Sorted<'a> {
+    fn of(objects: impl IntoIterator<Item = &'a Value>) -> Result<Sorted<'a>, PolicyError> {
         let mut sorted = Sorted::default();
         for object in objects {
             let key = (meta(object, "namespace"), meta(object, "name"));
@@ -248,13 +243,50 @@ impl PolicyIndex {
                 other => return Err(PolicyError::UnknownKind(other.to_string())),
             };
         }
+        Ok(sorted)
+    }
+
+    /// The ClusterRoles the bindings refer to.
+    fn referenced_cluster_roles(&self) -> BTreeSet<&'a str> {
+        let bindings = self.cluster_role_bindings.values();
+        bindings
+            .chain(self.role_bindings.values())
+            .filter(|binding| {
+                binding.pointer("/roleRef/kind").and_then(Value::as_str) == Some("ClusterRole")
+            })
+            .filter_map(|binding| binding.pointer("/roleRef/name").and_then(Value::as_str))
+            .collect()
+    }
+}
+
+impl PolicyIndex {
+    /// Indexes Roles, ClusterRoles, RoleBindings and ClusterRoleBindings (told apart by `kind`).
+    /// An object replaces an earlier one of the same kind, namespace and name, so the default
+    /// policy can come first and the stored objects after it.
+    pub fn build<'a>(
+        objects: impl IntoIterator<Item = &'a Value>,
+    ) -> Result<PolicyIndex, PolicyError> {
+        PolicyIndex::build_layered(objects, &[])
+    }
+
+    /// Indexes the RBAC objects of one logical cluster layered over kcp's bootstrap policy, whose
+    /// raw objects are `base` (those stored in `system:admin`); only `base`'s ClusterRoles matter.
+    /// As in kcp, a ClusterRole the cluster does not define resolves to the base role of that name
+    /// (aggregation resolved), the cluster's own ClusterRoles replace base roles of their name and
+    /// extend the base's aggregated roles they are labelled into, and the base's bindings are left
+    /// out: the bootstrap index, built from `base` alone, answers for them. The index copies from
+    /// the base only the roles its bindings refer to and the aggregated roles its own roles extend,
+    /// so a cluster without RBAC objects costs nothing; every other base role is the same in every
+    /// cluster, and role references to it resolve in the bootstrap index. That is why a policy
+    /// slice must list the cluster's index before the bootstrap index (`[&local, &bootstrap]`).
+    pub fn build_layered<'a>(
+        objects: impl IntoIterator<Item = &'a Value>,
+        base: &[&'a Value],
+    ) -> Result<PolicyIndex, PolicyError> {
+        let sorted = Sorted::of(objects)?;
         let mut index = PolicyIndex::default();
-        let cluster_roles: Vec<&Value> = sorted.cluster_roles.values().copied().collect();
-        for (name, rules) in sorted
-            .cluster_roles
-            .keys()
-            .zip(aggregation::effective_rules(&cluster_roles))
-        {
+        let referenced = sorted.referenced_cluster_roles();
+        for (name, rules) in layer::cluster_roles(&sorted.cluster_roles, &referenced, base) {
             index
                 .cluster_roles
                 .insert(name.to_string(), index.rules.len());
@@ -455,10 +487,31 @@ impl PolicyIndex {
     }
 
     /// The effective rules of a ClusterRole, aggregation resolved: what a controller writes back
-    /// into aggregated roles so that reading them shows what they grant.
+    /// into aggregated roles so that reading them shows what they grant. A layered index only
+    /// knows the base roles it holds (see [`build_layered`](Self::build_layered)).
     pub fn cluster_role_rules(&self, name: &str) -> Option<&[PolicyRule]> {
         self.cluster_roles
             .get(name)
             .map(|role| self.rules[*role].as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap;
+
+    #[test]
+    fn an_empty_layered_index_holds_nothing_of_the_base() {
+        let base = bootstrap::system_admin_policy();
+        let base: Vec<&Value> = base.iter().collect();
+        let index = PolicyIndex::build_layered([], &base).unwrap_or_default();
+        assert!(index.rules.is_empty());
+        assert!(index.cluster_roles.is_empty());
+        assert!(index.bindings.is_empty());
+        // The same objects as a plain policy do fill an index.
+        let plain = PolicyIndex::build(base).unwrap_or_default();
+        assert!(!plain.rules.is_empty());
+        assert!(!plain.bindings.is_empty());
     }
 }

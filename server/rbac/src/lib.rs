@@ -14,9 +14,11 @@ mod attributes;
 pub mod bootstrap;
 pub mod escalation;
 mod index;
+mod layer;
 mod policy;
 mod rule;
 
+pub use aggregation::{effective_rules, has_aggregation_rule};
 pub use attributes::{
     Attributes, Decision, MASTERS_GROUP, ResourceAttributes, Target, User, service_account_groups,
     service_account_username,

@@ -4,7 +4,10 @@
 //! and the bootstrap policy of `system:admin`, which applies everywhere), and the escalation checks
 //! must see the same union the authorizer sees, or a user would be refused to grant what they are
 //! allowed to do. A slice of policies is itself a policy: the first opinion wins, held rules add
-//! up, and a role reference resolves in the first policy that has the role.
+//! up, and a role reference resolves in the first policy that has the role. kcp's slice is therefore
+//! `[&local, &bootstrap]`: the logical cluster's index, built with
+//! [`PolicyIndex::build_layered`], holds the base roles it replaces or extends and must answer for
+//! them before the bootstrap index does; decisions are the same in either order.
 
 use crate::attributes::{Attributes, Decision, User};
 use crate::index::{HeldRules, PolicyIndex, RoleRef};

@@ -13,8 +13,10 @@
 mod dir;
 mod etcd;
 mod http;
+pub mod identities;
 mod kcp;
 mod kubectl;
+pub mod oidc;
 mod pki;
 mod ports;
 mod process;

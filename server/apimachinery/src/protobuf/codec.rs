@@ -48,6 +48,12 @@ static INT_OR_STRING: Message = Message {
 /// `IntOrString.type` of a string; 0 is an integer.
 const INT_OR_STRING_STRING: i64 = 1;
 
+/// `ExtraValue`: its strings, one field 1 each.
+static EXTRA_VALUE: Message = Message {
+    name: "ExtraValue",
+    fields: &[Field::repeated(1, "items", FieldType::String)],
+};
+
 /// What Go prints for a `Quantity` value field that was never set.
 const ZERO_QUANTITY: &str = "0";
 
@@ -238,6 +244,15 @@ fn decode_value(
                 INT_OR_STRING_STRING => part("strVal").unwrap_or_else(|| Value::from("")),
                 other => return Err(invalid(format!("unknown IntOrString type {other}"))),
             }
+        }
+        (FieldType::ExtraValue, WireValue::Len(b)) => {
+            let mut extra = Map::new();
+            decode_message(&EXTRA_VALUE, b, &mut extra)?;
+            // Go reads no items as a nil list, which it prints as `null`; an empty list says
+            // the same and keeps the key's JSON type stable.
+            extra
+                .shift_remove("items")
+                .unwrap_or_else(|| Value::Array(Vec::new()))
         }
         (FieldType::FieldsV1, WireValue::Len(b)) => match raw_field(message, field, b)? {
             Some(raw) => {
@@ -457,6 +472,19 @@ fn encode_value(
             parts.varint(2, i64::from(int) as u64);
             parts.bytes(3, text.as_bytes());
             w.bytes(number, &parts.into_bytes());
+        }
+        FieldType::ExtraValue => {
+            let mut extra = Writer::default();
+            if let Some(v) = value {
+                let items = v
+                    .as_array()
+                    .ok_or_else(|| invalid_object(path, "expected an array"))?;
+                for (index, item) in items.iter().enumerate() {
+                    let at = Path::Index(path, index);
+                    encode_value(&mut extra, 1, FieldType::String, Some(item), &at)?;
+                }
+            }
+            w.bytes(number, &extra.into_bytes());
         }
         FieldType::FieldsV1 => {
             let mut raw = Writer::default();

@@ -2,8 +2,9 @@
 //! this server serves, translated to and from the JSON objects the server keeps.
 //!
 //! client-go's typed clients, and with them `kubectl create configmap|secret|namespace|
-//! serviceaccount|deployment|service|poddisruptionbudget`, send request bodies only as protobuf
-//! and prefer protobuf responses, so a server speaking only JSON cannot take their writes. That
+//! serviceaccount|deployment|service|poddisruptionbudget|role|rolebinding|token` and
+//! `kubectl auth can-i|whoami`, send request bodies only as protobuf and prefer protobuf
+//! responses, so a server speaking only JSON cannot take their writes. That
 //! holds for the workload kinds this server serves through CRDs (apps/v1, Service, Pod, ...) as
 //! much as for its built-in ones, so both have tables. Rather than generated Rust structs, each
 //! message is a table (field number → JSON key, type, Go shape) in `messages`, and one codec

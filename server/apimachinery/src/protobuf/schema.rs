@@ -128,6 +128,10 @@ pub(super) enum FieldType {
     /// `intstr.IntOrString` `{1: type (0 int, 1 string), 2: intVal, 3: strVal}` ↔ JSON number
     /// or string.
     IntOrString,
+    /// authentication/v1 and authorization/v1 `ExtraValue` `{1: repeated string items}` ↔ JSON
+    /// array of strings: Go's `[]string` given a message of its own so that it can be the value
+    /// of the `extra` maps, printed as the bare list.
+    ExtraValue,
     /// An embedded message ↔ JSON object.
     Message(&'static Message),
 }

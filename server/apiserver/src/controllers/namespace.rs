@@ -10,9 +10,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use kcp_apimachinery::{ApiError, meta};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::runner::{self, Controller, Pass, Queue};
 use crate::registry::namespaces::KUBERNETES_FINALIZER;
 use crate::registry::store::{DeleteOptions, Deleted, Location, RestStore};
 use crate::request::LogicalClusterName;
@@ -28,53 +28,31 @@ fn key_of(namespace: &Value) -> Option<Key> {
     Some((cluster, meta::name(namespace)?.to_string()))
 }
 
-/// Runs until `shutdown`; restarts its watch when the store drops it.
+/// Runs until `shutdown`.
 pub async fn run(store: RestStore, shutdown: CancellationToken) {
-    let (queue, mut work) = mpsc::unbounded_channel::<Key>();
-    let worker_store = store.clone();
-    let retry = queue.clone();
-    let worker_shutdown = shutdown.clone();
-    let worker = tokio::spawn(async move {
-        loop {
-            let key = tokio::select! {
-                _ = worker_shutdown.cancelled() => return,
-                key = work.recv() => match key { Some(key) => key, None => return },
-            };
-            match finish(&worker_store, &key).await {
-                Ok(true) => {}
-                Ok(false) => requeue(&retry, key),
-                Err(error) => {
-                    tracing::warn!(cluster = %key.0, namespace = %key.1, %error, "namespace deletion failed, retrying");
-                    requeue(&retry, key);
-                }
-            }
-        }
-    });
-    while !shutdown.is_cancelled() {
-        if let Err(error) = watch_namespaces(&store, &queue, &shutdown).await {
-            tracing::warn!(%error, "namespace watch ended, restarting");
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            }
-        }
+    runner::run(NamespaceDeletion { store }, shutdown).await;
+}
+
+struct NamespaceDeletion {
+    store: RestStore,
+}
+
+impl Controller for NamespaceDeletion {
+    type Key = Key;
+    const NAME: &'static str = "namespace";
+    const RETRY_AFTER: Duration = RETRY_AFTER;
+
+    async fn follow(&self, queue: &Queue<Key>) -> Result<(), ApiError> {
+        watch_namespaces(&self.store, queue).await
     }
-    worker.abort();
+
+    async fn reconcile(&self, key: &Key) -> Result<Pass, ApiError> {
+        finish(&self.store, key).await
+    }
 }
 
-fn requeue(queue: &mpsc::UnboundedSender<Key>, key: Key) {
-    let queue = queue.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(RETRY_AFTER).await;
-        let _ = queue.send(key);
-    });
-}
-
-async fn watch_namespaces(
-    store: &RestStore,
-    queue: &mpsc::UnboundedSender<Key>,
-    shutdown: &CancellationToken,
-) -> Result<(), ApiError> {
+/// Queues every namespace marked for deletion, now and as they come.
+async fn watch_namespaces(store: &RestStore, queue: &Queue<Key>) -> Result<(), ApiError> {
     let Some(namespaces) = store.registry().builtin_type("", "v1", "namespaces") else {
         return Ok(());
     };
@@ -88,31 +66,23 @@ async fn watch_namespaces(
         .filter(|n| meta::deletion_timestamp(n).is_some())
     {
         if let Some(key) = key_of(namespace) {
-            let _ = queue.send(key);
+            queue.add(key);
         }
     }
     let mut changes = store.objects().watch(&prefix, page.revision + 1).await?;
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            change = changes.next() => match change {
-                None => return Err(ApiError::service_unavailable("namespace watch closed")),
-                Some(Err(error)) => return Err(error),
-                Some(Ok(change)) => {
-                    if meta::deletion_timestamp(&change.object).is_some()
-                        && let Some(key) = key_of(&change.object)
-                    {
-                        let _ = queue.send(key);
-                    }
-                }
-            }
+    while let Some(change) = changes.next().await {
+        let change = change?;
+        if meta::deletion_timestamp(&change.object).is_some()
+            && let Some(key) = key_of(&change.object)
+        {
+            queue.add(key);
         }
     }
+    Err(ApiError::service_unavailable("namespace watch closed"))
 }
 
-/// Deletes the namespace's content; when it is all gone, finalizes the namespace. Returns whether the
-/// namespace is done (gone or finalized).
-async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiError> {
+/// Deletes the namespace's content; when it is all gone, finalizes the namespace.
+async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<Pass, ApiError> {
     let registry = store.registry().clone();
     let mut remaining = 0;
     let mut seen_storage = HashSet::new();
@@ -144,10 +114,10 @@ async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiErr
         }
     }
     if remaining > 0 {
-        return Ok(false);
+        return Ok(Pass::Again);
     }
     let Some(namespaces) = registry.builtin_type("", "v1", "namespaces") else {
-        return Ok(true);
+        return Ok(Pass::Done);
     };
     let at = Location {
         cluster,
@@ -175,8 +145,7 @@ async fn finish(store: &RestStore, (cluster, name): &Key) -> Result<bool, ApiErr
         )
         .await
     {
-        Ok(_) => Ok(true),
-        Err(e) if e.code == 404 => Ok(true),
+        Ok(_) | Err(ApiError { code: 404, .. }) => Ok(Pass::Done),
         Err(e) => Err(e),
     }
 }

@@ -1,43 +1,119 @@
-//! Who is asking: the identity in a verified client certificate (user = CN, groups = O), as
-//! kube-apiserver's x509 authenticator derives it. Tokens, OIDC and front-proxy headers come with the
-//! authentication issue; until then a request without a client certificate is anonymous.
+//! Who is asking: the [`kcp_authn`] chain (client certificate, static token, service-account
+//! token, front-proxy headers, OIDC, else anonymous) plus the checks only the server can make on a
+//! service-account token: that it is used in the logical cluster that issued it, and (with
+//! `--service-account-lookup`) that its ServiceAccount, and the Secret it is bound to, still exist
+//! with the UIDs it names. Every failure is the same 401: the reason goes to the log, not to the
+//! client.
 
+use jiff::Timestamp;
+use kcp_apimachinery::ApiError;
+use kcp_authn::{
+    Authenticated, AuthenticatedServiceAccount, Authenticators, BoundObjectKind, TokenIssuer,
+};
 use rustls_pki_types::CertificateDer;
-use x509_parser::prelude::{FromDer, X509Certificate};
 
-/// The authenticated user of a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub groups: Vec<String>,
+pub use kcp_authn::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, UserInfo};
+
+use crate::registry::store::{Location, RestStore};
+use crate::request::{ClusterTarget, LogicalClusterName};
+
+/// How the server authenticates requests and issues service-account tokens.
+pub struct Authentication {
+    pub authenticators: Authenticators,
+    /// Signs `serviceaccounts/<name>/token` answers; `None` when there is no signing key.
+    pub token_issuer: Option<TokenIssuer>,
+    /// The audiences tokens are issued for when a TokenRequest names none (`--api-audiences`,
+    /// else the issuer).
+    pub api_audiences: Vec<String>,
+    /// `--service-account-lookup`.
+    pub service_account_lookup: bool,
 }
 
-/// Every authenticated user is in this group.
-pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
-
-impl UserInfo {
-    /// The user named by a client certificate the TLS layer already verified against the client CA.
-    pub fn from_certificate(certificate: &CertificateDer<'_>) -> Option<UserInfo> {
-        let (_, parsed) = X509Certificate::from_der(certificate.as_ref()).ok()?;
-        let subject = parsed.subject();
-        let name = subject
-            .iter_common_name()
-            .next()?
-            .as_str()
-            .ok()?
-            .to_string();
-        if name.is_empty() {
-            return None;
+/// The user of a request, or 401.
+pub async fn authenticate(
+    authentication: &Authentication,
+    store: &RestStore,
+    chain: &[CertificateDer<'_>],
+    headers: &mut http::HeaderMap,
+    cluster: &ClusterTarget,
+) -> Result<UserInfo, ApiError> {
+    let now = Timestamp::now().as_second();
+    let refused = |reason: &dyn std::fmt::Display| {
+        tracing::debug!(%reason, "authentication failed");
+        ApiError::unauthorized("Unauthorized")
+    };
+    match authentication
+        .authenticators
+        .authenticate(chain, headers, now)
+        .await
+    {
+        Ok(Authenticated::User(user, _)) => Ok(user),
+        Ok(Authenticated::Anonymous) => Ok(UserInfo::anonymous()),
+        Ok(Authenticated::ServiceAccount(account)) => {
+            check_service_account(authentication, store, &account, cluster)
+                .await
+                .map_err(|reason| refused(&reason))?;
+            Ok(account.user)
         }
-        let mut groups: Vec<String> = subject
-            .iter_organization()
-            .filter_map(|o| o.as_str().ok().map(str::to_string))
-            .collect();
-        groups.push(AUTHENTICATED_GROUP.to_string());
-        Some(UserInfo { name, groups })
+        Err(error) => Err(refused(&error)),
     }
+}
 
-    pub fn in_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| g == group)
+/// A service-account token is good only in its own logical cluster, and (with lookup) only while
+/// what it names exists.
+async fn check_service_account(
+    authentication: &Authentication,
+    store: &RestStore,
+    account: &AuthenticatedServiceAccount,
+    target: &ClusterTarget,
+) -> Result<(), String> {
+    let token = &account.token;
+    let Some(cluster) = LogicalClusterName::parse(&token.cluster) else {
+        return Err(format!(
+            "token names an invalid logical cluster {:?}",
+            token.cluster
+        ));
+    };
+    if *target != ClusterTarget::One(cluster.clone()) {
+        return Err(format!("token of logical cluster {cluster} used elsewhere"));
+    }
+    if !authentication.service_account_lookup {
+        return Ok(());
+    }
+    let at = Location {
+        cluster: &cluster,
+        namespace: Some(&token.namespace),
+    };
+    let exists = |plural: &'static str, name: String, uid: String| async move {
+        let registry = store.registry();
+        let Some(rt) = registry.builtin_type("", "v1", plural) else {
+            return Err(format!("{plural} are not served"));
+        };
+        match store.get(&rt, at, &name).await {
+            Ok(stored) if kcp_apimachinery::meta::uid(&stored.object) == Some(uid.as_str()) => {
+                Ok(())
+            }
+            Ok(_) => Err(format!(
+                "{plural}/{name} was recreated since the token was issued"
+            )),
+            Err(e) if e.code == 404 => Err(format!("{plural}/{name} no longer exists")),
+            Err(e) => Err(format!("looking up {plural}/{name}: {}", e.message)),
+        }
+    };
+    exists("serviceaccounts", token.name.clone(), token.uid.clone()).await?;
+    if let Some(bound) = &token.bound_object
+        && bound.kind == BoundObjectKind::Secret
+    {
+        exists("secrets", bound.name.clone(), bound.uid.clone()).await?;
+    }
+    Ok(())
+}
+
+/// The user as the authorizers see it.
+pub fn rbac_user(user: &UserInfo) -> kcp_rbac::User {
+    kcp_rbac::User {
+        name: user.name.clone(),
+        groups: user.groups.clone(),
+        extra: user.extra.clone(),
     }
 }

@@ -118,7 +118,17 @@ fn types_of<'a>(
 fn subresource_verbs(subresource: &str) -> Vec<&'static str> {
     match subresource {
         "finalize" => vec!["update"],
+        "token" => vec!["create"],
         _ => vec!["get", "patch", "update"],
+    }
+}
+
+/// The group, version and kind a subresource answers with: the object's own, except for the
+/// `serviceaccounts/token` TokenRequest.
+fn subresource_kind<'a>(t: &'a ResourceType, subresource: &str) -> (&'a str, &'a str, &'a str) {
+    match subresource {
+        "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
+        _ => (&t.group, &t.version, &t.kind),
     }
 }
 
@@ -132,10 +142,15 @@ fn resource_list(
         resources.push(json!({"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced,
             "kind": t.kind, "verbs": t.verbs(), "shortNames": t.short_names, "categories": t.categories}));
         for sub in &t.subresources {
-            resources.push(
-                json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
-                "namespaced": t.namespaced, "kind": t.kind, "verbs": subresource_verbs(sub)}),
-            );
+            let mut entry = json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
+                "namespaced": t.namespaced, "kind": t.kind, "verbs": subresource_verbs(sub)});
+            let (sub_group, sub_version, sub_kind) = subresource_kind(t, sub);
+            if sub_kind != t.kind {
+                entry["group"] = json!(sub_group);
+                entry["version"] = json!(sub_version);
+                entry["kind"] = json!(sub_kind);
+            }
+            resources.push(entry);
         }
     }
     if resources.is_empty() {
@@ -171,7 +186,11 @@ fn aggregated_list(registry: &ApiSet, discovery_version: &str, legacy: bool) -> 
                         let subresources: Vec<Value> = t
                             .subresources
                             .iter()
-                            .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)}))
+                            .map(|s| {
+                                let (group, version, sub_kind) = subresource_kind(t, s);
+                                let kind = json!({"group": group, "version": version, "kind": sub_kind});
+                                json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)})
+                            })
                             .collect();
                         json!({"resource": t.plural, "responseKind": kind,
                             "scope": if t.namespaced { "Namespaced" } else { "Cluster" },

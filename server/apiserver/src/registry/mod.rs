@@ -12,6 +12,8 @@ pub mod custom;
 mod events;
 mod leases;
 pub mod namespaces;
+mod rbac;
+pub mod reviews;
 mod secrets;
 mod serviceaccounts;
 pub mod store;
@@ -109,6 +111,11 @@ pub trait Strategy: Send + Sync {
     fn cells(&self, _object: &Value) -> Vec<Value> {
         Vec::new()
     }
+
+    /// For review types: the question they ask (they are only created, answered and not stored).
+    fn review(&self) -> Option<reviews::Review> {
+        None
+    }
 }
 
 /// A served resource type.
@@ -176,6 +183,9 @@ impl ResourceType {
 
     /// The verbs discovery advertises.
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.strategy.review().is_some() {
+            return vec!["create"];
+        }
         vec![
             "create",
             "delete",
@@ -208,7 +218,12 @@ impl Registry {
             events::events_k8s_io_resource(),
             leases::resource(),
             crds::resource(),
+            rbac::roles(),
+            rbac::cluster_roles(),
+            rbac::role_bindings(),
+            rbac::cluster_role_bindings(),
         ];
+        types.extend(reviews::resources());
         attach_builtin_schemas(&mut types);
         let types = types.into_iter().map(Arc::new).collect();
         Registry {

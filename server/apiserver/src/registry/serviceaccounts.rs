@@ -1,18 +1,21 @@
-//! core/v1 ServiceAccount. Token issuing comes with authentication; here it is a plain object.
+//! core/v1 ServiceAccount, with the `token` subresource (TokenRequest, answered by
+//! [`crate::handlers::resource`] with the server's token issuer).
 
 use serde_json::{Value, json};
 
 use super::{Column, ResourceType, Strategy};
 
 pub fn resource() -> ResourceType {
-    super::resource(
+    let mut t = super::resource(
         "",
         "ServiceAccount",
         "serviceaccounts",
         true,
         &["sa"],
         Box::new(ServiceAccounts),
-    )
+    );
+    t.subresources = vec!["token".into()];
+    t
 }
 
 struct ServiceAccounts;

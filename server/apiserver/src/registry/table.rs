@@ -47,7 +47,8 @@ impl Column {
 }
 
 const NAME: Column = Column::new("Name", "string", "Name must be unique within a namespace.");
-const AGE: Column = Column::new(
+/// The standard age column, for types that place it elsewhere than last.
+pub const AGE: Column = Column::new(
     "Age",
     "string",
     "CreationTimestamp is a timestamp representing the server time when this object was created.",

@@ -9,39 +9,10 @@ use std::collections::BTreeSet;
 
 /// Long names (without `--`) of flags whose features are not active yet.
 pub(super) const NOT_YET_ACTIVE: &[&str] = &[
-    // authentication beyond client certificates
-    "anonymous-auth",
+    // authentication by a TokenReview webhook
     "authentication-token-webhook-cache-ttl",
     "authentication-token-webhook-config-file",
     "authentication-token-webhook-version",
-    "oidc-ca-file",
-    "oidc-client-id",
-    "oidc-groups-claim",
-    "oidc-groups-prefix",
-    "oidc-issuer-url",
-    "oidc-required-claim",
-    "oidc-signing-algs",
-    "oidc-username-claim",
-    "oidc-username-prefix",
-    "requestheader-allowed-names",
-    "requestheader-client-ca-file",
-    "requestheader-extra-headers-prefix",
-    "requestheader-group-headers",
-    "requestheader-uid-headers",
-    "requestheader-username-headers",
-    "token-auth-file",
-    // service accounts
-    "root-ca-file",
-    "service-account-issuer",
-    "service-account-key-file",
-    "service-account-lookup",
-    "service-account-private-key-file",
-    "service-account-signing-key-file",
-    // authorization beyond system:masters
-    "authorization-webhook-cache-authorized-ttl",
-    "authorization-webhook-cache-unauthorized-ttl",
-    "authorization-webhook-config-file",
-    "authorization-webhook-version",
     // audit
     "audit-log-path",
     "audit-policy-file",

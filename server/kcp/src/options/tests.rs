@@ -207,12 +207,7 @@ fn operator_root_shard_deployment_parses() {
     );
     let inactive = options.inactive_flags();
     for flag in [
-        "root-ca-file",
-        "requestheader-client-ca-file",
-        "service-account-key-file",
-        "oidc-issuer-url",
         "audit-webhook-truncate-max-event-size",
-        "authorization-webhook-config-file",
         "cache-kubeconfig",
         "enable-leader-election",
     ] {
@@ -229,6 +224,11 @@ fn operator_root_shard_deployment_parses() {
         "batteries-included",
         "root-directory",
         "logging-format",
+        "root-ca-file",
+        "requestheader-client-ca-file",
+        "service-account-key-file",
+        "oidc-issuer-url",
+        "authorization-webhook-config-file",
         "v",
     ] {
         assert!(!inactive.contains(&flag), "{flag} reported as inactive");
@@ -534,7 +534,13 @@ fn aliases_report_the_canonical_flag() {
 #[test]
 fn every_flag_is_classified() {
     const ACTIVE: &[&str] = &[
+        "anonymous-auth",
+        "api-audiences",
         "authorization-always-allow-paths",
+        "authorization-webhook-cache-authorized-ttl",
+        "authorization-webhook-cache-unauthorized-ttl",
+        "authorization-webhook-config-file",
+        "authorization-webhook-version",
         "batteries-included",
         "bind-address",
         "client-ca-file",
@@ -547,14 +553,36 @@ fn every_flag_is_classified() {
         "external-hostname",
         "kubeconfig-path",
         "logging-format",
+        "oidc-ca-file",
+        "oidc-client-id",
+        "oidc-groups-claim",
+        "oidc-groups-prefix",
+        "oidc-issuer-url",
+        "oidc-required-claim",
+        "oidc-signing-algs",
+        "oidc-username-claim",
+        "oidc-username-prefix",
+        "requestheader-allowed-names",
+        "requestheader-client-ca-file",
+        "requestheader-extra-headers-prefix",
+        "requestheader-group-headers",
+        "requestheader-uid-headers",
+        "requestheader-username-headers",
+        "root-ca-file",
         "root-directory",
         "secure-port",
+        "service-account-issuer",
+        "service-account-key-file",
+        "service-account-lookup",
+        "service-account-private-key-file",
+        "service-account-signing-key-file",
         "shard-base-url",
         "shard-external-url",
         "shard-name",
         "storage-backend",
         "tls-cert-file",
         "tls-private-key-file",
+        "token-auth-file",
         "v",
     ];
     let command = StartOptions::augment_args(clap::Command::new("start"));

@@ -252,6 +252,24 @@ fn unusable_files_are_replaced() {
 }
 
 #[test]
+fn the_generated_service_account_key_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = validated(&[&root_flag(dir.path())]);
+    let first = bootstrap(&options).unwrap();
+    assert!(dir.path().join("sa.key").exists());
+    let second = bootstrap(&options).unwrap();
+    assert_eq!(
+        first.service_account_signing_key_pem,
+        second.service_account_signing_key_pem
+    );
+    assert!(
+        first
+            .service_account_signing_key_pem
+            .contains("BEGIN PRIVATE KEY")
+    );
+}
+
+#[test]
 fn given_files_are_used_as_they_are() {
     let dir = tempfile::tempdir().unwrap();
     // An intermediate-signed serving certificate, shipped as leaf + intermediate.
@@ -274,6 +292,8 @@ fn given_files_are_used_as_they_are() {
     fs::write(dir.path().join("tls.key"), leaf_key.serialize_pem()).unwrap();
     let client_ca = Authority::generate(CLIENT_CA).unwrap();
     fs::write(dir.path().join("client-ca.pem"), &client_ca.cert_pem).unwrap();
+    let sa_key = KeyPair::generate().unwrap().serialize_pem();
+    fs::write(dir.path().join("sa.key"), &sa_key).unwrap();
 
     let state = dir.path().join("state");
     let options = validated(&[
@@ -281,8 +301,13 @@ fn given_files_are_used_as_they_are() {
         &format!("--tls-cert-file={}/tls.crt", dir.path().display()),
         &format!("--tls-private-key-file={}/tls.key", dir.path().display()),
         &format!("--client-ca-file={}/client-ca.pem", dir.path().display()),
+        &format!(
+            "--service-account-private-key-file={}/sa.key",
+            dir.path().display()
+        ),
     ]);
     let material = bootstrap(&options).unwrap();
+    assert_eq!(material.service_account_signing_key_pem, sa_key);
     assert_eq!(material.serving_cert_chain_pem, chain_pem);
     assert_eq!(material.serving_key_pem, leaf_key.serialize_pem());
     assert_eq!(

@@ -1,5 +1,5 @@
 //! Tables for meta/v1 (`k8s.io/apimachinery/pkg/apis/meta/v1`): object and list metadata,
-//! label selectors, conditions, and the kinds every group version carries (Status,
+//! label and field selectors, conditions, and the kinds every group version carries (Status,
 //! DeleteOptions, WatchEvent).
 
 use crate::protobuf::schema::{Field, FieldType as T, Message};
@@ -132,7 +132,7 @@ pub(in crate::protobuf) static WATCH_EVENT: Message = Message {
     ],
 };
 
-static LABEL_SELECTOR_REQUIREMENT: Message = Message {
+pub(super) static LABEL_SELECTOR_REQUIREMENT: Message = Message {
     name: "LabelSelectorRequirement",
     fields: &[
         Field::value(1, "key", T::String),
@@ -150,6 +150,17 @@ pub(super) static LABEL_SELECTOR: Message = Message {
             "matchExpressions",
             T::Message(&LABEL_SELECTOR_REQUIREMENT),
         ),
+    ],
+};
+
+/// `metav1.FieldSelectorRequirement`, one parsed term of a field selector (the
+/// `fieldSelector` of authorization/v1 resource attributes).
+pub(super) static FIELD_SELECTOR_REQUIREMENT: Message = Message {
+    name: "FieldSelectorRequirement",
+    fields: &[
+        Field::value(1, "key", T::String),
+        Field::value(2, "operator", T::String),
+        Field::repeated(3, "values", T::String),
     ],
 };
 

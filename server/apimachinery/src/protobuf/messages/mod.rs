@@ -10,9 +10,14 @@
 //! The workload kinds (apps/v1, core/v1 Service, Pod, PersistentVolumeClaim, Endpoints,
 //! policy/v1, discovery.k8s.io/v1) are served through CRDs here, but typed clients
 //! (`kubectl create deployment|service|poddisruptionbudget`, controllers) still send and expect
-//! their protobuf form, so their tables cover every field of the Go types.
+//! their protobuf form, so their tables cover every field of the Go types. The same holds for
+//! RBAC (`kubectl create role|rolebinding|...`) and for the authentication and authorization
+//! reviews (`kubectl auth can-i|whoami`, `kubectl create token`), requests the server answers
+//! with an object of the same kind.
 
 mod apps;
+mod authentication;
+mod authorization;
 mod autoscaling;
 mod coordination;
 mod core;
@@ -20,6 +25,7 @@ mod discovery;
 mod events;
 mod meta;
 mod policy;
+mod rbac;
 
 use super::schema::{Field, FieldType as T, Message, Registration};
 
@@ -59,6 +65,11 @@ static DAEMON_SET_LIST: Message = list_of!("DaemonSetList", apps::DAEMON_SET);
 static POD_DISRUPTION_BUDGET_LIST: Message =
     list_of!("PodDisruptionBudgetList", policy::POD_DISRUPTION_BUDGET);
 static ENDPOINT_SLICE_LIST: Message = list_of!("EndpointSliceList", discovery::ENDPOINT_SLICE);
+static ROLE_LIST: Message = list_of!("RoleList", rbac::ROLE);
+static CLUSTER_ROLE_LIST: Message = list_of!("ClusterRoleList", rbac::CLUSTER_ROLE);
+static ROLE_BINDING_LIST: Message = list_of!("RoleBindingList", rbac::ROLE_BINDING);
+static CLUSTER_ROLE_BINDING_LIST: Message =
+    list_of!("ClusterRoleBindingList", rbac::CLUSTER_ROLE_BINDING);
 
 // ---- registry ----
 
@@ -69,6 +80,11 @@ const APPS: &[&str] = &["apps/v1"];
 const POLICY: &[&str] = &["policy/v1"];
 const DISCOVERY: &[&str] = &["discovery.k8s.io/v1"];
 const AUTOSCALING: &[&str] = &["autoscaling/v1"];
+const RBAC: &[&str] = &["rbac.authorization.k8s.io/v1"];
+const AUTHENTICATION: &[&str] = &["authentication.k8s.io/v1"];
+/// kubectl before 1.28 asks `whoami` at v1beta1, whose SelfSubjectReview has the same shape.
+const SELF_SUBJECT_REVIEW: &[&str] = &["authentication.k8s.io/v1", "authentication.k8s.io/v1beta1"];
+const AUTHORIZATION: &[&str] = &["authorization.k8s.io/v1"];
 /// `meta/v1` kinds are registered into every served group version (Go's
 /// `metav1.AddToGroupVersion`), so a typed client deleting a Lease sends
 /// `coordination.k8s.io/v1 DeleteOptions`.
@@ -80,6 +96,10 @@ const EVERY_VERSION: &[&str] = &[
     "policy/v1",
     "discovery.k8s.io/v1",
     "autoscaling/v1",
+    "rbac.authorization.k8s.io/v1",
+    "authentication.k8s.io/v1",
+    "authentication.k8s.io/v1beta1",
+    "authorization.k8s.io/v1",
     "meta.k8s.io/v1",
 ];
 
@@ -136,6 +156,45 @@ pub(super) static REGISTRY: &[Registration] = &[
     Registration::new(DISCOVERY, "EndpointSlice", &discovery::ENDPOINT_SLICE),
     Registration::new(DISCOVERY, "EndpointSliceList", &ENDPOINT_SLICE_LIST),
     Registration::new(AUTOSCALING, "Scale", &autoscaling::SCALE),
+    Registration::new(RBAC, "Role", &rbac::ROLE),
+    Registration::new(RBAC, "RoleList", &ROLE_LIST),
+    Registration::new(RBAC, "ClusterRole", &rbac::CLUSTER_ROLE),
+    Registration::new(RBAC, "ClusterRoleList", &CLUSTER_ROLE_LIST),
+    Registration::new(RBAC, "RoleBinding", &rbac::ROLE_BINDING),
+    Registration::new(RBAC, "RoleBindingList", &ROLE_BINDING_LIST),
+    Registration::new(RBAC, "ClusterRoleBinding", &rbac::CLUSTER_ROLE_BINDING),
+    Registration::new(RBAC, "ClusterRoleBindingList", &CLUSTER_ROLE_BINDING_LIST),
+    Registration::new(AUTHENTICATION, "TokenReview", &authentication::TOKEN_REVIEW),
+    Registration::new(
+        SELF_SUBJECT_REVIEW,
+        "SelfSubjectReview",
+        &authentication::SELF_SUBJECT_REVIEW,
+    ),
+    Registration::new(
+        AUTHENTICATION,
+        "TokenRequest",
+        &authentication::TOKEN_REQUEST,
+    ),
+    Registration::new(
+        AUTHORIZATION,
+        "SubjectAccessReview",
+        &authorization::SUBJECT_ACCESS_REVIEW,
+    ),
+    Registration::new(
+        AUTHORIZATION,
+        "LocalSubjectAccessReview",
+        &authorization::LOCAL_SUBJECT_ACCESS_REVIEW,
+    ),
+    Registration::new(
+        AUTHORIZATION,
+        "SelfSubjectAccessReview",
+        &authorization::SELF_SUBJECT_ACCESS_REVIEW,
+    ),
+    Registration::new(
+        AUTHORIZATION,
+        "SelfSubjectRulesReview",
+        &authorization::SELF_SUBJECT_RULES_REVIEW,
+    ),
     Registration::new(EVERY_VERSION, "Status", &meta::STATUS),
     Registration::new(EVERY_VERSION, "DeleteOptions", &meta::DELETE_OPTIONS),
 ];
@@ -234,6 +293,10 @@ mod tests {
         assert!(lookup("coordination.k8s.io/v1", "DeleteOptions").is_some());
         assert!(lookup("apps/v1", "Deployment").is_some());
         assert!(lookup("autoscaling/v1", "DeleteOptions").is_some());
+        assert!(lookup("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList").is_some());
+        assert!(lookup("authorization.k8s.io/v1", "SelfSubjectAccessReview").is_some());
+        assert!(lookup("authentication.k8s.io/v1", "Status").is_some());
+        assert!(lookup("authorization.k8s.io/v1", "TokenReview").is_none());
         assert!(lookup("v1", "Deployment").is_none());
         assert!(lookup("batch/v1", "Job").is_none());
         assert!(lookup("events.k8s.io/v1", "ConfigMap").is_none());

@@ -5,8 +5,11 @@
 //! [`RestStore`](crate::registry::store::RestStore) and render the result in the negotiated encoding.
 
 mod delete;
+mod escalation;
 mod read;
 mod render;
+mod review;
+mod token_request;
 mod watch;
 mod write;
 
@@ -17,6 +20,8 @@ use http::Response;
 use kcp_apimachinery::{ApiError, StatusReason};
 
 use super::response::Body;
+use crate::filters::UserInfo;
+use crate::filters::authorization::policies::RBAC_GROUP;
 use crate::registry::ResourceType;
 use crate::registry::store::Location;
 use crate::request::query::Query;
@@ -32,6 +37,8 @@ pub struct ResourceRequest {
     pub content_type: Option<String>,
     /// Names the default field manager of writes that do not name one.
     pub user_agent: Option<String>,
+    /// Who the request acts as (after impersonation).
+    pub user: UserInfo,
     pub body: Bytes,
 }
 
@@ -118,12 +125,33 @@ pub async fn handle(app: &App, request: ResourceRequest) -> Result<Response<Body
             info.verb.as_str(),
         ));
     }
+    let review = rt.strategy.review();
     let resolved = Resolved {
         app,
         request: &request,
         rt,
     };
-    match info.verb {
+    if info.subresource.as_deref() == Some("token") {
+        return match info.verb {
+            Verb::Create => token_request::create(&resolved).await,
+            verb => Err(ApiError::method_not_supported(
+                "authentication.k8s.io",
+                "tokenrequests",
+                verb.as_str(),
+            )),
+        };
+    }
+    if let Some(review) = review {
+        return match info.verb {
+            Verb::Create if info.name.is_none() => review::create(&resolved, review).await,
+            verb => Err(ApiError::method_not_supported(
+                &resolved.rt.group,
+                &resolved.rt.plural,
+                verb.as_str(),
+            )),
+        };
+    }
+    let result = match info.verb {
         Verb::Get => read::get(&resolved).await,
         Verb::List => read::list(&resolved).await,
         Verb::Watch => watch::watch(&resolved).await,
@@ -137,5 +165,14 @@ pub async fn handle(app: &App, request: ResourceRequest) -> Result<Response<Body
             &resolved.rt.plural,
             "other",
         )),
+    };
+    // A write to RBAC changes who may do what here: the next request must not see the old policy
+    // (the RBAC watch would catch up a moment later; this closes that window for this server).
+    if resolved.rt.group == RBAC_GROUP
+        && !info.verb.is_read_only()
+        && let ClusterTarget::One(cluster) = &request.cluster
+    {
+        app.authorizer.policies.invalidate(cluster);
     }
+    result
 }

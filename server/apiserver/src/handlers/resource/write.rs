@@ -6,7 +6,7 @@ use kcp_apimachinery::{ApiError, FieldError, meta, time};
 use kcp_fieldmanager::{self as fieldmanager, ApplyError, Request as FieldRequest};
 use serde_json::{Value, json};
 
-use super::Resolved;
+use super::{Resolved, escalation};
 use kcp_apiextensions::strict::{self, FieldValidation, find_duplicate_fields};
 
 use crate::handlers::negotiation::{self, BodyFormat, PatchType};
@@ -27,12 +27,18 @@ impl Resolved<'_> {
         dry_run: bool,
     ) -> Result<Response<Body>, ApiError> {
         let store = &self.app.store;
+        let escalation = self.escalation_check().await?;
+        let checked = |current: &Value| {
+            let new = build(current)?;
+            escalation::check(&escalation, &new, Some(current))?;
+            Ok(new)
+        };
         let updated = store
             .update(
                 &self.rt,
                 self.location()?,
                 self.name(),
-                build,
+                &checked,
                 subresource,
                 dry_run,
             )
@@ -108,7 +114,7 @@ impl Resolved<'_> {
             .ok_or_else(super::no_such_resource)
     }
 
-    fn body_object(&self) -> Result<Value, ApiError> {
+    pub(super) fn body_object(&self) -> Result<Value, ApiError> {
         let format = negotiation::body_format(self.request.content_type.as_deref())?;
         let object = negotiation::decode_body(format, &self.request.body)?;
         if !object.is_object() {
@@ -125,6 +131,7 @@ pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let object = r.body_object()?;
     let warnings = r.field_warnings(&object, r.json_body())?;
     let object = r.track(None, &object, &r.manager(&options));
+    escalation::check(&r.escalation_check().await?, &object, None)?;
     let created = r
         .app
         .store
@@ -346,6 +353,7 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
     if !exists {
         let mut object = merge(None)?;
         meta::set_name(&mut object, r.name());
+        escalation::check(&r.escalation_check().await?, &object, None)?;
         let created = r
             .app
             .store

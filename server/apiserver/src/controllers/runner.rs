@@ -1,0 +1,89 @@
+//! The loop every queue-driven controller shares: a `follow` side that lists and watches and puts
+//! keys on a queue (restarted a second after the store drops its watch), and a `reconcile` side
+//! that takes keys one at a time and makes them right, retrying a key later when it is not done.
+//! Keys are idempotent work items (a logical cluster, a namespace), so a key queued twice costs at
+//! most one extra pass.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use kcp_apimachinery::ApiError;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How long a dropped watch waits before it is opened again.
+const RESTART_AFTER: Duration = Duration::from_secs(1);
+
+/// Where `follow` puts the keys that need a pass.
+pub struct Queue<K>(mpsc::UnboundedSender<K>);
+
+impl<K: Send + 'static> Queue<K> {
+    pub fn add(&self, key: K) {
+        let _ = self.0.send(key);
+    }
+
+    fn add_after(&self, key: K, delay: Duration) {
+        let queue = self.0.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = queue.send(key);
+        });
+    }
+}
+
+/// What a pass over a key concluded.
+pub enum Pass {
+    Done,
+    /// Not there yet (waiting for something else): look again after the retry delay.
+    Again,
+}
+
+/// The two halves of a queue-driven controller.
+pub trait Controller: Send + Sync {
+    type Key: Debug + Send + 'static;
+
+    /// Named in logs.
+    const NAME: &'static str;
+    /// How long a key that is not done waits before its next pass.
+    const RETRY_AFTER: Duration;
+
+    /// Lists and watches, queueing keys; returns only when the watch fails or ends.
+    fn follow(&self, queue: &Queue<Self::Key>)
+    -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// One pass over a key.
+    fn reconcile(&self, key: &Self::Key) -> impl Future<Output = Result<Pass, ApiError>> + Send;
+}
+
+/// Runs a controller until `shutdown`.
+pub async fn run<C: Controller>(controller: C, shutdown: CancellationToken) {
+    let name = C::NAME;
+    let retry_after = C::RETRY_AFTER;
+    let (sender, mut keys) = mpsc::unbounded_channel::<C::Key>();
+    let queue = Queue(sender);
+    let work = async {
+        while let Some(key) = keys.recv().await {
+            match controller.reconcile(&key).await {
+                Ok(Pass::Done) => {}
+                Ok(Pass::Again) => queue.add_after(key, retry_after),
+                Err(error) => {
+                    tracing::warn!(controller = name, ?key, %error, "reconcile failed, retrying");
+                    queue.add_after(key, retry_after);
+                }
+            }
+        }
+    };
+    let watch = async {
+        loop {
+            if let Err(error) = controller.follow(&queue).await {
+                tracing::warn!(controller = name, %error, "watch ended, restarting");
+            }
+            tokio::time::sleep(RESTART_AFTER).await;
+        }
+    };
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        _ = work => {}
+        _ = watch => {}
+    }
+}

@@ -1,0 +1,150 @@
+//! What a user may do, decided as kcp does it (`--authorization-order`
+//! `AlwaysAllowGroups,AlwaysAllowPaths,RBAC,Webhook`): `system:masters` may do everything, the
+//! `--authorization-always-allow-paths` are open to everybody, then the RBAC of `system:admin` and
+//! of the request's logical cluster ([`policies`]), then the SubjectAccessReview webhook
+//! ([`webhook`]) when one is configured. The first allow or deny wins; nobody's opinion is a 403.
+//!
+//! Requests across all logical clusters (`/clusters/*`) have no RBAC to consult, so only
+//! `system:masters` (and the webhook) can allow them, as upstream.
+
+pub mod policies;
+pub mod webhook;
+
+use std::sync::Arc;
+
+use http::Method;
+use kcp_apimachinery::ApiError;
+use kcp_rbac::{Attributes, Decision, MASTERS_GROUP, Policy, ResourceAttributes, User};
+
+use crate::request::{ClusterTarget, RequestInfo};
+pub use policies::PolicyCache;
+pub use webhook::Webhook;
+
+/// The authorizer chain of the server.
+pub struct Authorizer {
+    pub policies: Arc<PolicyCache>,
+    webhook: Option<Webhook>,
+    always_allow_paths: Vec<String>,
+}
+
+impl Authorizer {
+    pub fn new(
+        policies: Arc<PolicyCache>,
+        webhook: Option<Webhook>,
+        always_allow_paths: Vec<String>,
+    ) -> Authorizer {
+        Authorizer {
+            policies,
+            webhook,
+            always_allow_paths,
+        }
+    }
+
+    /// Whether a non-resource path is open to everybody, authenticated or not.
+    pub fn always_allowed(&self, path: &str) -> bool {
+        self.always_allow_paths
+            .iter()
+            .any(|pattern| path_matches(pattern, path))
+    }
+
+    /// The chain's decision for a request in `cluster`.
+    pub async fn decide(
+        &self,
+        cluster: &ClusterTarget,
+        attributes: &Attributes,
+    ) -> Result<Decision, ApiError> {
+        if attributes.user.in_group(MASTERS_GROUP) {
+            return Ok(Decision::Allow(String::new()));
+        }
+        if let kcp_rbac::Target::NonResource { path } = &attributes.target
+            && self.always_allowed(path)
+        {
+            return Ok(Decision::Allow(String::new()));
+        }
+        let rbac = match cluster {
+            ClusterTarget::One(name) => {
+                let policy = self.policies.policy(name).await?;
+                policy.layers().as_slice().authorize(attributes)
+            }
+            ClusterTarget::Wildcard => Decision::NoOpinion(String::new()),
+        };
+        if !matches!(rbac, Decision::NoOpinion(_)) {
+            return Ok(rbac);
+        }
+        let webhook = match &self.webhook {
+            Some(webhook) => webhook.authorize(cluster, attributes).await,
+            None => Decision::NoOpinion(String::new()),
+        };
+        Ok(Decision::first_opinion([rbac, webhook]))
+    }
+
+    /// Allows the request or refuses it with kube-apiserver's 403.
+    pub async fn authorize(
+        &self,
+        cluster: &ClusterTarget,
+        attributes: &Attributes,
+    ) -> Result<(), ApiError> {
+        match self.decide(cluster, attributes).await? {
+            Decision::Allow(_) => Ok(()),
+            Decision::Deny(reason) | Decision::NoOpinion(reason) => {
+                Err(attributes.forbidden_error(&reason))
+            }
+        }
+    }
+}
+
+/// The authorization attributes of a request, as kube-apiserver derives them: resource requests
+/// by their verb and resource, other paths by the lower-cased HTTP method.
+pub fn attributes(user: User, info: &RequestInfo, method: &Method, path: &str) -> Attributes {
+    if !info.is_resource_request {
+        return Attributes::non_resource(user, &method.as_str().to_lowercase(), path);
+    }
+    Attributes::resource(
+        user,
+        info.verb.as_str(),
+        ResourceAttributes {
+            api_group: info.group.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone().unwrap_or_default(),
+            namespace: info.namespace.clone().unwrap_or_default(),
+            name: info.name.clone().unwrap_or_default(),
+        },
+    )
+}
+
+/// `--authorization-always-allow-paths` entries are exact paths or prefixes ending in `*`.
+fn path_matches(pattern: &str, path: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => {
+            pattern == path
+                || path
+                    .strip_prefix(pattern)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn always_allow_paths() {
+        assert!(path_matches("/healthz", "/healthz"));
+        assert!(path_matches("/healthz", "/healthz/ping"));
+        assert!(!path_matches("/healthz", "/healthzz"));
+        assert!(path_matches("/metrics*", "/metrics/x"));
+    }
+
+    #[test]
+    fn non_resource_verbs_are_lowercased_methods() {
+        let info = RequestInfo::parse(&Method::POST, "/version", false);
+        let post = attributes(User::new("bob", &[]), &info, &Method::POST, "/version");
+        assert_eq!(post.verb, "post");
+        let info = RequestInfo::parse(&Method::GET, "/api/v1/namespaces/a/configmaps/b", false);
+        let get = attributes(User::new("bob", &[]), &info, &Method::GET, "/x");
+        assert_eq!(get.verb, "get");
+        assert_eq!(get.namespace(), "a");
+    }
+}

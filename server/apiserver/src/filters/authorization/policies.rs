@@ -1,0 +1,230 @@
+//! The RBAC policy of each logical cluster, built from what the cluster stores and kept until an
+//! RBAC object of that cluster changes.
+//!
+//! kcp authorizes a request against two layers (upstream's "bootstrap" and "local" authorizers):
+//! the RBAC objects of the `system:admin` logical cluster, which apply in every logical cluster,
+//! and those of the request's own logical cluster, whose bindings may name the ClusterRoles of
+//! `system:admin` (that is how `cluster-admin`, `admin`, `edit` and `view` exist everywhere
+//! without being stored everywhere). Indexes are built lazily on the first request to a cluster,
+//! so an idle workspace costs one small map entry, and dropped when a watch on the RBAC resources
+//! (or a write through this server) says they changed. A drop of `system:admin` drops every entry,
+//! because local indexes copy the rules of the bootstrap roles they reference.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::select_all;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_rbac::{PolicyIndex, bootstrap};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::request::LogicalClusterName;
+use crate::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
+use crate::storage::{KeyLayout, ObjectStore};
+
+/// The API group of RBAC objects.
+pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// The logical cluster whose RBAC applies everywhere.
+pub const BOOTSTRAP_CLUSTER: &str = "system:admin";
+
+/// The four RBAC resources and the kind of their objects.
+pub const RBAC_RESOURCES: [(&str, &str); 4] = [
+    ("clusterroles", "ClusterRole"),
+    ("roles", "Role"),
+    ("clusterrolebindings", "ClusterRoleBinding"),
+    ("rolebindings", "RoleBinding"),
+];
+
+/// The policy layers a request to one logical cluster is authorized against, first opinion first:
+/// the cluster's own, then the bootstrap policy.
+pub struct ClusterPolicy {
+    layers: Vec<Arc<PolicyIndex>>,
+}
+
+impl ClusterPolicy {
+    /// The layers as a [`kcp_rbac::Policy`] (a slice of policies is one).
+    pub fn layers(&self) -> Vec<&PolicyIndex> {
+        self.layers.iter().map(Arc::as_ref).collect()
+    }
+}
+
+/// The bootstrap layer: `system:admin`'s objects (local indexes resolve role references in them)
+/// and their index.
+struct Bootstrap {
+    objects: Vec<Value>,
+    index: Arc<PolicyIndex>,
+}
+
+/// Per-cluster RBAC indexes over the object store.
+pub struct PolicyCache {
+    objects: ObjectStore,
+    bootstrap_cluster: LogicalClusterName,
+    bootstrap: RwLock<Option<Arc<Bootstrap>>>,
+    clusters: RwLock<HashMap<LogicalClusterName, Arc<ClusterPolicy>>>,
+    /// Bumped by every invalidation, so an index built from a read that raced with a change is not
+    /// kept.
+    generation: AtomicU64,
+}
+
+impl PolicyCache {
+    pub fn new(objects: ObjectStore) -> PolicyCache {
+        PolicyCache {
+            objects,
+            bootstrap_cluster: LogicalClusterName::parse(BOOTSTRAP_CLUSTER)
+                .unwrap_or_else(LogicalClusterName::root),
+            bootstrap: RwLock::new(None),
+            clusters: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The policy of a logical cluster, building it when it is not cached.
+    pub async fn policy(
+        &self,
+        cluster: &LogicalClusterName,
+    ) -> Result<Arc<ClusterPolicy>, ApiError> {
+        if let Some(policy) = read(&self.clusters).get(cluster) {
+            return Ok(policy.clone());
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let bootstrap = self.bootstrap().await?;
+        let policy = if *cluster == self.bootstrap_cluster {
+            ClusterPolicy {
+                layers: vec![bootstrap.index.clone()],
+            }
+        } else {
+            let local = self.read_cluster(cluster).await?;
+            let base: Vec<&Value> = bootstrap.objects.iter().collect();
+            let index = PolicyIndex::build_layered(&local, &base).map_err(|e| {
+                ApiError::internal_error(&format!("building the RBAC policy of {cluster}: {e}"))
+            })?;
+            // The local index first: it answers for the bootstrap roles it extends or replaces
+            // (a role reference resolves in the first layer that has the role).
+            ClusterPolicy {
+                layers: vec![Arc::new(index), bootstrap.index.clone()],
+            }
+        };
+        let policy = Arc::new(policy);
+        if self.generation.load(Ordering::Acquire) == generation {
+            write(&self.clusters).insert(cluster.clone(), policy.clone());
+        }
+        Ok(policy)
+    }
+
+    async fn bootstrap(&self) -> Result<Arc<Bootstrap>, ApiError> {
+        if let Some(bootstrap) = read(&self.bootstrap).clone() {
+            return Ok(bootstrap);
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let mut objects = bootstrap::system_admin_policy();
+        objects.extend(self.read_cluster(&self.bootstrap_cluster).await?);
+        let index = PolicyIndex::build(&objects).map_err(|e| {
+            ApiError::internal_error(&format!("building the bootstrap RBAC policy: {e}"))
+        })?;
+        let bootstrap = Arc::new(Bootstrap {
+            objects,
+            index: Arc::new(index),
+        });
+        if self.generation.load(Ordering::Acquire) == generation {
+            *write(&self.bootstrap) = Some(bootstrap.clone());
+        }
+        Ok(bootstrap)
+    }
+
+    /// Every RBAC object a logical cluster stores.
+    async fn read_cluster(&self, cluster: &LogicalClusterName) -> Result<Vec<Value>, ApiError> {
+        let mut objects = Vec::new();
+        for (resource, kind) in RBAC_RESOURCES {
+            let prefix = self
+                .objects
+                .keys(RBAC_GROUP, resource, KeyLayout::BuiltIn)
+                .scope(cluster, None);
+            let page = self
+                .objects
+                .list(ListRequest::everything(&prefix), &|_| true)
+                .await?;
+            objects.extend(page.items.into_iter().map(|mut object| {
+                object["kind"] = json!(kind);
+                object
+            }));
+        }
+        Ok(objects)
+    }
+
+    /// Forgets what is known of a logical cluster's RBAC (all clusters' for `system:admin`).
+    pub fn invalidate(&self, cluster: &LogicalClusterName) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if *cluster == self.bootstrap_cluster {
+            *write(&self.bootstrap) = None;
+            write(&self.clusters).clear();
+        } else {
+            write(&self.clusters).remove(cluster);
+        }
+    }
+
+    fn invalidate_all(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        *write(&self.bootstrap) = None;
+        write(&self.clusters).clear();
+    }
+
+    /// Drops indexes as RBAC objects change anywhere (including through other servers sharing the
+    /// store); runs until `shutdown`.
+    pub async fn watch_changes(self: Arc<Self>, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            if let Err(error) = self.follow(&shutdown).await {
+                tracing::warn!(%error, "RBAC watch ended, restarting");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+
+    async fn follow(&self, shutdown: &CancellationToken) -> Result<(), ApiError> {
+        let from = self.objects.current_revision().await? + 1;
+        let mut streams = Vec::new();
+        for (resource, _) in RBAC_RESOURCES {
+            let keys = self.objects.keys(RBAC_GROUP, resource, KeyLayout::BuiltIn);
+            streams.push(Box::pin(
+                self.objects.watch(keys.all_clusters(), from).await?,
+            ));
+        }
+        // Whatever happened before the watch started is unknown: start from nothing.
+        self.invalidate_all();
+        let mut changes = select_all(streams);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                change = changes.next() => match change {
+                    None => return Err(ApiError::service_unavailable("RBAC watch closed")),
+                    Some(Err(error)) => return Err(error),
+                    Some(Ok(change)) => {
+                        match meta::annotations(&change.object)
+                            .get(CLUSTER_ANNOTATION)
+                            .and_then(|c| LogicalClusterName::parse(c))
+                        {
+                            Some(cluster) => self.invalidate(&cluster),
+                            None => self.invalidate_all(),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,42 @@
+//! Authentication for kcp-rs: who is asking.
+//!
+//! kube-apiserver's authenticators, rebuilt without I/O except where the protocol needs it (OIDC
+//! discovery): client certificates, a static token file, service-account JWTs carrying kcp's
+//! logical cluster, front-proxy request headers and OIDC ID tokens, combined in a fixed order by
+//! [`Authenticators`]. The API server's filter chain calls [`Authenticators::authenticate`] once
+//! per request and answers 401 on any error.
+
+mod chain;
+mod der;
+mod error;
+mod jwt;
+mod keys;
+mod oidc;
+mod pem;
+mod request_header;
+mod service_account;
+mod token_file;
+mod user;
+mod x509;
+
+#[cfg(test)]
+mod test_pki;
+
+pub use chain::{Authenticated, Authenticators, Via};
+pub use der::DerError;
+pub use error::AuthnError;
+pub use jwt::{JwtError, unverified_claims, verify};
+pub use keys::{KeyError, SigningKey, VerifyingKey};
+pub use oidc::{OidcAuthenticator, OidcConfig, OidcError};
+pub use pem::PemError;
+pub use request_header::{RequestHeaderAuthenticator, RequestHeaderConfig, RequestHeaderError};
+pub use service_account::{
+    AuthenticatedServiceAccount, BoundObject, BoundObjectKind, CREDENTIAL_ID_EXTRA, POD_NAME_EXTRA,
+    POD_UID_EXTRA, SERVICE_ACCOUNTS_GROUP, ServiceAccountAuthenticator, ServiceAccountToken,
+    TokenIssuer, service_account_username,
+};
+pub use token_file::{TokenFile, TokenFileError};
+pub use user::{
+    ANONYMOUS_USER, AUTHENTICATED_GROUP, CLUSTER_NAME_EXTRA, UNAUTHENTICATED_GROUP, UserInfo,
+};
+pub use x509::{CertificateAuthenticator, X509Error};

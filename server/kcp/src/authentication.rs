@@ -1,0 +1,131 @@
+//! Turns the authentication flags and the serving material into the server's authenticators and
+//! token issuer: reads the files the flags name and fails the start with the flag's name when one
+//! is unusable (a server that silently skipped a broken `--token-auth-file` would lock people out
+//! without saying why).
+
+use std::path::{Path, PathBuf};
+
+use kcp_apiserver::filters::authentication::Authentication;
+use kcp_authn::{
+    Authenticators, CertificateAuthenticator, OidcAuthenticator, OidcConfig,
+    RequestHeaderAuthenticator, RequestHeaderConfig, ServiceAccountAuthenticator, SigningKey,
+    TokenFile, TokenIssuer, VerifyingKey,
+};
+
+use crate::options::{AuthenticationFlags, ValidatedOptions};
+use crate::pki::ServingMaterial;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthenticationSetupError {
+    #[error("--{flag}: reading {}: {source}", path.display())]
+    Read {
+        flag: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--{flag}: {reason}")]
+    Invalid { flag: &'static str, reason: String },
+}
+
+fn invalid(flag: &'static str) -> impl Fn(&dyn std::fmt::Display) -> AuthenticationSetupError {
+    move |reason| AuthenticationSetupError::Invalid {
+        flag,
+        reason: reason.to_string(),
+    }
+}
+
+fn read(flag: &'static str, path: &Path) -> Result<String, AuthenticationSetupError> {
+    std::fs::read_to_string(path).map_err(|source| AuthenticationSetupError::Read {
+        flag,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The server's authentication, from validated options and the loaded PKI.
+pub fn build(
+    options: &ValidatedOptions,
+    material: &ServingMaterial,
+) -> Result<Authentication, AuthenticationSetupError> {
+    let flags = &options.authentication;
+    let x509 = material
+        .client_ca_pem
+        .as_deref()
+        .map(CertificateAuthenticator::from_pem)
+        .transpose()
+        .map_err(|e| invalid("client-ca-file")(&e))?;
+    let token_file = flags
+        .token_auth_file
+        .as_deref()
+        .map(|path| TokenFile::from_file(path).map_err(|e| invalid("token-auth-file")(&e)))
+        .transpose()?;
+    let signing_key = SigningKey::from_pem(&material.service_account_signing_key_pem)
+        .map_err(|e| invalid("service-account-signing-key-file")(&e))?;
+    let mut verifying_keys = vec![signing_key.verifying_key()];
+    for pem in &material.service_account_key_pems {
+        verifying_keys.extend(
+            VerifyingKey::from_pem(pem).map_err(|e| invalid("service-account-key-file")(&e))?,
+        );
+    }
+    let issuers = flags.service_account_issuers.clone();
+    let api_audiences = if flags.api_audiences.is_empty() {
+        issuers[..1].to_vec()
+    } else {
+        flags.api_audiences.clone()
+    };
+    let service_accounts =
+        ServiceAccountAuthenticator::new(verifying_keys, issuers.clone(), api_audiences.clone());
+    let token_issuer = TokenIssuer::new(signing_key, issuers[0].clone());
+    Ok(Authentication {
+        authenticators: Authenticators {
+            x509,
+            token_file,
+            service_accounts: Some(service_accounts),
+            request_header: request_header(flags)?,
+            oidc: oidc(flags)?,
+            anonymous: flags.anonymous,
+        },
+        token_issuer: Some(token_issuer),
+        api_audiences,
+        service_account_lookup: flags.service_account_lookup,
+    })
+}
+
+fn request_header(
+    flags: &AuthenticationFlags,
+) -> Result<Option<RequestHeaderAuthenticator>, AuthenticationSetupError> {
+    let Some(path) = &flags.requestheader_client_ca_file else {
+        return Ok(None);
+    };
+    let config = RequestHeaderConfig {
+        ca_pem: read("requestheader-client-ca-file", path)?,
+        allowed_names: flags.requestheader_allowed_names.clone(),
+        username_headers: flags.requestheader_username_headers.clone(),
+        group_headers: flags.requestheader_group_headers.clone(),
+        extra_headers_prefixes: flags.requestheader_extra_headers_prefix.clone(),
+        uid_headers: flags.requestheader_uid_headers.clone(),
+    };
+    RequestHeaderAuthenticator::new(config)
+        .map(Some)
+        .map_err(|e| invalid("requestheader-client-ca-file")(&e))
+}
+
+fn oidc(
+    flags: &AuthenticationFlags,
+) -> Result<Option<OidcAuthenticator>, AuthenticationSetupError> {
+    let Some(oidc) = &flags.oidc else {
+        return Ok(None);
+    };
+    let ca_pem = oidc
+        .ca_file
+        .as_deref()
+        .map(|path| read("oidc-ca-file", path))
+        .transpose()?;
+    let config = OidcConfig {
+        ca_pem,
+        ..oidc.config.clone()
+    };
+    OidcAuthenticator::new(config)
+        .map(Some)
+        .map_err(|e| invalid("oidc-issuer-url")(&e))
+}

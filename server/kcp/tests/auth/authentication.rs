@@ -1,0 +1,415 @@
+//! Static tokens, anonymous requests, service-account tokens, front-proxy headers and OIDC.
+
+use super::*;
+
+#[tokio::test]
+async fn static_tokens_and_anonymous() {
+    let dir = temp_dir("auth-tokens");
+    let tokens = token_file(dir.path());
+    let server = KcpProcess::start(binary(), "auth-tokens", std::slice::from_ref(&tokens)).await;
+    let admin = Caller::admin(&server);
+    let tina = Caller::token(&server, "tina-token-123");
+
+    let info = tina.user_info().await;
+    assert_user(&info, "tina", &["devs", "ops", "system:authenticated"]);
+    assert_eq!(info["uid"], "tina-uid", "{info}");
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    expect_forbidden(
+        "tina without bindings",
+        &tina.get(configmaps).await,
+        "tina",
+        &["cannot list resource \"configmaps\""],
+    );
+    // The token file's groups take part in RBAC.
+    let group = json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "devs"});
+    let body = binding("RoleBinding", "devs-view", "ClusterRole", "view", group);
+    ensure(
+        &admin,
+        &format!("{RBAC_V1}/namespaces/default/rolebindings"),
+        &body,
+    )
+    .await;
+    wait_status("group devs bound to view", &tina, configmaps, 200).await;
+
+    // A wrong token is a 401, also where anonymous requests are allowed.
+    let wrong = Caller::token(&server, "not-a-token");
+    for path in [configmaps, "/version", "/api"] {
+        expect_unauthorized(&format!("wrong token GET {path}"), &wrong.get(path).await);
+    }
+
+    // TokenReview.
+    for (token, authenticated) in [("tina-token-123", true), ("not-a-token", false)] {
+        let review = json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        });
+        let answer = admin
+            .post("/apis/authentication.k8s.io/v1/tokenreviews", &review)
+            .await;
+        assert_eq!(answer.status, 201, "TokenReview: {}", answer.text());
+        let status = &answer.json()["status"];
+        assert_eq!(status["authenticated"], authenticated, "{status}");
+        if authenticated {
+            assert_user(&status["user"], "tina", &["devs", "ops"]);
+        }
+    }
+
+    // Anonymous (on by default): public info only.
+    let anonymous = Caller::anonymous(&server);
+    for path in ["/version", "/healthz", "/readyz", "/livez"] {
+        let response = anonymous.get(path).await;
+        assert_eq!(
+            response.status,
+            200,
+            "anonymous GET {path}: {}",
+            response.text()
+        );
+    }
+    for path in ["/api/v1/namespaces", configmaps, "/api"] {
+        expect_forbidden(
+            &format!("anonymous GET {path}"),
+            &anonymous.get(path).await,
+            "system:anonymous",
+            &[],
+        );
+    }
+
+    // --anonymous-auth=false: credential-less requests are 401 except the always-allowed paths.
+    let strict = KcpProcess::start(
+        binary(),
+        "auth-no-anonymous",
+        &[tokens, "--anonymous-auth=false".to_owned()],
+    )
+    .await;
+    let anonymous = Caller::anonymous(&strict);
+    for path in ["/version", "/api/v1/namespaces", "/api"] {
+        expect_unauthorized(
+            &format!("no credentials GET {path}"),
+            &anonymous.get(path).await,
+        );
+    }
+    for path in ["/healthz", "/readyz", "/livez"] {
+        let response = anonymous.get(path).await;
+        assert_eq!(
+            response.status,
+            200,
+            "no credentials GET {path}: {}",
+            response.text()
+        );
+    }
+    assert_user(
+        &Caller::token(&strict, "tina-token-123").user_info().await,
+        "tina",
+        &["system:authenticated"],
+    );
+    let ok = Caller::admin(&strict).get("/api/v1/namespaces").await;
+    assert_eq!(ok.status, 200, "{}", ok.text());
+}
+
+#[tokio::test]
+async fn service_account_tokens() {
+    let server = SERVER.get().await;
+    let admin = Caller::admin(&server);
+    wait_status(
+        "the default ServiceAccount of root's default namespace",
+        &admin,
+        "/api/v1/namespaces/default/serviceaccounts/default",
+        200,
+    )
+    .await;
+
+    let token = Kubectl::new("1.33", &server.kubeconfig())
+        .ok(&["create", "token", "default", "-n", "default"])
+        .trim()
+        .to_owned();
+    let sa = Caller::token(&server, &token);
+    assert_user(
+        &sa.user_info().await,
+        "system:serviceaccount:default:default",
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated",
+        ],
+    );
+    // Only valid in the logical cluster that issued it.
+    expect_unauthorized(
+        "root's token in /clusters/other",
+        &sa.whoami_in("other").await,
+    );
+    let list = sa.get("/clusters/other/api/v1/namespaces").await;
+    expect_unauthorized("root's token listing in /clusters/other", &list);
+
+    // Tampered claims keep the old signature.
+    let (header, claims, signature) = decode_jwt(&token);
+    let encode = |value: &Value| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+    };
+    let mut forged = claims.clone();
+    forged["sub"] = json!("system:serviceaccount:kube-system:admin");
+    let tampered = format!("{}.{}.{signature}", encode(&header), encode(&forged));
+    expect_unauthorized(
+        "tampered token",
+        &Caller::token(&server, &tampered).whoami_in("").await,
+    );
+
+    // Tokens minted with the server's own key: the unchanged claims authenticate (so the key and
+    // signature are right), an expired one or one of another issuer does not.
+    let key = std::fs::read_to_string(server.root_directory().join("sa.key")).expect("sa.key");
+    let resigned = sign_es256(&key, &header, &claims);
+    let answer = Caller::token(&server, &resigned).whoami_in("").await;
+    assert_eq!(
+        answer.status,
+        201,
+        "re-signed copy of a good token: {}",
+        answer.text()
+    );
+    assert_eq!(
+        claims["iss"], "https://kcp.default.svc",
+        "default --service-account-issuer: {claims}"
+    );
+    let mut expired = claims.clone();
+    expired["iat"] = json!(now() - 7200);
+    expired["nbf"] = json!(now() - 7200);
+    expired["exp"] = json!(now() - 3600);
+    expect_unauthorized(
+        "expired token",
+        &Caller::token(&server, &sign_es256(&key, &header, &expired))
+            .whoami_in("")
+            .await,
+    );
+    let mut foreign = claims.clone();
+    foreign["iss"] = json!("https://issuer.example.com");
+    expect_unauthorized(
+        "token of another issuer",
+        &Caller::token(&server, &sign_es256(&key, &header, &foreign))
+            .whoami_in("")
+            .await,
+    );
+
+    // The TokenRequest API in another logical cluster: valid there, not in root.
+    ensure_namespace(&admin, "sa-other", "default").await;
+    let other_sa = "/clusters/sa-other/api/v1/namespaces/default/serviceaccounts/default";
+    wait_status("sa-other's default ServiceAccount", &admin, other_sa, 200).await;
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let issued = admin.post(&format!("{other_sa}/token"), &request).await;
+    assert_eq!(issued.status, 201, "TokenRequest: {}", issued.text());
+    let other_token = issued.json()["status"]["token"]
+        .as_str()
+        .expect("status.token")
+        .to_owned();
+    let other = Caller::token(&server, &other_token);
+    let mine = other.whoami_in("sa-other").await;
+    assert_eq!(
+        mine.status,
+        201,
+        "sa-other's token in sa-other: {}",
+        mine.text()
+    );
+    expect_unauthorized("sa-other's token in root", &other.whoami_in("root").await);
+
+    // Deleting the ServiceAccount invalidates its tokens (--service-account-lookup).
+    ensure_namespace(&admin, "", "sa-tokens").await;
+    let robot =
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}});
+    ensure(
+        &admin,
+        "/api/v1/namespaces/sa-tokens/serviceaccounts",
+        &robot,
+    )
+    .await;
+    let robot_path = "/api/v1/namespaces/sa-tokens/serviceaccounts/robot";
+    let issued = admin.post(&format!("{robot_path}/token"), &request).await;
+    assert_eq!(issued.status, 201, "TokenRequest robot: {}", issued.text());
+    let robot_token = issued.json()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let robot = Caller::token(&server, &robot_token);
+    assert_user(
+        &robot.user_info().await,
+        "system:serviceaccount:sa-tokens:robot",
+        &["system:serviceaccounts:sa-tokens"],
+    );
+    let deleted = admin.delete(robot_path).await;
+    assert_eq!(deleted.status, 200, "deleting robot: {}", deleted.text());
+    eventually(
+        "robot's token rejected after the ServiceAccount is gone",
+        || async {
+            let answer = robot.whoami_in("").await;
+            if answer.status == 401 {
+                Ok(())
+            } else {
+                Err(format!("{} {}", answer.status, answer.text()))
+            }
+        },
+    )
+    .await;
+    expect_unauthorized("deleted robot's token", &robot.whoami_in("").await);
+}
+
+#[tokio::test]
+async fn front_proxy_headers() {
+    let dir = temp_dir("auth-front-proxy");
+    let proxy_ca = CertificateAuthority::generate("front-proxy-ca");
+    let proxy_ca_file = dir.path().join("front-proxy-ca.crt");
+    std::fs::write(&proxy_ca_file, &proxy_ca.cert_pem).unwrap();
+    let server = KcpProcess::start(
+        binary(),
+        "auth-front-proxy",
+        &[
+            format!("--requestheader-client-ca-file={}", proxy_ca_file.display()),
+            "--requestheader-allowed-names=front-proxy".to_owned(),
+            "--requestheader-username-headers=X-Remote-User".to_owned(),
+            "--requestheader-group-headers=X-Remote-Group".to_owned(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_owned(),
+        ],
+    )
+    .await;
+    let ca = client_ca(&server);
+    let with_headers = |caller: Caller| {
+        caller
+            .header("X-Remote-User", "frank")
+            .header("X-Remote-Group", "devs")
+            .header("X-Remote-Group", "ops")
+            .header("X-Remote-Extra-Scopes", "read")
+            .header("X-Remote-Extra-Scopes", "write")
+    };
+    let as_proxy = |name: &str| {
+        let client = proxy_ca
+            .client(name, &[])
+            .credentials(server.admin())
+            .client();
+        Caller::with_client(&server, client)
+    };
+
+    // The front proxy's headers are who the request is.
+    let proxied = with_headers(as_proxy("front-proxy"));
+    let info = proxied.user_info().await;
+    assert_user(&info, "frank", &["devs", "ops", "system:authenticated"]);
+    assert_eq!(info["extra"]["scopes"], json!(["read", "write"]), "{info}");
+    expect_forbidden(
+        "frank lists configmaps",
+        &proxied.get("/api/v1/namespaces/default/configmaps").await,
+        "frank",
+        &[],
+    );
+
+    // The same headers from a client-CA certificate (even one named front-proxy) are ignored.
+    for name in ["alice", "front-proxy"] {
+        let info = with_headers(Caller::cert(&server, &ca, name, &[]))
+            .user_info()
+            .await;
+        assert_eq!(
+            info["username"], name,
+            "client-CA cert {name} with headers: {info}"
+        );
+        assert!(
+            !strings(&info["groups"]).contains(&"devs".to_owned()),
+            "{info}"
+        );
+    }
+    // Without a certificate they are ignored too: the request is anonymous.
+    let anonymous = with_headers(Caller::anonymous(&server));
+    expect_forbidden(
+        "headers without a certificate",
+        &anonymous.get("/api/v1/namespaces").await,
+        "system:anonymous",
+        &[],
+    );
+    // A certificate of the request-header CA whose CN is not allowed: not frank, whatever else.
+    let intruder = with_headers(as_proxy("intruder"));
+    let answer = intruder.whoami_in("").await;
+    match answer.status {
+        401 => expect_unauthorized("request-header cert with a CN not allowed", &answer),
+        201 => assert_ne!(
+            answer.json()["status"]["userInfo"]["username"],
+            "frank",
+            "{}",
+            answer.text()
+        ),
+        _ => {
+            let message = expect_status("intruder", &answer, 403, "Forbidden");
+            assert!(!message.contains("frank"), "{message}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn oidc_tokens() {
+    let dir = temp_dir("auth-oidc");
+    let issuer = OidcIssuer::start();
+    let ca_file = dir.path().join("oidc-ca.crt");
+    std::fs::write(&ca_file, &issuer.ca_pem).unwrap();
+    let server = KcpProcess::start(
+        binary(),
+        "auth-oidc",
+        &[
+            format!("--oidc-issuer-url={}", issuer.url),
+            "--oidc-client-id=kcp-test".to_owned(),
+            format!("--oidc-ca-file={}", ca_file.display()),
+            "--oidc-username-claim=sub".to_owned(),
+            "--oidc-username-prefix=oidc:".to_owned(),
+            "--oidc-groups-claim=groups".to_owned(),
+            "--oidc-groups-prefix=oidc:".to_owned(),
+            "--oidc-signing-algs=ES256".to_owned(),
+        ],
+    )
+    .await;
+    let claims = |iss: &str, aud: &str, exp: u64| {
+        json!({
+            "iss": iss, "aud": aud, "sub": "jane", "groups": ["devs", "ops"],
+            "iat": now() - 60, "nbf": now() - 60, "exp": exp,
+        })
+    };
+    let good = Caller::token(
+        &server,
+        &issuer.token(claims(&issuer.url, "kcp-test", now() + 3600)),
+    );
+    // The authenticator may fetch the issuer's discovery document after the server is ready.
+    eventually("an OIDC token authenticates", || async {
+        let answer = good.whoami_in("").await;
+        if answer.status == 201 {
+            Ok(())
+        } else {
+            Err(format!("{} {}", answer.status, answer.text()))
+        }
+    })
+    .await;
+    assert_user(
+        &good.user_info().await,
+        "oidc:jane",
+        &["oidc:devs", "oidc:ops", "system:authenticated"],
+    );
+    expect_forbidden(
+        "oidc:jane lists configmaps",
+        &good.get("/api/v1/namespaces/default/configmaps").await,
+        "oidc:jane",
+        &[],
+    );
+
+    let other_issuer = OidcIssuer::start();
+    for (what, token) in [
+        (
+            "wrong audience",
+            issuer.token(claims(&issuer.url, "someone-else", now() + 3600)),
+        ),
+        (
+            "expired",
+            issuer.token(claims(&issuer.url, "kcp-test", now() - 600)),
+        ),
+        (
+            "wrong issuer claim",
+            issuer.token(claims(&other_issuer.url, "kcp-test", now() + 3600)),
+        ),
+        (
+            "signed by another issuer's key",
+            other_issuer.token(claims(&issuer.url, "kcp-test", now() + 3600)),
+        ),
+    ] {
+        expect_unauthorized(what, &Caller::token(&server, &token).whoami_in("").await);
+    }
+}
