@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::request::LogicalClusterName;
 use crate::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
 use crate::storage::{KeyLayout, ObjectStore};
+use kcp_storage::Revision;
 
 /// The API group of RBAC objects.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -44,6 +45,8 @@ pub const RBAC_RESOURCES: [(&str, &str); 4] = [
 /// the cluster's own, then the bootstrap policy.
 pub struct ClusterPolicy {
     layers: Vec<Arc<PolicyIndex>>,
+    /// Every RBAC change of the cluster up to this store revision is in the layers.
+    revision: Revision,
 }
 
 impl ClusterPolicy {
@@ -58,6 +61,7 @@ impl ClusterPolicy {
 struct Bootstrap {
     objects: Vec<Value>,
     index: Arc<PolicyIndex>,
+    revision: Revision,
 }
 
 /// Per-cluster RBAC indexes over the object store.
@@ -96,9 +100,10 @@ impl PolicyCache {
         let policy = if *cluster == self.bootstrap_cluster {
             ClusterPolicy {
                 layers: vec![bootstrap.index.clone()],
+                revision: bootstrap.revision,
             }
         } else {
-            let local = self.read_cluster(cluster).await?;
+            let (local, revision) = self.read_cluster(cluster).await?;
             let base: Vec<&Value> = bootstrap.objects.iter().collect();
             let index = PolicyIndex::build_layered(&local, &base).map_err(|e| {
                 ApiError::internal_error(&format!("building the RBAC policy of {cluster}: {e}"))
@@ -107,6 +112,7 @@ impl PolicyCache {
             // (a role reference resolves in the first layer that has the role).
             ClusterPolicy {
                 layers: vec![Arc::new(index), bootstrap.index.clone()],
+                revision,
             }
         };
         let policy = Arc::new(policy);
@@ -122,13 +128,15 @@ impl PolicyCache {
         }
         let generation = self.generation.load(Ordering::Acquire);
         let mut objects = bootstrap::system_admin_policy();
-        objects.extend(self.read_cluster(&self.bootstrap_cluster).await?);
+        let (stored, revision) = self.read_cluster(&self.bootstrap_cluster).await?;
+        objects.extend(stored);
         let index = PolicyIndex::build(&objects).map_err(|e| {
             ApiError::internal_error(&format!("building the bootstrap RBAC policy: {e}"))
         })?;
         let bootstrap = Arc::new(Bootstrap {
             objects,
             index: Arc::new(index),
+            revision,
         });
         if self.generation.load(Ordering::Acquire) == generation {
             *write(&self.bootstrap) = Some(bootstrap.clone());
@@ -136,9 +144,13 @@ impl PolicyCache {
         Ok(bootstrap)
     }
 
-    /// Every RBAC object a logical cluster stores.
-    async fn read_cluster(&self, cluster: &LogicalClusterName) -> Result<Vec<Value>, ApiError> {
+    /// Every RBAC object a logical cluster stores, and the revision they are complete up to.
+    async fn read_cluster(
+        &self,
+        cluster: &LogicalClusterName,
+    ) -> Result<(Vec<Value>, Revision), ApiError> {
         let mut objects = Vec::new();
+        let mut revision = Revision::MAX;
         for (resource, kind) in RBAC_RESOURCES {
             let prefix = self
                 .objects
@@ -148,12 +160,13 @@ impl PolicyCache {
                 .objects
                 .list(ListRequest::everything(&prefix), &|_| true)
                 .await?;
+            revision = revision.min(page.revision);
             objects.extend(page.items.into_iter().map(|mut object| {
                 object["kind"] = json!(kind);
                 object
             }));
         }
-        Ok(objects)
+        Ok((objects, revision))
     }
 
     /// Forgets what is known of a logical cluster's RBAC (all clusters' for `system:admin`).
@@ -164,6 +177,19 @@ impl PolicyCache {
             write(&self.clusters).clear();
         } else {
             write(&self.clusters).remove(cluster);
+        }
+    }
+
+    /// Forgets a cluster's RBAC unless what is known already includes the change at `revision`
+    /// (a write through this server rebuilt it before the watch reported the write).
+    fn invalidate_change(&self, cluster: &LogicalClusterName, revision: Revision) {
+        let known = if *cluster == self.bootstrap_cluster {
+            read(&self.bootstrap).as_ref().map(|b| b.revision)
+        } else {
+            read(&self.clusters).get(cluster).map(|p| p.revision)
+        };
+        if known.is_none_or(|known| known < revision) {
+            self.invalidate(cluster);
         }
     }
 
@@ -210,7 +236,7 @@ impl PolicyCache {
                             .get(CLUSTER_ANNOTATION)
                             .and_then(|c| LogicalClusterName::parse(c))
                         {
-                            Some(cluster) => self.invalidate(&cluster),
+                            Some(cluster) => self.invalidate_change(&cluster, change.revision),
                             None => self.invalidate_all(),
                         }
                     }
