@@ -1,0 +1,314 @@
+//! A minimal Kubernetes API client for the few kcp endpoints the plugins call.
+//!
+//! Upstream builds a kcp cluster clientset from the kubeconfig and strips the server URL's
+//! path (`newKCPClusterClient`), addressing each workspace as `<scheme://host>/clusters/<path>`.
+//! This client does the same with reqwest, taking TLS and credentials from the kubeconfig
+//! stanzas so it works against upstream kcp and kcp-rs alike.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use reqwest::{Method, StatusCode};
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, Error};
+use crate::kubeconfig::{Selected, str_field};
+use crate::path::{ClusterPath, split_origin};
+
+const TENANCY: &str = "apis/tenancy.kcp.io/v1alpha1";
+
+/// Command-line overrides of the kubeconfig's connection settings (kubectl's flags).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub token: Option<String>,
+    pub certificate_authority: Option<PathBuf>,
+    pub insecure_skip_tls_verify: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Auth {
+    None,
+    Bearer(String),
+    Basic(String, String),
+}
+
+/// Talks to `scheme://host` of the selected cluster's server.
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    http: reqwest::Client,
+    origin: String,
+    auth: Auth,
+}
+
+/// A file reference (`certificate-authority`...) or inline base64 data (`...-data`).
+fn material(
+    stanza: &Map<String, Value>,
+    file_key: &str,
+    data_key: &str,
+    dir: &Path,
+) -> Result<Option<Vec<u8>>, Error> {
+    let data = str_field(stanza, data_key);
+    if !data.is_empty() {
+        return base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map(Some)
+            .map_err(|e| Error::msg(format!("decoding {data_key}: {e}")));
+    }
+    let file = str_field(stanza, file_key);
+    if file.is_empty() {
+        return Ok(None);
+    }
+    read_relative(Path::new(file), dir).map(Some)
+}
+
+fn read_relative(file: &Path, dir: &Path) -> Result<Vec<u8>, Error> {
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        dir.join(file)
+    };
+    std::fs::read(&path).map_err(|e| Error::io(path, e))
+}
+
+impl ApiClient {
+    /// Builds the client for the selected context; relative files resolve against `dir`.
+    pub fn new(selected: &Selected, dir: &Path, overrides: &Overrides) -> Result<Self, Error> {
+        let (origin, _) = split_origin(selected.server())?;
+        let cluster = &selected.cluster;
+        let user = &selected.user;
+
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("kubectl-ws/v", env!("CARGO_PKG_VERSION")))
+            .use_rustls_tls();
+
+        let insecure = overrides.insecure_skip_tls_verify
+            || cluster
+                .get("insecure-skip-tls-verify")
+                .and_then(Value::as_bool)
+                == Some(true);
+        if insecure {
+            builder = builder.danger_accept_invalid_certs(true);
+        } else {
+            let ca = match &overrides.certificate_authority {
+                Some(file) => Some(read_relative(file, Path::new("."))?),
+                None => material(
+                    cluster,
+                    "certificate-authority",
+                    "certificate-authority-data",
+                    dir,
+                )?,
+            };
+            if let Some(ca) = ca {
+                // like client-go, a configured CA replaces the system roots
+                builder = builder.tls_built_in_root_certs(false);
+                for cert in reqwest::Certificate::from_pem_bundle(&ca)
+                    .map_err(|e| Error::msg(format!("unable to load root certificates: {e}")))?
+                {
+                    builder = builder.add_root_certificate(cert);
+                }
+            }
+        }
+
+        let cert = material(user, "client-certificate", "client-certificate-data", dir)?;
+        let key = material(user, "client-key", "client-key-data", dir)?;
+        match (cert, key) {
+            (Some(mut pem), Some(key)) => {
+                pem.push(b'\n');
+                pem.extend_from_slice(&key);
+                let identity = reqwest::Identity::from_pem(&pem)
+                    .map_err(|e| Error::msg(format!("loading client certificate: {e}")))?;
+                builder = builder.identity(identity);
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::msg(
+                    "client-certificate and client-key must be specified together",
+                ));
+            }
+        }
+
+        let token_file = str_field(user, "tokenFile");
+        let auth = if let Some(token) = overrides.token.as_deref().filter(|t| !t.is_empty()) {
+            Auth::Bearer(token.to_owned())
+        } else if !token_file.is_empty() {
+            // client-go: a tokenFile wins over an inline token
+            let bytes = read_relative(Path::new(token_file), dir)?;
+            Auth::Bearer(String::from_utf8_lossy(&bytes).trim().to_owned())
+        } else if !str_field(user, "token").is_empty() {
+            Auth::Bearer(str_field(user, "token").to_owned())
+        } else if !str_field(user, "username").is_empty() {
+            Auth::Basic(
+                str_field(user, "username").to_owned(),
+                str_field(user, "password").to_owned(),
+            )
+        } else {
+            Auth::None
+        };
+
+        Ok(Self {
+            http: builder.build()?,
+            origin: origin.to_owned(),
+            auth,
+        })
+    }
+
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, Error> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.origin))
+            .header(reqwest::header::ACCEPT, "application/json");
+        request = match &self.auth {
+            Auth::None => request,
+            Auth::Bearer(token) => request.bearer_auth(token),
+            Auth::Basic(user, password) => request.basic_auth(user, Some(password)),
+        };
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        let bytes = response.bytes().await?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes)
+                .map_err(|e| Error::msg(format!("decoding response of {path}: {e}")));
+        }
+        Err(api_error(status, &bytes).into())
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, Error> {
+        self.request(Method::GET, path, None).await
+    }
+
+    pub async fn get_workspace(&self, cluster: &ClusterPath, name: &str) -> Result<Value, Error> {
+        let path = format!("{}/{TENANCY}/workspaces/{name}", cluster.request_path());
+        self.get(&path).await
+    }
+
+    pub async fn list_workspaces(&self, cluster: &ClusterPath) -> Result<Vec<Value>, Error> {
+        let path = format!("{}/{TENANCY}/workspaces", cluster.request_path());
+        Ok(items(self.get(&path).await?))
+    }
+
+    pub async fn create_workspace(
+        &self,
+        cluster: &ClusterPath,
+        workspace: &Value,
+    ) -> Result<Value, Error> {
+        let path = format!("{}/{TENANCY}/workspaces", cluster.request_path());
+        self.request(Method::POST, &path, Some(workspace)).await
+    }
+
+    /// The `cluster` LogicalCluster singleton of a workspace (for `tree --wide`).
+    pub async fn get_logical_cluster(&self, cluster: &ClusterPath) -> Result<Value, Error> {
+        let path = format!(
+            "{}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster",
+            cluster.request_path()
+        );
+        self.get(&path).await
+    }
+
+    pub async fn list_apibindings(&self, cluster: &ClusterPath) -> Result<Vec<Value>, Error> {
+        let path = format!(
+            "{}/apis/apis.kcp.io/v1alpha2/apibindings",
+            cluster.request_path()
+        );
+        Ok(items(self.get(&path).await?))
+    }
+
+    /// client-go `ServerGroups`: `/api` (a 404 is tolerated) plus `/apis`; the number of groups.
+    pub async fn discovery_group_count(&self, cluster: &ClusterPath) -> Result<usize, Error> {
+        let base = cluster.request_path();
+        let legacy = match self.get(&format!("{base}/api")).await {
+            Ok(versions) => usize::from(
+                versions
+                    .get("versions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|v| !v.is_empty()),
+            ),
+            Err(Error::Api(e)) if e.is_not_found() => 0,
+            Err(e) => return Err(e),
+        };
+        let groups = self.get(&format!("{base}/apis")).await?;
+        let count = groups
+            .get("groups")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        Ok(legacy + count)
+    }
+}
+
+fn items(list: Value) -> Vec<Value> {
+    match list {
+        Value::Object(mut map) => match map.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// A `Status` body as-is, otherwise client-go's generic message for the HTTP code.
+pub fn api_error(status: StatusCode, body: &[u8]) -> ApiError {
+    if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body)
+        && map.get("kind").and_then(Value::as_str) == Some("Status")
+    {
+        return ApiError {
+            code: map
+                .get("code")
+                .and_then(Value::as_u64)
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(status.as_u16()),
+            reason: str_field(&map, "reason").to_owned(),
+            message: str_field(&map, "message").to_owned(),
+        };
+    }
+    let text = String::from_utf8_lossy(body).trim().to_owned();
+    let (reason, message) = match status.as_u16() {
+        400 => ("BadRequest", "the server rejected our request for an unknown reason".to_owned()),
+        401 => ("Unauthorized", "the server has asked for the client to provide credentials".to_owned()),
+        403 => ("Forbidden", "the server does not allow access to the requested resource".to_owned()),
+        404 => ("NotFound", "the server could not find the requested resource".to_owned()),
+        405 => ("MethodNotAllowed", "the server does not allow this method on the requested resource".to_owned()),
+        409 => ("Conflict", "the server reported a conflict".to_owned()),
+        422 => ("Invalid", "the server rejected our request due to an error in our request".to_owned()),
+        429 => ("TooManyRequests", "the server has received too many requests and has asked us to try again later".to_owned()),
+        503 => ("ServiceUnavailable", "the server is currently unable to handle the request".to_owned()),
+        504 => ("Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request".to_owned()),
+        500 => ("InternalError", format!("an error on the server ({text:?}) has prevented the request from succeeding")),
+        _ => ("", format!("an error on the server ({text:?}) has prevented the request from succeeding")),
+    };
+    ApiError {
+        code: status.as_u16(),
+        reason: reason.to_owned(),
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_bodies_keep_reason_and_message() {
+        let body = br#"{"kind":"Status","status":"Failure","reason":"NotFound","code":404,
+            "message":"workspaces.tenancy.kcp.io \"x\" not found"}"#;
+        let err = api_error(StatusCode::NOT_FOUND, body);
+        assert!(err.is_not_found());
+        assert_eq!(err.message, "workspaces.tenancy.kcp.io \"x\" not found");
+    }
+
+    #[test]
+    fn other_bodies_get_client_go_messages() {
+        let err = api_error(StatusCode::FORBIDDEN, b"nope");
+        assert!(err.is_forbidden());
+        assert_eq!(err.reason, "Forbidden");
+        let err = api_error(StatusCode::BAD_GATEWAY, b"upstream down");
+        assert_eq!(err.reason, "");
+        assert!(err.message.contains("upstream down"));
+    }
+}

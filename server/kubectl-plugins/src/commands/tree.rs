@@ -1,0 +1,126 @@
+//! `kubectl ws tree [--full] [--wide]`: upstream `tree.go`, listing `workspaces` in each
+//! workspace below the current one and following each child's `spec.URL`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use super::Session;
+use crate::cli::TreeArgs;
+use crate::client::ApiClient;
+use crate::error::Error;
+use crate::output::{self, TreeNode};
+use crate::path::{ClusterPath, ClusterUrl};
+
+struct Walker<'a> {
+    client: &'a ApiClient,
+    full: bool,
+    wide: bool,
+}
+
+type Children<'a> = Pin<Box<dyn Future<Output = Result<Vec<TreeNode>, Error>> + 'a>>;
+
+impl Walker<'_> {
+    /// `name\tws=<phase>\tlc=<phase>` for `--wide`, from the LogicalCluster's status.
+    async fn label(&self, name: &str, path: &ClusterPath, workspace_phase: &str) -> String {
+        if !self.wide {
+            return name.to_owned();
+        }
+        let lc_phase = match self.client.get_logical_cluster(path).await {
+            Ok(lc) => lc
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .filter(|p| !p.is_empty())
+                .unwrap_or("Unknown")
+                .to_owned(),
+            Err(_) => "Unknown".to_owned(),
+        };
+        let ws = if workspace_phase.is_empty() {
+            "-"
+        } else {
+            workspace_phase
+        };
+        format!("{name}\tws={ws}\tlc={lc_phase}")
+    }
+
+    fn children<'s>(&'s self, parent: ClusterPath, parent_name: String) -> Children<'s> {
+        Box::pin(async move {
+            let workspaces = match self.client.list_workspaces(&parent).await {
+                Ok(items) => items,
+                Err(Error::Api(e)) if e.is_not_found() => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            };
+            let mut nodes = Vec::new();
+            for ws in workspaces {
+                if ws
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null())
+                {
+                    continue;
+                }
+                let mut name = ws
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                if self.full {
+                    name = format!("{parent_name}:{name}");
+                }
+                // mounts are served by their provider: a leaf, never recursed into
+                if ws.pointer("/spec/mount").is_some_and(|m| !m.is_null()) {
+                    nodes.push(TreeNode::new(format!("{name} [m]")));
+                    continue;
+                }
+                let url = ws
+                    .pointer("/spec/URL")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let child = ClusterUrl::parse(url).ok().flatten().ok_or_else(|| {
+                    Error::msg(format!(
+                        "current config context URL {url:?} does not point to workspace"
+                    ))
+                })?;
+                let phase = ws
+                    .pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let label = self.label(&name, &child.path, phase).await;
+                let children = self.children(child.path, name).await?;
+                nodes.push(TreeNode { label, children });
+            }
+            Ok(nodes)
+        })
+    }
+}
+
+pub async fn run(session: &mut Session, args: &TreeArgs) -> Result<(), Error> {
+    session.target_workspace(args.workspace.as_deref())?;
+    let host = session.server().to_owned();
+    let Some(current) = ClusterUrl::parse(&host).ok().flatten() else {
+        println!("current context URL {host:?} does not point directly to a kcp workspace");
+        return Ok(());
+    };
+    let client = session.client()?;
+    let walker = Walker {
+        client: &client,
+        full: args.full,
+        wide: args.wide,
+    };
+    let full_name = current.path.to_string();
+    let name = if args.full {
+        full_name
+    } else {
+        full_name.rsplit(':').next().unwrap_or_default().to_owned()
+    };
+    let label = walker.label(&name, &current.path, "").await;
+    let children = walker.children(current.path.clone(), name).await?;
+    let rendered = output::render_tree(&[TreeNode { label, children }]);
+    if args.wide {
+        print!("{}", output::align_tabs(&rendered));
+    } else {
+        // upstream prints treeprint's output with Println: a trailing blank line
+        println!("{rendered}");
+    }
+    Ok(())
+}

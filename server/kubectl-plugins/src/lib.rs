@@ -1,0 +1,34 @@
+//! kcp's workspace kubectl plugins, `kubectl ws` and `kubectl create workspace`, rebuilt in
+//! Rust so kcp-rs ships them without a Go toolchain. They behave like upstream kcp's
+//! (`cli/pkg/workspace/plugin`): same commands, flags, output lines, API calls and kubeconfig
+//! edits, so they work against upstream kcp as well as kcp-rs.
+
+pub mod cli;
+pub mod client;
+pub mod commands;
+pub mod error;
+pub mod kubeconfig;
+pub mod output;
+pub mod path;
+
+use std::process::ExitCode;
+
+/// Runs a command on a single-threaded runtime and reports failure like kubectl: one line on
+/// stderr and exit code 1.
+pub fn main_with<F>(command: F) -> ExitCode
+where
+    F: Future<Output = Result<(), error::Error>>,
+{
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| error::Error::msg(format!("starting runtime: {e}")))
+        .and_then(|runtime| runtime.block_on(command));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{}", output::error_line(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
