@@ -5,7 +5,8 @@
 //! [`request`] info, [`filters`]: authentication and authorization) -> [`handlers`] (verbs, discovery,
 //! OpenAPI, health) -> [`registry`] (per-type strategies and the generic REST store) -> [`storage`]
 //! (objects in the revisioned key-value store). [`controllers`] run in-process beside it, calling the
-//! registry like any client.
+//! registry like any client; [`tenancy`] keeps what workspaces need on every request (paths,
+//! LogicalClusters, WorkspaceTypes).
 
 pub mod bootstrap;
 pub mod controllers;
@@ -16,6 +17,7 @@ pub mod request;
 pub mod serve;
 pub mod server;
 pub mod storage;
+pub mod tenancy;
 pub mod tls;
 
 pub use serve::{ApiServer, ServeError};

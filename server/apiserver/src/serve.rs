@@ -16,7 +16,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::filters::authentication::Authentication;
 use crate::server::{App, ServerConfig};
-use crate::{bootstrap, controllers, tls};
+use crate::{bootstrap, controllers, tenancy, tls};
 use rustls_pki_types::CertificateDer;
 
 /// A TLS handshake that takes longer than this is abandoned.
@@ -82,6 +82,25 @@ impl ApiServer {
         bootstrap::ensure_bootstrap_policy(&app.store)
             .await
             .map_err(ServeError::Bootstrap)?;
+        tenancy::bootstrap::ensure_root(&app.store, &app.config.tenancy)
+            .await
+            .map_err(ServeError::Bootstrap)?;
+        let (Some(logical_clusters), Some(workspace_types)) = (
+            app.store
+                .registry()
+                .builtin_type("core.kcp.io", "v1alpha1", "logicalclusters"),
+            app.store
+                .registry()
+                .builtin_type("tenancy.kcp.io", "v1alpha1", "workspacetypes"),
+        ) else {
+            return Err(ServeError::Bootstrap(
+                kcp_apimachinery::ApiError::internal_error("tenancy types are not registered"),
+            ));
+        };
+        app.tenancy
+            .load(&app.store, [&logical_clusters, &workspace_types])
+            .await
+            .map_err(ServeError::Bootstrap)?;
         controllers::crd::serve_existing(&app.store)
             .await
             .map_err(ServeError::Bootstrap)?;
@@ -107,6 +126,20 @@ impl ApiServer {
             acceptor,
             storage,
         } = self;
+        let registry = app.store.registry().clone();
+        let (Some(logical_clusters), Some(workspace_types)) = (
+            registry.builtin_type("core.kcp.io", "v1alpha1", "logicalclusters"),
+            registry.builtin_type("tenancy.kcp.io", "v1alpha1", "workspacetypes"),
+        ) else {
+            return Err(ServeError::Bootstrap(
+                kcp_apimachinery::ApiError::internal_error("tenancy types are not registered"),
+            ));
+        };
+        let external_url = app
+            .config
+            .external_url
+            .clone()
+            .unwrap_or_else(|| format!("https://{}", app.server_address));
         let controllers = [
             tokio::spawn(controllers::namespace::run(
                 app.store.clone(),
@@ -114,6 +147,24 @@ impl ApiServer {
             )),
             tokio::spawn(controllers::crd::run(
                 app.store.clone(),
+                app.shutdown.clone(),
+            )),
+            tokio::spawn(app.tenancy.clone().run(
+                app.store.clone(),
+                logical_clusters,
+                workspace_types,
+                app.shutdown.clone(),
+            )),
+            tokio::spawn(controllers::logical_clusters::run(
+                app.store.clone(),
+                app.tenancy.clone(),
+                external_url.clone(),
+                app.shutdown.clone(),
+            )),
+            tokio::spawn(controllers::workspaces::run(
+                app.store.clone(),
+                app.tenancy.clone(),
+                external_url,
                 app.shutdown.clone(),
             )),
             tokio::spawn(controllers::clusterrole_aggregation::run(

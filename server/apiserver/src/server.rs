@@ -39,6 +39,8 @@ use crate::request::path::percent_decode;
 use crate::request::query::Query;
 use crate::request::{ClusterTarget, RequestInfo};
 use crate::storage::ObjectStore;
+use crate::tenancy::TenancyIndex;
+use crate::tenancy::index::Unresolved;
 
 /// The Kubernetes version this server speaks (its built-in types are those of this release).
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
@@ -63,6 +65,12 @@ pub struct ServerConfig {
     /// The CA bundle published to every namespace as `kube-root-ca.crt` (`--root-ca-file`, else
     /// the CA of the serving certificate).
     pub root_ca_pem: String,
+    /// What root holds from the start (built-in WorkspaceTypes with the `workspace-types`
+    /// battery, who may create home workspaces).
+    pub tenancy: kcp_tenancy::bootstrap::Options,
+    /// The URL users reach this shard at (`--shard-external-url`), for `Workspace.spec.URL`;
+    /// `None`: `https://` and the address clients reached us at.
+    pub external_url: Option<String>,
     /// How long in-flight requests may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
 }
@@ -70,6 +78,8 @@ pub struct ServerConfig {
 /// State shared by every request.
 pub struct App {
     pub store: RestStore,
+    /// LogicalClusters and WorkspaceTypes of every logical cluster.
+    pub tenancy: Arc<TenancyIndex>,
     pub authentication: Authentication,
     pub authorizer: Authorizer,
     /// Cancelled when the server shuts down; watches end on it.
@@ -96,13 +106,16 @@ impl App {
             .as_ref()
             .map(Webhook::new)
             .transpose()?;
+        let tenancy = Arc::new(TenancyIndex::default());
         let authorizer = Authorizer::new(
             Arc::new(PolicyCache::new(objects.clone())),
+            tenancy.clone(),
             webhook,
             config.always_allow_paths.clone(),
         );
         Ok(App {
             store: RestStore::new(objects, registry),
+            tenancy,
             authentication,
             authorizer,
             shutdown: CancellationToken::new(),
@@ -166,10 +179,22 @@ impl App {
             ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
         })?;
         let raw_query = parts.uri.query().map(str::to_string);
-        let (cluster, path) = split_cluster(&full_path).map_err(|e| match e {
+        let resolve = |reference: &str| {
+            self.tenancy.resolve(reference).map_err(|e| match e {
+                Unresolved::Invalid(p) => ClusterPathError::Invalid(p),
+                Unresolved::NotFound(p) => ClusterPathError::NotFound(p),
+            })
+        };
+        let (cluster, path) = split_cluster(&full_path, resolve).map_err(|e| match e {
             ClusterPathError::Missing | ClusterPathError::Invalid(_) => {
                 ApiError::bad_request(&e.to_string())
             }
+            // Upstream answers an unknown workspace path as a missing workspace.
+            ClusterPathError::NotFound(p) if !p.starts_with('/') => ApiError::not_found(
+                kcp_tenancy::workspace::GROUP,
+                kcp_tenancy::workspace::RESOURCE,
+                p.rsplit(':').next().unwrap_or(&p),
+            ),
             ClusterPathError::NotFound(_) => resource::no_such_resource(),
         })?;
         let path = path.to_string();

@@ -14,6 +14,7 @@ use tracing::{info, warn};
 use crate::authentication::{self, AuthenticationSetupError};
 use crate::kubeconfig::{self, KubeconfigError};
 use crate::options::ValidatedOptions;
+use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
 
 /// How long in-flight requests may take after a shutdown signal.
@@ -74,6 +75,14 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         always_allow_paths: options.authorization_always_allow_paths.clone(),
         authorization_webhook: options.authorization_webhook.clone(),
         root_ca_pem: material.root_ca_pem.clone(),
+        tenancy: kcp_tenancy::bootstrap::Options {
+            workspace_types_battery: options.batteries.contains(Battery::WorkspaceTypes),
+            ..kcp_tenancy::bootstrap::Options::default()
+        },
+        external_url: options
+            .shard_external_url
+            .as_ref()
+            .map(|url| url.to_string().trim_end_matches('/').to_string()),
         shutdown_grace: SHUTDOWN_GRACE,
     };
     let server = ApiServer::bind(config, authentication, storage).await?;

@@ -25,6 +25,8 @@ pub const AGGREGATE_TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view
 /// kcp's global admin group: bound to `cluster-admin` by the bootstrap policy in `system:admin`,
 /// which applies to every logical cluster.
 pub const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
+/// The ClusterRole granting entry into a workspace (non-resource verb `access` on `/`).
+pub const WORKSPACE_ACCESS_ROLE: &str = "system:kcp:workspace:access";
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 
@@ -380,6 +382,12 @@ pub fn default_policy() -> Vec<Value> {
 /// cluster: the defaults plus `system:kcp:admin` bound to `cluster-admin`.
 pub fn system_admin_policy() -> Vec<Value> {
     let mut policy = default_policy();
+    // Bound in each workspace to let users in (the workspace content authorizer asks for it).
+    policy.push(cluster_role(
+        WORKSPACE_ACCESS_ROLE,
+        None,
+        vec![url_rule(&["access"], &["/"])],
+    ));
     policy.push(group_binding(
         "system:kcp:admin:cluster-admin",
         "cluster-admin",

@@ -180,10 +180,10 @@ pub fn rbac(options: &Options) -> Vec<Value> {
         ),
         cluster_role(
             TENANCY_READER_ROLE,
+            // Types only: every user choosing a type may see them, but the workspaces of root
+            // (the tenants) are visible only to whom RBAC grants them.
             json!([
-                {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["get", "list", "watch"]},
                 {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "verbs": ["get", "list", "watch"]},
-                {"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters"], "verbs": ["get", "list", "watch"]},
             ]),
         ),
         group_binding(TENANCY_READER_BINDING, TENANCY_READER_ROLE, &authenticated),

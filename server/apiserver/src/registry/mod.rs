@@ -18,6 +18,7 @@ mod secrets;
 mod serviceaccounts;
 pub mod store;
 pub mod table;
+pub mod tenancy;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -225,7 +226,8 @@ impl Registry {
         ];
         types.extend(reviews::resources());
         attach_builtin_schemas(&mut types);
-        let types = types.into_iter().map(Arc::new).collect();
+        let mut types: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();
+        types.extend(tenancy::resource_types());
         Registry {
             builtin: Arc::new(ApiSet::new(types, 0)),
             clusters: RwLock::new(HashMap::new()),

@@ -54,7 +54,7 @@ pub enum ClusterTarget {
 pub enum ClusterPathError {
     #[error("missing logical cluster name after /clusters/")]
     Missing,
-    /// Workspace paths (`root:org:team`) resolve through Workspaces, which this server does not serve yet.
+    /// A workspace path no workspace has, or a nested `/clusters/`.
     #[error("logical cluster {0:?} not found")]
     NotFound(String),
     #[error("invalid logical cluster name {0:?}")]
@@ -62,7 +62,13 @@ pub enum ClusterPathError {
 }
 
 /// Splits `/clusters/<name>/rest` into the target and `/rest`; paths without the prefix address `root`.
-pub fn split_cluster(path: &str) -> Result<(ClusterTarget, &str), ClusterPathError> {
+///
+/// Workspace paths (`root:org:team`, `user:alice`) go through `resolve`, which knows the
+/// workspaces; plain names (and `system:` names) address their logical cluster directly.
+pub fn split_cluster(
+    path: &str,
+    resolve: impl Fn(&str) -> Result<LogicalClusterName, ClusterPathError>,
+) -> Result<(ClusterTarget, &str), ClusterPathError> {
     let Some(after) = path.strip_prefix("/clusters/") else {
         if path == "/clusters" {
             return Err(ClusterPathError::Missing);
@@ -78,7 +84,7 @@ pub fn split_cluster(path: &str) -> Result<(ClusterTarget, &str), ClusterPathErr
         "*" => ClusterTarget::Wildcard,
         _ => match LogicalClusterName::parse(name) {
             Some(name) => ClusterTarget::One(name),
-            None if name.contains(':') => return Err(ClusterPathError::NotFound(name.to_string())),
+            None if name.contains(':') => ClusterTarget::One(resolve(name)?),
             None => return Err(ClusterPathError::Invalid(name.to_string())),
         },
     };
@@ -95,6 +101,14 @@ mod tests {
 
     fn one(name: &str) -> ClusterTarget {
         ClusterTarget::One(LogicalClusterName::parse(name).unwrap())
+    }
+
+    /// Knows one workspace, `root:org` (logical cluster `abc`).
+    fn split_cluster(path: &str) -> Result<(ClusterTarget, &str), ClusterPathError> {
+        super::split_cluster(path, |p| match p {
+            "root:org" => Ok(LogicalClusterName::parse("abc").unwrap()),
+            other => Err(ClusterPathError::NotFound(other.to_string())),
+        })
     }
 
     #[test]
@@ -123,8 +137,12 @@ mod tests {
             split_cluster("/clusters/Bad_Name/api"),
             Err(ClusterPathError::Invalid(_))
         ));
+        assert_eq!(
+            split_cluster("/clusters/root:org/api").unwrap(),
+            (one("abc"), "/api")
+        );
         assert!(matches!(
-            split_cluster("/clusters/root:org/api"),
+            split_cluster("/clusters/root:nope/api"),
             Err(ClusterPathError::NotFound(_))
         ));
         assert!(matches!(

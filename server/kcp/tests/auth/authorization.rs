@@ -125,6 +125,9 @@ async fn authorization_webhook() {
         "dave",
         &["cannot create resource \"configmaps\""],
     );
+    // In a workspace dave may not enter, the content authorizer has no opinion and the webhook
+    // still decides (upstream's order).
+    ensure_namespace(&Caller::admin(&server), "team-w", "default").await;
     let team = dave
         .get("/clusters/team-w/api/v1/namespaces/default/configmaps")
         .await;
@@ -394,6 +397,7 @@ async fn wildcard_requires_masters() {
 
     // system:kcp:admin is cluster-admin in every logical cluster, just not across them; rooty's
     // cluster-admin stays in root.
+    ensure_namespace(&Caller::admin(&server), "wild-x", "default").await;
     for cluster in ["root", "wild-x"] {
         let path = format!("/clusters/{cluster}/api/v1/namespaces");
         let list = kcp_admin.get(&path).await;

@@ -10,6 +10,7 @@ async fn kubectl_auth_commands() {
     let admin = Caller::admin(&server);
     let ca = client_ca(&server);
     bind_in_namespace(&admin, "root", "default", "edit", "alice").await;
+    ensure_namespace(&admin, "team-b", "default").await;
     let impersonator = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -230,6 +231,8 @@ async fn kubectl_auth_commands() {
             "kind": "SubjectAccessReview",
             "spec": {
                 "user": user,
+                // Without system:authenticated nobody may enter a workspace (kcp's content gate).
+                "groups": ["system:authenticated"],
                 "resourceAttributes": {"namespace": "default", "verb": "create", "resource": "configmaps"},
             },
         });

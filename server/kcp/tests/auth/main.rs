@@ -291,9 +291,50 @@ async fn ensure(admin: &Caller, collection: &str, body: &Value) {
 }
 
 async fn ensure_namespace(admin: &Caller, cluster: &str, name: &str) {
+    ensure_logical_cluster(admin, cluster).await;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     let prefix = cluster_prefix(cluster);
     ensure(admin, &format!("{prefix}/api/v1/namespaces"), &namespace).await;
+}
+
+/// Makes a logical cluster other than root enterable, as a workspace would be: its
+/// LogicalCluster (Ready once the server has initialized it) and `access` for everybody
+/// authenticated (the workspace content authorizer refuses everyone else whatever RBAC says).
+async fn ensure_logical_cluster(admin: &Caller, cluster: &str) {
+    if cluster.is_empty() || cluster == "root" {
+        return;
+    }
+    let prefix = cluster_prefix(cluster);
+    let logical_cluster = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+        "metadata": {"name": "cluster"}});
+    ensure(
+        admin,
+        &format!("{prefix}/apis/core.kcp.io/v1alpha1/logicalclusters"),
+        &logical_cluster,
+    )
+    .await;
+    let access = binding(
+        "ClusterRoleBinding",
+        "authenticated-access",
+        "ClusterRole",
+        "system:kcp:workspace:access",
+        json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}),
+    );
+    ensure(
+        admin,
+        &format!("{prefix}{RBAC_V1}/clusterrolebindings"),
+        &access,
+    )
+    .await;
+    let path = format!("{prefix}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster");
+    eventually(&format!("{cluster} Ready"), || async {
+        let response = admin.get(&path).await;
+        match response.json()["status"]["phase"].as_str() {
+            Some("Ready") => Ok(()),
+            other => Err(format!("phase {other:?}")),
+        }
+    })
+    .await;
 }
 
 fn user_subject(name: &str) -> Value {

@@ -143,6 +143,13 @@ async fn served_resources(admin: &Caller) -> Vec<Served> {
 fn rbac_allows(user: &str, cluster: &str, resource: &Served, verb: &str) -> bool {
     let key = (resource.group.as_str(), resource.resource.as_str());
     let view = VIEW_READS.contains(&key) && READ_VERBS.contains(&verb);
+    // Root lets every authenticated user read its WorkspaceTypes (to choose one).
+    if cluster == "root"
+        && key == ("tenancy.kcp.io", "workspacetypes")
+        && READ_VERBS.contains(&verb)
+    {
+        return true;
+    }
     match (user, cluster) {
         // RoleBinding to `edit` in root's namespace `default`: nothing at the cluster scope.
         ("alice", "root") => resource.namespaced && (EDIT_ALL.contains(&key) || view),

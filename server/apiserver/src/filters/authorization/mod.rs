@@ -1,8 +1,10 @@
 //! What a user may do, decided as kcp does it (`--authorization-order`
 //! `AlwaysAllowGroups,AlwaysAllowPaths,RBAC,Webhook`): `system:masters` may do everything, the
-//! `--authorization-always-allow-paths` are open to everybody, then the RBAC of `system:admin` and
-//! of the request's logical cluster ([`policies`]), then the SubjectAccessReview webhook
-//! ([`webhook`]) when one is configured. The first allow or deny wins; nobody's opinion is a 403.
+//! `--authorization-always-allow-paths` are open to everybody, then the workspace content
+//! authorizer (the logical cluster must exist, serve content, and grant the user `access` on `/`),
+//! then the RBAC of the request's logical cluster and of `system:admin` ([`policies`]), then the
+//! SubjectAccessReview webhook ([`webhook`]) when one is configured. The first allow or deny wins;
+//! nobody's opinion is a 403.
 //!
 //! Requests across all logical clusters (`/clusters/*`) have no RBAC to consult, so only
 //! `system:masters` (and the webhook) can allow them, as upstream.
@@ -16,13 +18,16 @@ use http::Method;
 use kcp_apimachinery::ApiError;
 use kcp_rbac::{Attributes, Decision, MASTERS_GROUP, Policy, ResourceAttributes, User};
 
-use crate::request::{ClusterTarget, RequestInfo};
+use crate::request::{ClusterTarget, LogicalClusterName, RequestInfo};
+use crate::tenancy::TenancyIndex;
+use kcp_tenancy::access;
 pub use policies::PolicyCache;
 pub use webhook::Webhook;
 
 /// The authorizer chain of the server.
 pub struct Authorizer {
     pub policies: Arc<PolicyCache>,
+    tenancy: Arc<TenancyIndex>,
     webhook: Option<Webhook>,
     always_allow_paths: Vec<String>,
 }
@@ -30,11 +35,13 @@ pub struct Authorizer {
 impl Authorizer {
     pub fn new(
         policies: Arc<PolicyCache>,
+        tenancy: Arc<TenancyIndex>,
         webhook: Option<Webhook>,
         always_allow_paths: Vec<String>,
     ) -> Authorizer {
         Authorizer {
             policies,
+            tenancy,
             webhook,
             always_allow_paths,
         }
@@ -64,7 +71,17 @@ impl Authorizer {
         let rbac = match cluster {
             ClusterTarget::One(name) => {
                 let policy = self.policies.policy(name).await?;
-                policy.layers().as_slice().authorize(attributes)
+                let layers = policy.layers();
+                match self.content_gate(name, attributes, layers.as_slice()) {
+                    access::Decision::Allow(reason) => return Ok(Decision::Allow(reason)),
+                    access::Decision::Deny(_) => {
+                        return Ok(Decision::Deny(access::ANONYMIZED_DENY_REASON.into()));
+                    }
+                    access::Decision::NoOpinion(_) => {
+                        Decision::NoOpinion(access::ANONYMIZED_DENY_REASON.into())
+                    }
+                    access::Decision::Delegate(_) => layers.as_slice().authorize(attributes),
+                }
             }
             ClusterTarget::Wildcard => Decision::NoOpinion(String::new()),
         };
@@ -76,6 +93,34 @@ impl Authorizer {
             None => Decision::NoOpinion(String::new()),
         };
         Ok(Decision::first_opinion([rbac, webhook]))
+    }
+
+    /// The workspace content authorizer: may this user enter this logical cluster at all?
+    fn content_gate(
+        &self,
+        cluster: &LogicalClusterName,
+        attributes: &Attributes,
+        policy: &[&kcp_rbac::PolicyIndex],
+    ) -> access::Decision {
+        let user = &attributes.user;
+        let logical_cluster = self.tenancy.logical_cluster(cluster);
+        let local_service_account = user.name.starts_with("system:serviceaccount:")
+            && user
+                .extra
+                .get(kcp_authn::CLUSTER_NAME_EXTRA)
+                .is_some_and(|clusters| clusters.iter().any(|c| c == cluster.as_str()));
+        let request = access::Request {
+            cluster: cluster.as_str(),
+            logical_cluster: logical_cluster.as_deref(),
+            groups: &user.groups,
+            local_service_account,
+            deep_subject_access_review: false,
+        };
+        access::authorize(&request, || {
+            policy
+                .authorize(&Attributes::non_resource(user.clone(), "access", "/"))
+                .is_allowed()
+        })
     }
 
     /// Allows the request or refuses it with kube-apiserver's 403.

@@ -75,6 +75,7 @@ fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
 
 pub async fn delete(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = delete_options(r)?;
+    r.admit_delete(r.name()).await?;
     match r
         .app
         .store
@@ -108,7 +109,9 @@ pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiEr
         .await?;
     let at = r.location()?;
     let mut deleted = Vec::new();
+    let admission = r.admission().await?;
     for object in page.items {
+        admission.admit_delete(&object)?;
         let name = meta::name(&object).unwrap_or_default().to_string();
         let at = crate::registry::store::Location {
             namespace: meta::namespace(&object).or(at.namespace),

@@ -4,8 +4,8 @@
 //! target) and dispatches by verb; the verb modules decode the request, call the generic
 //! [`RestStore`](crate::registry::store::RestStore) and render the result in the negotiated encoding.
 
+mod admission;
 mod delete;
-mod escalation;
 mod read;
 mod render;
 mod review;
@@ -131,6 +131,21 @@ pub async fn handle(app: &App, request: ResourceRequest) -> Result<Response<Body
         request: &request,
         rt,
     };
+    if resolved.rt.group == kcp_tenancy::workspace::GROUP
+        && resolved.rt.plural == kcp_tenancy::workspace::RESOURCE
+        && info.name.as_deref() == Some("~")
+        && info.subresource.is_none()
+    {
+        return match (info.verb, &request.cluster) {
+            (Verb::Get, ClusterTarget::One(cluster))
+                if *cluster == crate::request::LogicalClusterName::root() =>
+            {
+                let home = crate::tenancy::home::home(app, &request.user).await?;
+                resolved.render_object(200, home)
+            }
+            _ => Err(no_such_resource()),
+        };
+    }
     if info.subresource.as_deref() == Some("token") {
         return match info.verb {
             Verb::Create => token_request::create(&resolved).await,

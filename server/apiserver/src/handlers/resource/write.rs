@@ -6,7 +6,7 @@ use kcp_apimachinery::{ApiError, FieldError, meta, time};
 use kcp_fieldmanager::{self as fieldmanager, ApplyError, Request as FieldRequest};
 use serde_json::{Value, json};
 
-use super::{Resolved, escalation};
+use super::Resolved;
 use kcp_apiextensions::strict::{self, FieldValidation, find_duplicate_fields};
 
 use crate::handlers::negotiation::{self, BodyFormat, PatchType};
@@ -27,10 +27,10 @@ impl Resolved<'_> {
         dry_run: bool,
     ) -> Result<Response<Body>, ApiError> {
         let store = &self.app.store;
-        let escalation = self.escalation_check().await?;
+        let admission = self.admission().await?;
         let checked = |current: &Value| {
-            let new = build(current)?;
-            escalation::check(&escalation, &new, Some(current))?;
+            let mut new = build(current)?;
+            admission.admit_update(&mut new, current)?;
             Ok(new)
         };
         let updated = store
@@ -130,8 +130,8 @@ pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let object = r.body_object()?;
     let warnings = r.field_warnings(&object, r.json_body())?;
-    let object = r.track(None, &object, &r.manager(&options));
-    escalation::check(&r.escalation_check().await?, &object, None)?;
+    let mut object = r.track(None, &object, &r.manager(&options));
+    r.admit_create(&r.admission().await?, &mut object).await?;
     let created = r
         .app
         .store
@@ -353,7 +353,7 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
     if !exists {
         let mut object = merge(None)?;
         meta::set_name(&mut object, r.name());
-        escalation::check(&r.escalation_check().await?, &object, None)?;
+        r.admit_create(&r.admission().await?, &mut object).await?;
         let created = r
             .app
             .store

@@ -9,13 +9,13 @@ use kcp_rbac::escalation::{may_bind, may_create_role};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use super::Resolved;
 use crate::filters::authentication::rbac_user;
 use crate::filters::authorization::policies::{ClusterPolicy, RBAC_GROUP};
+use crate::handlers::resource::Resolved;
 use crate::request::ClusterTarget;
 
 /// The check for writes of one RBAC type by one user.
-pub(super) struct EscalationCheck {
+pub struct EscalationCheck {
     policy: Arc<ClusterPolicy>,
     user: kcp_rbac::User,
     kind: String,
@@ -64,17 +64,5 @@ impl EscalationCheck {
             may_create_role(policy, &self.user, &new, old)
         };
         result.map_err(|e| e.to_api_error())
-    }
-}
-
-/// Runs a check that may be absent.
-pub(super) fn check(
-    escalation: &Option<EscalationCheck>,
-    new: &Value,
-    old: Option<&Value>,
-) -> Result<(), ApiError> {
-    match escalation {
-        Some(escalation) => escalation.check(new, old),
-        None => Ok(()),
     }
 }

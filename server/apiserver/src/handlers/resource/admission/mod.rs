@@ -1,0 +1,83 @@
+//! Admission: the checks (and defaults) a write of some types needs beyond their schema, because
+//! they depend on who writes and on other objects: RBAC's escalation checks ([`escalation`]) and
+//! kcp's tenancy rules for Workspaces, LogicalClusters and WorkspaceTypes ([`tenancy`]).
+//!
+//! The asynchronous part (reading the writer's policy, asking the authorizer about types) runs
+//! before the write; what remains is synchronous, so it can also run inside the store's update
+//! loop against each state it retries on.
+
+mod escalation;
+mod tenancy;
+
+use kcp_apimachinery::ApiError;
+use serde_json::Value;
+
+use super::Resolved;
+use escalation::EscalationCheck;
+
+/// The admission of one write.
+pub(super) enum Admission {
+    None,
+    Escalation(EscalationCheck),
+    Workspace(tenancy::WorkspaceWrite),
+    LogicalCluster(tenancy::LogicalClusterWrite),
+    WorkspaceType(tenancy::WorkspaceTypeWrite),
+}
+
+impl Resolved<'_> {
+    /// What this request's writes must pass.
+    pub(super) async fn admission(&self) -> Result<Admission, ApiError> {
+        if let Some(check) = self.escalation_check().await? {
+            return Ok(Admission::Escalation(check));
+        }
+        Ok(self.tenancy_admission().unwrap_or(Admission::None))
+    }
+
+    /// Admits a new object (mutating it where admission defaults fields).
+    pub(super) async fn admit_create(
+        &self,
+        admission: &Admission,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        match admission {
+            Admission::None => Ok(()),
+            Admission::Escalation(check) => check.check(object, None),
+            Admission::Workspace(write) => write.admit_create(self, object).await,
+            Admission::LogicalCluster(write) => write.admit_create(),
+            Admission::WorkspaceType(write) => write.admit(object),
+        }
+    }
+}
+
+impl Resolved<'_> {
+    /// Admits the deletion of the object `name` (read first only for types that need it).
+    pub(super) async fn admit_delete(&self, name: &str) -> Result<(), ApiError> {
+        let admission = self.admission().await?;
+        if matches!(admission, Admission::LogicalCluster(_)) {
+            let current = self.app.store.get(&self.rt, self.location()?, name).await?;
+            admission.admit_delete(&current.object)?;
+        }
+        Ok(())
+    }
+}
+
+impl Admission {
+    /// Admits an update of `old` to `new` (mutating `new` where admission does).
+    pub(super) fn admit_update(&self, new: &mut Value, old: &Value) -> Result<(), ApiError> {
+        match self {
+            Admission::None => Ok(()),
+            Admission::Escalation(check) => check.check(new, Some(old)),
+            Admission::Workspace(write) => write.admit_update(new, old),
+            Admission::LogicalCluster(write) => write.admit_update(new, old),
+            Admission::WorkspaceType(write) => write.admit(new),
+        }
+    }
+
+    /// Admits the deletion of `current`.
+    pub(super) fn admit_delete(&self, current: &Value) -> Result<(), ApiError> {
+        match self {
+            Admission::LogicalCluster(write) => write.admit_delete(current),
+            _ => Ok(()),
+        }
+    }
+}
