@@ -18,6 +18,7 @@ mod kcp;
 mod kubectl;
 pub mod oidc;
 mod pki;
+pub mod plugins;
 mod ports;
 mod process;
 
