@@ -223,22 +223,18 @@ impl LogicalClusters {
                     new["status"]["URL"] =
                         json!(kcp_tenancy::workspace::url(&self.external_url, &path));
                 }
+                // The server's own initializers run at once, in the same write: a workspace
+                // with only those is Ready after one status update instead of one per step.
+                self.run_builtin_initializers(cluster, &mut new).await?;
+                if let Some(Phase::Ready) = lc::next_phase(&new) {
+                    new["status"]["phase"] = json!(Phase::Ready.as_str());
+                }
             }
             return self.write(cluster, new, Some("status")).await;
         }
         if Phase::of(current) == Some(Phase::Initializing) {
-            let pending = lc::initializers(current);
-            if pending.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
-                self.initialize_universal(cluster).await?;
-                let mut new = current.clone();
-                lc::remove_initializer(&mut new, UNIVERSAL_INITIALIZER);
-                return self.write(cluster, new, Some("status")).await;
-            }
-            // The APIs default bindings would bring (tenancy.kcp.io, topology.kcp.io) are
-            // served in every logical cluster here, so there is nothing to bind.
-            if pending.iter().any(|i| i == API_BINDINGS_INITIALIZER) {
-                let mut new = current.clone();
-                lc::remove_initializer(&mut new, API_BINDINGS_INITIALIZER);
+            let mut new = current.clone();
+            if self.run_builtin_initializers(cluster, &mut new).await? {
                 return self.write(cluster, new, Some("status")).await;
             }
         }
@@ -270,6 +266,29 @@ impl LogicalClusters {
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}],
         });
         create_if_absent(&self.store, &self.types.bindings, self.at(cluster), binding).await
+    }
+
+    /// Runs the initializers this server implements that `logical_cluster` still has and removes
+    /// them from its status; whether there were any.
+    async fn run_builtin_initializers(
+        &self,
+        cluster: &LogicalClusterName,
+        logical_cluster: &mut Value,
+    ) -> Result<bool, ApiError> {
+        let pending = lc::initializers(logical_cluster);
+        let mut ran = false;
+        if pending.iter().any(|i| i == UNIVERSAL_INITIALIZER) {
+            self.initialize_universal(cluster).await?;
+            lc::remove_initializer(logical_cluster, UNIVERSAL_INITIALIZER);
+            ran = true;
+        }
+        // The APIs default bindings would bring (tenancy.kcp.io, topology.kcp.io) are served in
+        // every logical cluster here, so there is nothing to bind.
+        if pending.iter().any(|i| i == API_BINDINGS_INITIALIZER) {
+            lc::remove_initializer(logical_cluster, API_BINDINGS_INITIALIZER);
+            ran = true;
+        }
+        Ok(ran)
     }
 
     /// What `root:universal` initializes: namespaces `default` and `kube-system`.

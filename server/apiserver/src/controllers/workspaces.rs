@@ -33,6 +33,9 @@ type Key = (LogicalClusterName, String);
 
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 
+/// Upstream's logical cluster names are 16 base36 characters.
+const CLUSTER_NAME_LENGTH: usize = 16;
+
 pub async fn run(
     store: RestStore,
     index: Arc<TenancyIndex>,
@@ -171,29 +174,18 @@ impl Workspaces {
         name: &str,
         current: &Value,
     ) -> Result<Pass, ApiError> {
-        let mut workspace = current.clone();
-        // First record the chosen name (and the finalizer), so a retry reuses it.
-        let scheduled = meta::annotations(current)
+        // The cluster name follows from the Workspace's UID (as random as upstream's random bytes,
+        // but the same on every retry), so scheduling is one write of the Workspace after its
+        // LogicalCluster exists, and a crash in between never makes a second cluster.
+        let workspace = current.clone();
+        let target = meta::annotations(current)
             .get(SCHEDULED_CLUSTER_ANNOTATION)
-            .cloned();
-        let target = match scheduled {
-            Some(target) => target,
-            None => {
-                let target = names::random_cluster_name();
-                meta::metadata_mut(&mut workspace)
-                    .entry("annotations")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut()
-                    .map(|a| a.insert(SCHEDULED_CLUSTER_ANNOTATION.into(), json!(target)));
-                let mut finalizers = meta::finalizers(&workspace);
-                if !finalizers.iter().any(|f| f == LOGICAL_CLUSTER_FINALIZER) {
-                    finalizers.push(LOGICAL_CLUSTER_FINALIZER.to_string());
-                }
-                meta::set_finalizers(&mut workspace, finalizers);
-                workspace = self.update(cluster, name, workspace, None).await?;
-                target
-            }
-        };
+            .cloned()
+            .unwrap_or_else(|| {
+                let uid = meta::uid(current).unwrap_or(name);
+                let digest = names::base36_sha224(format!("workspace:{cluster}:{uid}").as_bytes());
+                digest.chars().take(CLUSTER_NAME_LENGTH).collect()
+            });
         let Some(target_cluster) = LogicalClusterName::parse(&target) else {
             return Err(ApiError::internal_error("invalid scheduled cluster name"));
         };
@@ -239,6 +231,16 @@ impl Workspaces {
             Err(e) => return Err(e),
         }
         let mut scheduled = workspace.clone();
+        meta::metadata_mut(&mut scheduled)
+            .entry("annotations")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .map(|a| a.insert(SCHEDULED_CLUSTER_ANNOTATION.into(), json!(target)));
+        let mut finalizers = meta::finalizers(&scheduled);
+        if !finalizers.iter().any(|f| f == LOGICAL_CLUSTER_FINALIZER) {
+            finalizers.push(LOGICAL_CLUSTER_FINALIZER.to_string());
+        }
+        meta::set_finalizers(&mut scheduled, finalizers);
         scheduled["spec"]["cluster"] = json!(target);
         scheduled["spec"]["URL"] = json!(workspace::url(&self.external_url, &path));
         let scheduled = self.update(cluster, name, scheduled, None).await?;
