@@ -14,6 +14,9 @@
 //! - `authz` (issue 6): start a server, create 1,000 roles and bindings in `root`, and report the
 //!   authorization overhead per request (a user RBAC evaluates minus `system:masters`), the refusal
 //!   path and the first request after a policy change (index rebuild).
+//! - `workspaces` (issue 7): start a server, create N workspaces at a fixed rate and time each to
+//!   phase `Ready`, read the memory per empty workspace, delete them all and time that, and read
+//!   the memory left afterwards.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -27,6 +30,7 @@ mod schedule;
 mod server;
 mod stats;
 mod watchers;
+mod workspaces;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +46,7 @@ use kubeconfig::{KubeconfigError, Target};
 use load::{LoadArgs, LoadError, Resource, Workload};
 use report::{CrdsReport, LoadReport, Output, ServerReport, StartupReport, StartupRun};
 use server::{Server, ServerArgs, ServerError};
+use workspaces::{WorkspaceArgs, WorkspaceError};
 
 #[derive(Parser)]
 #[command(
@@ -102,6 +107,14 @@ enum Command {
         #[command(flatten)]
         authz: AuthzArgs,
     },
+    /// Start a server; create workspaces at a fixed rate and time each to Ready, read memory per
+    /// empty workspace, delete them all and read the memory left.
+    Workspaces {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        workspaces: WorkspaceArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +131,8 @@ enum BenchError {
     Crd(#[from] CrdError),
     #[error(transparent)]
     Authz(#[from] AuthzError),
+    #[error(transparent)]
+    Workspaces(#[from] WorkspaceError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -195,6 +210,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
         }
         Command::Authz { server, authz } => {
             let report = authz::run(&server, &authz).await?;
+            Ok(report::render(&report, output)?)
+        }
+        Command::Workspaces { server, workspaces } => {
+            let report = workspaces::run(&server, &workspaces).await?;
             Ok(report::render(&report, output)?)
         }
         Command::Startup { server, runs } => {

@@ -8,6 +8,7 @@ use crate::authz;
 use crate::crds::MemoryRow;
 use crate::server::{Backend, Memory, Stopped};
 use crate::stats::PhaseReport;
+use crate::workspaces::{Settled, WatchSummary};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -116,6 +117,45 @@ impl Overhead {
 pub struct Rebuilds {
     pub first_ms: Vec<f64>,
     pub cached_ms: Vec<f64>,
+}
+
+/// What `workspaces` prints: creation to Ready, memory per workspace, deletion and the memory
+/// left afterwards, on one server.
+#[derive(Debug, Serialize)]
+pub struct WorkspacesReport {
+    pub backend: Backend,
+    /// Workspaces asked for.
+    pub workspaces: u64,
+    /// `<path>:<name>` of their WorkspaceType.
+    pub workspace_type: String,
+    pub protocol: &'static str,
+    pub concurrency: usize,
+    pub max_in_flight: usize,
+    /// /proc/loadavg (1, 5, 15 min) at the end: other work on the machine skews latency.
+    pub loadavg: String,
+    pub startup_ms: f64,
+    pub idle: Memory,
+    /// The creates themselves (due time -> 201).
+    pub create: PhaseReport,
+    /// Created workspaces until the watch showed them Ready.
+    pub ready: Settled,
+    /// After every workspace was Ready (or the deadline) and an idle pause.
+    pub after_create: Memory,
+    /// (after_create - idle) / workspaces created.
+    pub growth_kib_per_workspace: f64,
+    /// The deletes themselves (due time -> 200/202), or the one deletecollection.
+    pub delete: PhaseReport,
+    /// Deleted workspaces until the watch reported them DELETED.
+    pub deleted: Settled,
+    /// An idle pause after the last DELETED event.
+    pub after_delete: Memory,
+    /// 10 s after the last DELETED event.
+    pub after_delete_10s: Memory,
+    pub watch: WatchSummary,
+    /// The first failed create and delete, request and answer in full.
+    pub create_failure: Option<String>,
+    pub delete_failure: Option<String>,
+    pub stopped: Option<Stopped>,
 }
 
 /// Serialises `value` as pretty JSON, or renders it as a table.
@@ -378,6 +418,163 @@ impl Table for AuthzReport {
             ms(authz::median(&rebuilds.cached_ms)),
             samples(&rebuilds.cached_ms)
         );
+        out
+    }
+}
+
+impl Table for WorkspacesReport {
+    fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "server: {:?} backend, start to /readyz {:.1} ms; {} workspaces of type {}; {} x {} \
+             connections, {} in flight; load average at the end: {}",
+            self.backend,
+            self.startup_ms,
+            self.workspaces,
+            self.workspace_type,
+            self.protocol,
+            self.concurrency,
+            self.max_in_flight,
+            self.loadavg
+        );
+        let errors = |phase: &PhaseReport| {
+            if phase.errors.is_empty() {
+                "-".to_owned()
+            } else {
+                phase
+                    .errors
+                    .iter()
+                    .map(|(k, v)| format!("{k}:{v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        };
+        let mut rows = vec![
+            [
+                "requests",
+                "sent",
+                "ok",
+                "errors",
+                "rate/s",
+                "achieved/s",
+                "p50 ms",
+                "p90 ms",
+                "p99 ms",
+                "max ms",
+                "lag p99 ms",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for phase in [&self.create, &self.delete] {
+            let latency = phase.latency;
+            rows.push(vec![
+                phase.phase.clone(),
+                phase.requests.to_string(),
+                phase.ok.to_string(),
+                errors(phase),
+                format!("{:.0}", phase.target_rate),
+                format!("{:.1}", phase.throughput),
+                ms(latency.map(|l| l.p50_ms)),
+                ms(latency.map(|l| l.p90_ms)),
+                ms(latency.map(|l| l.p99_ms)),
+                ms(latency.map(|l| l.max_ms)),
+                format!("{:.2}", phase.dispatch_lag_p99_ms),
+            ]);
+        }
+        out.push_str(&grid(&rows));
+        let mut rows = vec![
+            [
+                "watch shows",
+                "expected",
+                "seen",
+                "missing",
+                "per s",
+                "last at s",
+                "p50 ms",
+                "p90 ms",
+                "p99 ms",
+                "max ms",
+                "server CPU ms/ws",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for (label, settled) in [("Ready", &self.ready), ("DELETED", &self.deleted)] {
+            let latency = settled.latency;
+            rows.push(vec![
+                label.to_owned(),
+                settled.expected.to_string(),
+                settled.observed.to_string(),
+                settled
+                    .expected
+                    .saturating_sub(settled.observed)
+                    .to_string(),
+                format!("{:.1}", settled.rate),
+                format!("{:.1}", settled.last_event_s),
+                ms(latency.map(|l| l.p50_ms)),
+                ms(latency.map(|l| l.p90_ms)),
+                ms(latency.map(|l| l.p99_ms)),
+                ms(latency.map(|l| l.max_ms)),
+                settled
+                    .server_cpu_ms_per_workspace
+                    .map_or("-".into(), |v| format!("{v:.2}")),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&grid(&rows));
+        out.push_str(
+            "latency: request due time -> first watch event showing it (phase Ready / DELETED)\n",
+        );
+        let watch = &self.watch;
+        let _ = writeln!(
+            out,
+            "watch: {} events, {} reopened{}",
+            watch.events,
+            watch.reconnects,
+            watch
+                .ended_early
+                .as_ref()
+                .map_or(String::new(), |why| format!(", gave up early: {why}"))
+        );
+        let _ = writeln!(out, "\nmemory:");
+        let _ = writeln!(out, "  idle:                 {}", memory(&self.idle));
+        let _ = writeln!(
+            out,
+            "  after creation:       {} = {:.1} KiB per workspace",
+            memory(&self.after_create),
+            self.growth_kib_per_workspace
+        );
+        for (label, m) in [
+            ("after deletion:", &self.after_delete),
+            ("10 s after deletion:", &self.after_delete_10s),
+        ] {
+            let _ = writeln!(
+                out,
+                "  {label:<21} {} = {:+.1}% of idle",
+                memory(m),
+                (m.rss_mib / self.idle.rss_mib.max(f64::MIN_POSITIVE) - 1.0) * 100.0
+            );
+        }
+        if let Some(stopped) = &self.stopped {
+            let _ = writeln!(
+                out,
+                "SIGTERM to exit: {:.1} ms, exit code {}",
+                stopped.shutdown_ms,
+                stopped
+                    .exit_code
+                    .map_or("none (signal)".into(), |c| c.to_string())
+            );
+        }
+        for (label, failure) in [
+            ("first failed create", &self.create_failure),
+            ("first failed delete", &self.delete_failure),
+        ] {
+            if let Some(failure) = failure {
+                let _ = writeln!(out, "{label}: {failure}");
+            }
+        }
         out
     }
 }

@@ -181,7 +181,7 @@ async fn receive(
 }
 
 /// Removes the complete (newline-terminated) lines from `buffer`, leaving a partial last line.
-fn take_lines(buffer: &mut Vec<u8>) -> Vec<Vec<u8>> {
+pub fn take_lines(buffer: &mut Vec<u8>) -> Vec<Vec<u8>> {
     let Some(end) = buffer.iter().rposition(|&b| b == b'\n') else {
         return Vec::new();
     };

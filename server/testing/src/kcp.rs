@@ -19,6 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::dir::temp_dir;
 use crate::http::{self, Response, WatchStream};
+use crate::identities::CertificateAuthority;
 use crate::process::ChildGuard;
 
 /// How long a start (certificates, store, bootstrap, `/readyz`) may take on a loaded machine.
@@ -134,6 +135,12 @@ impl KcpProcess {
 
     pub fn admin(&self) -> &AdminCredentials {
         &self.admin
+    }
+
+    /// The server's generated client CA: certificates it signs authenticate as CN / O.
+    pub fn client_ca(&self) -> CertificateAuthority {
+        let root = self.root_directory();
+        CertificateAuthority::read(&root.join("client-ca.crt"), &root.join("client-ca.key"))
     }
 
     /// `https://<host>:<port>` of the running server.

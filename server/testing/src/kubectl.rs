@@ -4,6 +4,7 @@
 //! binaries (`/usr/lib/google-cloud-sdk/bin/kubectl.1.XX`, or `$KUBECTL_DIR/kubectl.1.XX`), each
 //! with its own `HOME` so discovery caches never leak between tests or versions.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::dir::temp_dir;
+use crate::process::output_within;
 
 /// Bounds one kubectl command; only a guard against a hung command.
 const RUN_WITHIN: Duration = Duration::from_secs(120);
@@ -27,6 +29,10 @@ pub struct Kubectl {
     version: String,
     kubeconfig: PathBuf,
     home: TempDir,
+    /// A directory of kubectl plugins put first on `PATH`. With it the kubeconfig is named by
+    /// `KUBECONFIG`, not `--kubeconfig`: kubectl looks plugins up only when the plugin name comes
+    /// before any flag.
+    plugins: Option<PathBuf>,
 }
 
 /// The outcome of one kubectl command.
@@ -40,6 +46,19 @@ pub struct Run {
 impl Kubectl {
     /// kubectl `version` (e.g. `"1.27"`) using `kubeconfig`; a missing binary fails the test.
     pub fn new(version: &str, kubeconfig: &Path) -> Kubectl {
+        let home = temp_dir(&format!("kubectl-{version}"));
+        Kubectl::installed(version, kubeconfig.to_owned(), home, None)
+    }
+
+    /// kubectl `version` (`/usr/lib/google-cloud-sdk/bin/kubectl.<version>`, or in `$KUBECTL_DIR`)
+    /// with `HOME` `home` and, given `plugins`, that plugin directory (see `plugins` of [`Kubectl`]); a
+    /// missing binary fails the test.
+    pub(crate) fn installed(
+        version: &str,
+        kubeconfig: PathBuf,
+        home: TempDir,
+        plugins: Option<PathBuf>,
+    ) -> Kubectl {
         let dir = std::env::var_os("KUBECTL_DIR").map_or_else(
             || PathBuf::from("/usr/lib/google-cloud-sdk/bin"),
             PathBuf::from,
@@ -53,8 +72,9 @@ impl Kubectl {
         Kubectl {
             binary,
             version: version.to_owned(),
-            kubeconfig: kubeconfig.to_owned(),
-            home: temp_dir(&format!("kubectl-{version}")),
+            kubeconfig,
+            home,
+            plugins,
         }
     }
 
@@ -62,6 +82,7 @@ impl Kubectl {
         &self.version
     }
 
+    /// This kubectl's kubeconfig (with plugins, the copy they may rewrite).
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
     }
@@ -73,10 +94,25 @@ impl Kubectl {
 
     fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(&self.binary);
+        match &self.plugins {
+            None => {
+                command
+                    .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+                    .env_remove("KUBECONFIG");
+            }
+            Some(plugins) => {
+                let mut path = OsString::from(plugins.as_os_str());
+                if let Some(rest) = std::env::var_os("PATH") {
+                    path.push(":");
+                    path.push(rest);
+                }
+                command
+                    .env("KUBECONFIG", &self.kubeconfig)
+                    .env("PATH", path);
+            }
+        }
         command
-            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
             .args(args)
-            .env_remove("KUBECONFIG")
             .env("HOME", self.home.path())
             .envs(env.iter().copied())
             .stdin(Stdio::null())
@@ -85,7 +121,8 @@ impl Kubectl {
         command
     }
 
-    /// Runs `kubectl --kubeconfig=… args…` to completion.
+    /// Runs `kubectl --kubeconfig=… args…` (with plugins: `kubectl args…`, plugins included) to
+    /// completion.
     pub fn run(&self, args: &[&str]) -> Run {
         self.run_with_env(args, &[])
     }
@@ -96,29 +133,17 @@ impl Kubectl {
             .command(args, env)
             .spawn()
             .unwrap_or_else(|error| panic!("starting {}: {error}", self.binary.display()));
-        let pid = child.id();
-        let (sender, receiver) = channel();
-        // wait_with_output drains both pipes, so a chatty command cannot block on a full pipe.
-        std::thread::spawn(move || sender.send(child.wait_with_output()));
-        match receiver.recv_timeout(RUN_WITHIN) {
-            Ok(output) => {
-                let output = output.expect("waiting for kubectl");
-                Run {
-                    status: output.status,
-                    stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-                    stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-                }
-            }
-            Err(_) => {
-                // Only this PID, which the waiting thread has not reaped yet (it is still running).
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-                panic!(
-                    "kubectl {} {args:?} did not finish within {RUN_WITHIN:?}",
-                    self.version
-                )
-            }
+        let Some(output) = output_within(child, RUN_WITHIN) else {
+            panic!(
+                "kubectl {} {args:?} did not finish within {RUN_WITHIN:?}",
+                self.version
+            )
+        };
+        let output = output.expect("waiting for kubectl");
+        Run {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
 

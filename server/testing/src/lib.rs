@@ -10,6 +10,8 @@
 //! Every wait in here is bounded, and generously so: the bounds only stop a hung peer from hanging
 //! the suite on a loaded CI machine; nothing asserts how fast anything is.
 
+mod answers;
+mod caller;
 mod dir;
 mod etcd;
 mod http;
@@ -21,7 +23,10 @@ mod pki;
 pub mod plugins;
 mod ports;
 mod process;
+mod wait;
 
+pub use answers::{expect_status, strings};
+pub use caller::{Caller, cluster_prefix};
 pub use dir::temp_dir;
 pub use etcd::EtcdProcess;
 pub use http::{Response, WatchStream};
@@ -30,3 +35,4 @@ pub use kubectl::{BackgroundKubectl, Kubectl, Run};
 pub use pki::{TlsFiles, write_tls_files};
 pub use ports::free_port;
 pub use process::ChildGuard;
+pub use wait::Patience;

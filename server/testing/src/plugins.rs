@@ -6,23 +6,19 @@
 //! to another package), so [`plugin_dir`] finds them next to the `kcp` binary Cargo built for the
 //! test and builds them there (`cargo build -p kcp-kubectl-plugins`, same target directory and
 //! profile) once per test process. The plugins rewrite the kubeconfig (`kubectl ws use`), so each
-//! [`PluginKubectl`] works on its own copy, named by `KUBECONFIG`: kubectl looks plugins up only
-//! when the plugin name comes before any flag, so `--kubeconfig` cannot be the first argument.
+//! [`Kubectl::with_plugins`] works on its own copy, named by `KUBECONFIG`: kubectl looks plugins
+//! up only when the plugin name comes before any flag, so `--kubeconfig` cannot be the first
+//! argument.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::sync::mpsc::channel;
-use std::time::{Duration, Instant};
-
-use tempfile::TempDir;
+use std::time::Duration;
 
 use crate::dir::temp_dir;
-use crate::kubectl::Run;
-
-/// Bounds one kubectl (or plugin) command; only a guard against a hung command.
-const RUN_WITHIN: Duration = Duration::from_secs(120);
+use crate::kubectl::Kubectl;
+use crate::process::output_within;
 
 /// Bounds building the plugins (a cold build of a small crate on a loaded machine).
 const BUILD_WITHIN: Duration = Duration::from_secs(900);
@@ -81,19 +77,11 @@ fn build(dir: &Path) {
     let child = command
         .spawn()
         .unwrap_or_else(|error| panic!("starting cargo to build the kubectl plugins: {error}"));
-    let pid = child.id();
-    let (sender, receiver) = channel();
-    std::thread::spawn(move || sender.send(child.wait_with_output()));
-    let output = match receiver.recv_timeout(BUILD_WITHIN) {
-        Ok(output) => output.expect("waiting for cargo"),
-        Err(_) => {
-            // Only this PID (cargo itself), still running, so not reaped yet.
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("building the kubectl plugins took longer than {BUILD_WITHIN:?}")
-        }
+    // On timeout only cargo itself is killed, by its PID.
+    let Some(output) = output_within(child, BUILD_WITHIN) else {
+        panic!("building the kubectl plugins took longer than {BUILD_WITHIN:?}")
     };
+    let output = output.expect("waiting for cargo");
     if output.status.success() && present(dir) {
         return;
     }
@@ -111,114 +99,15 @@ fn build(dir: &Path) {
     );
 }
 
-/// One kubectl release with the workspace plugins on its `PATH`, on its own copy of a kubeconfig.
-pub struct PluginKubectl {
-    binary: PathBuf,
-    version: String,
-    plugins: PathBuf,
-    kubeconfig: PathBuf,
-    home: TempDir,
-}
-
-impl PluginKubectl {
+impl Kubectl {
     /// kubectl `version` (e.g. `"1.33"`, from `$KUBECTL_DIR` or the Cloud SDK) with the plugins
-    /// in `plugins` ([`plugin_dir`]), using a copy of `kubeconfig`.
-    pub fn new(version: &str, kubeconfig: &Path, plugins: &Path) -> PluginKubectl {
-        let dir = std::env::var_os("KUBECTL_DIR").map_or_else(
-            || PathBuf::from("/usr/lib/google-cloud-sdk/bin"),
-            PathBuf::from,
-        );
-        let binary = dir.join(format!("kubectl.{version}"));
-        assert!(
-            binary.is_file(),
-            "kubectl {version} not found at {}",
-            binary.display()
-        );
+    /// in `plugins` ([`plugin_dir`]) first on its `PATH`, using a copy of `kubeconfig` (named by
+    /// `KUBECONFIG`) that the plugins may rewrite.
+    pub fn with_plugins(version: &str, kubeconfig: &Path, plugins: &Path) -> Kubectl {
         let home = temp_dir(&format!("kubectl-ws-{version}"));
         let copy = home.path().join("kubeconfig");
         std::fs::copy(kubeconfig, &copy)
             .unwrap_or_else(|error| panic!("copying {}: {error}", kubeconfig.display()));
-        PluginKubectl {
-            binary,
-            version: version.to_owned(),
-            plugins: plugins.to_owned(),
-            kubeconfig: copy,
-            home,
-        }
-    }
-
-    pub fn version(&self) -> &str {
-        &self.version
-    }
-
-    /// This kubectl's kubeconfig (the copy the plugins rewrite).
-    pub fn kubeconfig(&self) -> &Path {
-        &self.kubeconfig
-    }
-
-    /// A directory private to this kubectl (its `HOME`), for files a test hands to it.
-    pub fn home(&self) -> &Path {
-        self.home.path()
-    }
-
-    /// Runs `kubectl args…` (plugins included) to completion.
-    pub fn run(&self, args: &[&str]) -> Run {
-        let mut path = OsString::from(self.plugins.as_os_str());
-        if let Some(rest) = std::env::var_os("PATH") {
-            path.push(":");
-            path.push(rest);
-        }
-        let child = Command::new(&self.binary)
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.home.path())
-            .env("PATH", path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|error| panic!("starting {}: {error}", self.binary.display()));
-        let pid = child.id();
-        let (sender, receiver) = channel();
-        std::thread::spawn(move || sender.send(child.wait_with_output()));
-        let started = Instant::now();
-        match receiver.recv_timeout(RUN_WITHIN) {
-            Ok(output) => {
-                let output = output.expect("waiting for kubectl");
-                Run {
-                    status: output.status,
-                    stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-                    stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-                }
-            }
-            Err(_) => {
-                // Only this PID, which the waiting thread has not reaped yet (it is still running).
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-                panic!(
-                    "kubectl {} {args:?} did not finish within {:?}",
-                    self.version,
-                    started.elapsed()
-                )
-            }
-        }
-    }
-
-    /// Runs a command that must succeed and returns its stdout.
-    pub fn ok(&self, args: &[&str]) -> String {
-        self.run(args).success(&self.version, args)
-    }
-
-    /// Runs a command that must fail and returns its stderr.
-    pub fn fails(&self, args: &[&str]) -> String {
-        let run = self.run(args);
-        assert!(
-            !run.status.success(),
-            "kubectl {} {args:?} should have failed:\n{}",
-            self.version,
-            run.stdout
-        );
-        run.stderr
+        Kubectl::installed(version, copy, home, Some(plugins.to_owned()))
     }
 }

@@ -6,7 +6,8 @@
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 /// How often to look whether a process has exited.
@@ -121,6 +122,25 @@ impl ChildGuard {
             self.log.display(),
             &log[start..]
         )
+    }
+}
+
+/// Waits at most `within` for `child` (stdout and stderr piped) and collects its output; `None`
+/// when it is still running then, after killing it by its PID.
+pub(crate) fn output_within(child: Child, within: Duration) -> Option<std::io::Result<Output>> {
+    let pid = child.id();
+    let (sender, receiver) = channel();
+    // wait_with_output drains both pipes, so a chatty command cannot block on a full pipe.
+    std::thread::spawn(move || sender.send(child.wait_with_output()));
+    match receiver.recv_timeout(within) {
+        Ok(output) => Some(output),
+        Err(_) => {
+            // Only this PID, which the waiting thread has not reaped yet (it is still running).
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            None
+        }
     }
 }
 

@@ -2,6 +2,20 @@
 
 use super::*;
 
+/// Waits until `caller`'s SelfSubjectReview in the default logical cluster answers `want`.
+async fn wait_whoami(what: &str, caller: &Caller, want: u16) {
+    SETTLED
+        .eventually(what, || async {
+            let answer = caller.whoami_in("").await;
+            if answer.status == want {
+                Ok(())
+            } else {
+                Err(format!("{} {}", answer.status, answer.text()))
+            }
+        })
+        .await;
+}
+
 #[tokio::test]
 async fn static_tokens_and_anonymous() {
     let dir = temp_dir("auth-tokens");
@@ -23,13 +37,12 @@ async fn static_tokens_and_anonymous() {
     // The token file's groups take part in RBAC.
     let group = json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "devs"});
     let body = binding("RoleBinding", "devs-view", "ClusterRole", "view", group);
-    ensure(
-        &admin,
-        &format!("{RBAC_V1}/namespaces/default/rolebindings"),
-        &body,
-    )
-    .await;
-    wait_status("group devs bound to view", &tina, configmaps, 200).await;
+    admin
+        .ensure(&format!("{RBAC_V1}/namespaces/default/rolebindings"), &body)
+        .await;
+    SETTLED
+        .wait_status("group devs bound to view", &tina, configmaps, 200)
+        .await;
 
     // A wrong token is a 401, also where anonymous requests are allowed.
     let wrong = Caller::token(&server, "not-a-token");
@@ -119,13 +132,14 @@ async fn static_tokens_and_anonymous() {
 async fn service_account_tokens() {
     let server = SERVER.get().await;
     let admin = Caller::admin(&server);
-    wait_status(
-        "the default ServiceAccount of root's default namespace",
-        &admin,
-        "/api/v1/namespaces/default/serviceaccounts/default",
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "the default ServiceAccount of root's default namespace",
+            &admin,
+            "/api/v1/namespaces/default/serviceaccounts/default",
+            200,
+        )
+        .await;
 
     let token = Kubectl::new("1.33", &server.kubeconfig())
         .ok(&["create", "token", "default", "-n", "default"])
@@ -200,7 +214,9 @@ async fn service_account_tokens() {
     // The TokenRequest API in another logical cluster: valid there, not in root.
     ensure_namespace(&admin, "sa-other", "default").await;
     let other_sa = "/clusters/sa-other/api/v1/namespaces/default/serviceaccounts/default";
-    wait_status("sa-other's default ServiceAccount", &admin, other_sa, 200).await;
+    SETTLED
+        .wait_status("sa-other's default ServiceAccount", &admin, other_sa, 200)
+        .await;
     let request =
         json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
     let issued = admin.post(&format!("{other_sa}/token"), &request).await;
@@ -223,12 +239,9 @@ async fn service_account_tokens() {
     ensure_namespace(&admin, "", "sa-tokens").await;
     let robot =
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}});
-    ensure(
-        &admin,
-        "/api/v1/namespaces/sa-tokens/serviceaccounts",
-        &robot,
-    )
-    .await;
+    admin
+        .ensure("/api/v1/namespaces/sa-tokens/serviceaccounts", &robot)
+        .await;
     let robot_path = "/api/v1/namespaces/sa-tokens/serviceaccounts/robot";
     let issued = admin.post(&format!("{robot_path}/token"), &request).await;
     assert_eq!(issued.status, 201, "TokenRequest robot: {}", issued.text());
@@ -244,16 +257,10 @@ async fn service_account_tokens() {
     );
     let deleted = admin.delete(robot_path).await;
     assert_eq!(deleted.status, 200, "deleting robot: {}", deleted.text());
-    eventually(
+    wait_whoami(
         "robot's token rejected after the ServiceAccount is gone",
-        || async {
-            let answer = robot.whoami_in("").await;
-            if answer.status == 401 {
-                Ok(())
-            } else {
-                Err(format!("{} {}", answer.status, answer.text()))
-            }
-        },
+        &robot,
+        401,
     )
     .await;
     expect_unauthorized("deleted robot's token", &robot.whoami_in("").await);
@@ -277,7 +284,7 @@ async fn front_proxy_headers() {
         ],
     )
     .await;
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let with_headers = |caller: Caller| {
         caller
             .header("X-Remote-User", "frank")
@@ -378,15 +385,7 @@ async fn oidc_tokens() {
         &issuer.token(claims(&issuer.url, "kcp-test", now() + 3600)),
     );
     // The authenticator may fetch the issuer's discovery document after the server is ready.
-    eventually("an OIDC token authenticates", || async {
-        let answer = good.whoami_in("").await;
-        if answer.status == 201 {
-            Ok(())
-        } else {
-            Err(format!("{} {}", answer.status, answer.text()))
-        }
-    })
-    .await;
+    wait_whoami("an OIDC token authenticates", &good, 201).await;
     assert_user(
         &good.user_info().await,
         "oidc:jane",

@@ -96,7 +96,7 @@ async fn authorization_webhook() {
         )],
     )
     .await;
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let dave = Caller::cert(&server, &ca, "dave", &[]);
     let eve = Caller::cert(&server, &ca, "eve", &[]);
     let configmaps = "/api/v1/namespaces/default/configmaps";
@@ -160,13 +160,15 @@ async fn authorization_webhook() {
 async fn escalation_checks() {
     let server = SERVER.get().await;
     let admin = Caller::admin(&server);
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     ensure_namespace(&admin, "", "escalate").await;
     bind_in_namespace(&admin, "root", "escalate", "admin", "adele").await;
     let adele = Caller::cert(&server, &ca, "adele", &[]);
     let rolebindings = format!("{RBAC_V1}/namespaces/escalate/rolebindings");
     let roles = format!("{RBAC_V1}/namespaces/escalate/roles");
-    wait_status("adele's admin binding", &adele, &rolebindings, 200).await;
+    SETTLED
+        .wait_status("adele's admin binding", &adele, &rolebindings, 200)
+        .await;
 
     let not_held = "attempting to grant RBAC permissions not currently held";
     // No ClusterRoleBinding to cluster-admin…
@@ -258,13 +260,14 @@ async fn escalation_checks() {
     );
     // The binding she made works.
     let vic = Caller::cert(&server, &ca, "vic", &[]);
-    wait_status(
-        "vic's view binding made by adele",
-        &vic,
-        "/api/v1/namespaces/escalate/configmaps",
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "vic's view binding made by adele",
+            &vic,
+            "/api/v1/namespaces/escalate/configmaps",
+            200,
+        )
+        .await;
     // The admin (system:masters) may bind anything.
     let created = admin.post(&rolebindings, &rb).await;
     assert_eq!(
@@ -279,7 +282,7 @@ async fn escalation_checks() {
 async fn aggregated_cluster_roles() {
     let server = SERVER.get().await;
     let admin = Caller::admin(&server);
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -309,39 +312,42 @@ async fn aggregated_cluster_roles() {
         },
         "rules": [{"apiGroups": ["agg.example.com"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}],
     });
-    ensure(
-        &admin,
-        &format!("/clusters/agg-a{RBAC_V1}/clusterroles"),
-        &widget_viewer,
-    )
-    .await;
+    admin
+        .ensure(
+            &format!("/clusters/agg-a{RBAC_V1}/clusterroles"),
+            &widget_viewer,
+        )
+        .await;
 
     let victor = Caller::cert(&server, &ca, "victor", &[]);
     let wendy = Caller::cert(&server, &ca, "wendy", &[]);
     let widgets = |cluster: &str| {
         format!("/clusters/{cluster}/apis/agg.example.com/v1/namespaces/default/widgets")
     };
-    wait_status(
-        "victor's view binding in agg-b",
-        &victor,
-        "/clusters/agg-b/api/v1/namespaces/default/configmaps",
-        200,
-    )
-    .await;
-    wait_status(
-        "view extended to widgets in agg-a",
-        &victor,
-        &widgets("agg-a"),
-        200,
-    )
-    .await;
-    wait_status(
-        "edit includes view's widgets in agg-a",
-        &wendy,
-        &widgets("agg-a"),
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "victor's view binding in agg-b",
+            &victor,
+            "/clusters/agg-b/api/v1/namespaces/default/configmaps",
+            200,
+        )
+        .await;
+    SETTLED
+        .wait_status(
+            "view extended to widgets in agg-a",
+            &victor,
+            &widgets("agg-a"),
+            200,
+        )
+        .await;
+    SETTLED
+        .wait_status(
+            "edit includes view's widgets in agg-a",
+            &wendy,
+            &widgets("agg-a"),
+            200,
+        )
+        .await;
     expect_forbidden(
         "victor lists widgets in agg-b (no aggregated role there)",
         &victor.get(&widgets("agg-b")).await,
@@ -362,16 +368,17 @@ async fn aggregated_cluster_roles() {
 async fn wildcard_requires_masters() {
     let server = SERVER.get().await;
     let admin = Caller::admin(&server);
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     bind_cluster_wide(&admin, "root", "cluster-admin", "rooty").await;
     let rooty = Caller::cert(&server, &ca, "rooty", &[]);
-    wait_status(
-        "rooty's cluster-admin binding",
-        &rooty,
-        "/api/v1/namespaces",
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "rooty's cluster-admin binding",
+            &rooty,
+            "/api/v1/namespaces",
+            200,
+        )
+        .await;
     let kcp_admin = Caller::cert(&server, &ca, "kay", &["system:kcp:admin"]);
     let masters = Caller::cert(&server, &ca, "mallory", &["system:masters"]);
     let carol = Caller::cert(&server, &ca, "carol", &[]);

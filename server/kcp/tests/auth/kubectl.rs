@@ -8,7 +8,7 @@ async fn kubectl_auth_commands() {
     let dir = temp_dir("auth-kubectl");
     let server = KcpProcess::start(binary(), "auth-kubectl", &[token_file(dir.path())]).await;
     let admin = Caller::admin(&server);
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     bind_in_namespace(&admin, "root", "default", "edit", "alice").await;
     ensure_namespace(&admin, "team-b", "default").await;
     let impersonator = json!({
@@ -17,24 +17,28 @@ async fn kubectl_auth_commands() {
         "metadata": {"name": "impersonator"},
         "rules": [{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}],
     });
-    ensure(&admin, &format!("{RBAC_V1}/clusterroles"), &impersonator).await;
+    admin
+        .ensure(&format!("{RBAC_V1}/clusterroles"), &impersonator)
+        .await;
     bind_cluster_wide(&admin, "root", "impersonator", "ivy").await;
     let alice = Caller::cert(&server, &ca, "alice", &[]);
-    wait_status(
-        "alice's edit binding",
-        &alice,
-        "/api/v1/namespaces/default/configmaps",
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "alice's edit binding",
+            &alice,
+            "/api/v1/namespaces/default/configmaps",
+            200,
+        )
+        .await;
     let ivy = Caller::cert(&server, &ca, "ivy", &[]);
-    wait_status(
-        "ivy's impersonator binding",
-        &Caller::cert(&server, &ca, "ivy", &[]).header("Impersonate-User", "alice"),
-        "/api/v1/namespaces/default/configmaps",
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "ivy's impersonator binding",
+            &Caller::cert(&server, &ca, "ivy", &[]).header("Impersonate-User", "alice"),
+            "/api/v1/namespaces/default/configmaps",
+            200,
+        )
+        .await;
 
     // Kubeconfigs for the users.
     let ca_pem = &server.admin().ca_pem;

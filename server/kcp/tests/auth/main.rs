@@ -12,13 +12,15 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kcp_testing::identities::{
     CertificateAuthority, KubeconfigUser, decode_jwt, sign_es256, write_kubeconfig,
 };
 use kcp_testing::oidc::OidcIssuer;
-use kcp_testing::{KcpProcess, Kubectl, Response, SharedKcp, temp_dir};
+use kcp_testing::{
+    Caller, KcpProcess, Kubectl, Patience, Response, SharedKcp, cluster_prefix, strings, temp_dir,
+};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,11 +33,11 @@ mod rbac_matrix;
 
 static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "auth");
 
-/// How long RBAC changes, controllers and lazily started authenticators may take to take effect.
-const SETTLED_WITHIN: Duration = Duration::from_secs(60);
+/// How long RBAC changes, controllers and lazily started authenticators may take to take effect,
+/// and how often a test looks meanwhile.
+const SETTLED: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(100));
 
 const RBAC_V1: &str = "/apis/rbac.authorization.k8s.io/v1";
-const WHOAMI: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 const KUBECTL_VERSIONS: [&str; 2] = ["1.33", "1.27"];
 
 fn binary() -> &'static Path {
@@ -49,155 +51,6 @@ fn now() -> u64 {
         .as_secs()
 }
 
-/// The server's generated client CA: certificates it signs authenticate as CN / O.
-fn client_ca(server: &KcpProcess) -> CertificateAuthority {
-    let root = server.root_directory();
-    CertificateAuthority::read(&root.join("client-ca.crt"), &root.join("client-ca.key"))
-}
-
-/// One client identity against one server: a certificate, a bearer token or nothing.
-struct Caller {
-    base: String,
-    client: reqwest::Client,
-    token: Option<String>,
-    /// Extra headers sent with every request (front-proxy identity).
-    headers: Vec<(String, String)>,
-}
-
-impl Caller {
-    fn admin(server: &KcpProcess) -> Caller {
-        Caller::with_client(server, server.admin().client())
-    }
-
-    /// A client certificate of the server's client CA with CN `user` and O `groups`.
-    fn cert(server: &KcpProcess, ca: &CertificateAuthority, user: &str, groups: &[&str]) -> Caller {
-        let client = ca.client(user, groups).credentials(server.admin()).client();
-        Caller::with_client(server, client)
-    }
-
-    fn token(server: &KcpProcess, token: &str) -> Caller {
-        let mut caller = Caller::anonymous(server);
-        caller.token = Some(token.to_owned());
-        caller
-    }
-
-    fn anonymous(server: &KcpProcess) -> Caller {
-        Caller::with_client(server, server.admin().anonymous_client())
-    }
-
-    fn with_client(server: &KcpProcess, client: reqwest::Client) -> Caller {
-        Caller {
-            base: server.base_url().to_owned(),
-            client,
-            token: None,
-            headers: Vec::new(),
-        }
-    }
-
-    fn header(mut self, name: &str, value: &str) -> Caller {
-        self.headers.push((name.to_owned(), value.to_owned()));
-        self
-    }
-
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        let mut request = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
-        }
-        for (name, value) in &self.headers {
-            request = request.header(name, value);
-        }
-        request
-    }
-
-    async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Response {
-        let mut request = self.request(method.clone(), path);
-        if let Some(body) = body {
-            let content_type = if method == Method::PATCH {
-                "application/merge-patch+json"
-            } else {
-                "application/json"
-            };
-            request = request
-                .header(reqwest::header::CONTENT_TYPE, content_type)
-                .body(body.to_string());
-        }
-        Response::send(request).await
-    }
-
-    async fn get(&self, path: &str) -> Response {
-        self.send(Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> Response {
-        self.send(Method::POST, path, Some(body)).await
-    }
-
-    async fn delete(&self, path: &str) -> Response {
-        self.send(Method::DELETE, path, None).await
-    }
-
-    /// Only the status (and the body of a failure): for watches, whose bodies do not end soon.
-    async fn status_of(&self, method: Method, path: &str, body: Option<&Value>) -> (u16, String) {
-        let mut request = self.request(method.clone(), path);
-        if let Some(body) = body {
-            let content_type = if method == Method::PATCH {
-                "application/merge-patch+json"
-            } else {
-                "application/json"
-            };
-            request = request
-                .header(reqwest::header::CONTENT_TYPE, content_type)
-                .body(body.to_string());
-        }
-        let response = request
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .unwrap_or_else(|error| panic!("{method} {path} failed: {error:?}"));
-        let status = response.status().as_u16();
-        if status < 300 {
-            return (status, String::new());
-        }
-        (status, response.text().await.unwrap_or_default())
-    }
-
-    /// POSTs a SelfSubjectReview in logical cluster `cluster` (`""` for the default one).
-    async fn whoami_in(&self, cluster: &str) -> Response {
-        let prefix = cluster_prefix(cluster);
-        let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
-        self.post(&format!("{prefix}{WHOAMI}"), &review).await
-    }
-
-    /// `status.userInfo` of a SelfSubjectReview in `root`, which must succeed.
-    async fn user_info(&self) -> Value {
-        let response = self.whoami_in("").await;
-        assert_eq!(response.status, 201, "whoami: {}", response.text());
-        response.json()["status"]["userInfo"].clone()
-    }
-}
-
-fn cluster_prefix(cluster: &str) -> String {
-    if cluster.is_empty() {
-        String::new()
-    } else {
-        format!("/clusters/{cluster}")
-    }
-}
-
-/// The strings of a JSON array (empty when absent).
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn assert_user(info: &Value, username: &str, groups: &[&str]) {
     assert_eq!(info["username"], username, "userInfo {info}");
     let have = strings(&info["groups"]);
@@ -209,15 +62,13 @@ fn assert_user(info: &Value, username: &str, groups: &[&str]) {
     }
 }
 
-/// `response` is a failure Status with `code` and `reason`; returns its message.
+/// `response` is a failure Status (`status: Failure`) with `code` and `reason`; returns its
+/// message.
 fn expect_status(what: &str, response: &Response, code: u16, reason: &str) -> String {
-    assert_eq!(response.status, code, "{what}: {}", response.text());
+    let message = kcp_testing::expect_status(what, response, code, reason);
     let status = response.json();
-    assert_eq!(status["kind"], "Status", "{what}: {status}");
     assert_eq!(status["status"], "Failure", "{what}: {status}");
-    assert_eq!(status["code"], code, "{what}: {status}");
-    assert_eq!(status["reason"], reason, "{what}: {status}");
-    status["message"].as_str().unwrap_or_default().to_owned()
+    message
 }
 
 fn expect_unauthorized(what: &str, response: &Response) {
@@ -241,60 +92,13 @@ fn expect_forbidden(what: &str, response: &Response, user: &str, fragments: &[&s
     message
 }
 
-/// Polls `check` until it holds; a server that does not get there fails the test with `what` and
-/// the last answer.
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    let deadline = Instant::now() + SETTLED_WITHIN;
-    loop {
-        match check().await {
-            Ok(()) => return,
-            Err(last) => assert!(
-                Instant::now() < deadline,
-                "{what}: not within {SETTLED_WITHIN:?}; last: {last}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Waits until `caller` gets `want` for GET `path`.
-async fn wait_status(what: &str, caller: &Caller, path: &str, want: u16) {
-    eventually(what, || async {
-        let response = caller.get(path).await;
-        if response.status == want {
-            Ok(())
-        } else {
-            Err(format!(
-                "GET {path}: {} {}",
-                response.status,
-                response.text()
-            ))
-        }
-    })
-    .await;
-}
-
-/// POSTs `body` to `collection` as the admin; an object that exists already is fine.
-async fn ensure(admin: &Caller, collection: &str, body: &Value) {
-    let response = admin.post(collection, body).await;
-    assert!(
-        response.status == 201 || response.status == 409,
-        "creating {} in {collection}: {} {}",
-        body["metadata"]["name"],
-        response.status,
-        response.text()
-    );
-}
-
 async fn ensure_namespace(admin: &Caller, cluster: &str, name: &str) {
     ensure_logical_cluster(admin, cluster).await;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     let prefix = cluster_prefix(cluster);
-    ensure(admin, &format!("{prefix}/api/v1/namespaces"), &namespace).await;
+    admin
+        .ensure(&format!("{prefix}/api/v1/namespaces"), &namespace)
+        .await;
 }
 
 /// Makes a logical cluster other than root enterable, as a workspace would be: its
@@ -307,12 +111,12 @@ async fn ensure_logical_cluster(admin: &Caller, cluster: &str) {
     let prefix = cluster_prefix(cluster);
     let logical_cluster = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
         "metadata": {"name": "cluster"}});
-    ensure(
-        admin,
-        &format!("{prefix}/apis/core.kcp.io/v1alpha1/logicalclusters"),
-        &logical_cluster,
-    )
-    .await;
+    admin
+        .ensure(
+            &format!("{prefix}/apis/core.kcp.io/v1alpha1/logicalclusters"),
+            &logical_cluster,
+        )
+        .await;
     let access = binding(
         "ClusterRoleBinding",
         "authenticated-access",
@@ -320,21 +124,19 @@ async fn ensure_logical_cluster(admin: &Caller, cluster: &str) {
         "system:kcp:workspace:access",
         json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}),
     );
-    ensure(
-        admin,
-        &format!("{prefix}{RBAC_V1}/clusterrolebindings"),
-        &access,
-    )
-    .await;
+    admin
+        .ensure(&format!("{prefix}{RBAC_V1}/clusterrolebindings"), &access)
+        .await;
     let path = format!("{prefix}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster");
-    eventually(&format!("{cluster} Ready"), || async {
-        let response = admin.get(&path).await;
-        match response.json()["status"]["phase"].as_str() {
-            Some("Ready") => Ok(()),
-            other => Err(format!("phase {other:?}")),
-        }
-    })
-    .await;
+    SETTLED
+        .eventually(&format!("{cluster} Ready"), || async {
+            let response = admin.get(&path).await;
+            match response.json()["status"]["phase"].as_str() {
+                Some("Ready") => Ok(()),
+                other => Err(format!("phase {other:?}")),
+            }
+        })
+        .await;
 }
 
 fn user_subject(name: &str) -> Value {
@@ -363,7 +165,7 @@ async fn bind_in_namespace(admin: &Caller, cluster: &str, namespace: &str, role:
         user_subject(user),
     );
     let path = format!("{prefix}{RBAC_V1}/namespaces/{namespace}/rolebindings");
-    ensure(admin, &path, &body).await;
+    admin.ensure(&path, &body).await;
 }
 
 /// Binds ClusterRole `role` to `user` across `cluster` (ClusterRoleBinding).
@@ -377,12 +179,9 @@ async fn bind_cluster_wide(admin: &Caller, cluster: &str, role: &str, user: &str
         role,
         user_subject(user),
     );
-    ensure(
-        admin,
-        &format!("{prefix}{RBAC_V1}/clusterrolebindings"),
-        &body,
-    )
-    .await;
+    admin
+        .ensure(&format!("{prefix}{RBAC_V1}/clusterrolebindings"), &body)
+        .await;
 }
 
 /// A token file with user tina (uid tina-uid, groups devs and ops); returns the flag.

@@ -12,8 +12,12 @@ async fn namespace_defaults() {
         let prefix = cluster_prefix(cluster);
         let account = format!("{prefix}/api/v1/namespaces/{namespace}/serviceaccounts/default");
         let root_ca = format!("{prefix}/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt");
-        wait_status("the default ServiceAccount", &admin, &account, 200).await;
-        wait_status("the kube-root-ca.crt ConfigMap", &admin, &root_ca, 200).await;
+        SETTLED
+            .wait_status("the default ServiceAccount", &admin, &account, 200)
+            .await;
+        SETTLED
+            .wait_status("the kube-root-ca.crt ConfigMap", &admin, &root_ca, 200)
+            .await;
         let published = admin.get(&root_ca).await.json();
         assert_eq!(
             published["data"]["ca.crt"].as_str().map(str::trim),
@@ -26,16 +30,17 @@ async fn namespace_defaults() {
             let old_uid = admin.get(path).await.json()["metadata"]["uid"].clone();
             let deleted = admin.delete(path).await;
             assert_eq!(deleted.status, 200, "deleting {path}: {}", deleted.text());
-            eventually(&format!("{path} recreated"), || async {
-                let response = admin.get(path).await;
-                let uid = &response.json()["metadata"]["uid"];
-                if response.status == 200 && *uid != old_uid {
-                    Ok(())
-                } else {
-                    Err(format!("{} {}", response.status, response.text()))
-                }
-            })
-            .await;
+            SETTLED
+                .eventually(&format!("{path} recreated"), || async {
+                    let response = admin.get(path).await;
+                    let uid = &response.json()["metadata"]["uid"];
+                    if response.status == 200 && *uid != old_uid {
+                        Ok(())
+                    } else {
+                        Err(format!("{} {}", response.status, response.text()))
+                    }
+                })
+                .await;
         }
     }
 }

@@ -243,7 +243,7 @@ fn forbidden_body_problem(body: &str, user: &str, resource: &Served, verb: &str)
 async fn rbac_matrix_across_logical_clusters() {
     let server = SERVER.get().await;
     let admin = Caller::admin(&server);
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     ensure_namespace(&admin, "team-b", "default").await;
     bind_in_namespace(&admin, "root", "default", "edit", "alice").await;
     bind_cluster_wide(&admin, "team-b", "view", "bob").await;
@@ -253,20 +253,22 @@ async fn rbac_matrix_across_logical_clusters() {
         ("bob", Caller::cert(&server, &ca, "bob", &[])),
         ("carol", Caller::cert(&server, &ca, "carol", &[])),
     ];
-    wait_status(
-        "alice's edit binding in root",
-        &users[0].1,
-        "/clusters/root/api/v1/namespaces/default/configmaps",
-        200,
-    )
-    .await;
-    wait_status(
-        "bob's view binding in team-b",
-        &users[1].1,
-        "/clusters/team-b/api/v1/namespaces/default/configmaps",
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "alice's edit binding in root",
+            &users[0].1,
+            "/clusters/root/api/v1/namespaces/default/configmaps",
+            200,
+        )
+        .await;
+    SETTLED
+        .wait_status(
+            "bob's view binding in team-b",
+            &users[1].1,
+            "/clusters/team-b/api/v1/namespaces/default/configmaps",
+            200,
+        )
+        .await;
 
     let resources = served_resources(&admin).await;
     for (group, resource) in [

@@ -3,36 +3,9 @@
 
 use super::*;
 
-/// The ClusterRole that lets its holders create and read Workspaces in root.
-async fn allow_creating_workspaces_in_root(admin: &Caller, user: &str) {
-    let role = cluster_role(
-        "workspace-creator",
-        json!([{
-            "apiGroups": ["tenancy.kcp.io"],
-            "resources": ["workspaces"],
-            "verbs": ["create", "get", "list", "watch"],
-        }]),
-    );
-    let root_rbac = format!("{}{RBAC_V1}", at("root"));
-    admin
-        .ensure(&format!("{root_rbac}/clusterroles"), &role)
-        .await;
-    admin
-        .ensure(
-            &format!("{root_rbac}/clusterrolebindings"),
-            &binding(
-                "ClusterRoleBinding",
-                &format!("{user}-workspace-creator"),
-                "workspace-creator",
-                user,
-            ),
-        )
-        .await;
-}
-
 /// A 403 of the workspace content authorizer.
 fn expect_access_denied(what: &str, response: &Response) {
-    let message = expect_status(what, response, 403, "Forbidden");
+    let message = expect_forbidden(what, response);
     assert!(
         message.contains("access denied"),
         "{what}: message is not the content authorizer's: {message}"
@@ -42,7 +15,7 @@ fn expect_access_denied(what: &str, response: &Response) {
 #[tokio::test(flavor = "multi_thread")]
 async fn creator_is_admin_and_others_need_access() {
     let server = SERVER.get().await;
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let admin = Caller::admin(&server);
     let alice = Caller::user(&server, &ca, "alice");
     let bob = Caller::user(&server, &ca, "bob");
@@ -52,25 +25,27 @@ async fn creator_is_admin_and_others_need_access() {
     let response = bob
         .post(&workspaces_in("root"), &workspace("bobs-org", None))
         .await;
-    let message = expect_status(
-        "bob creates a workspace in root",
-        &response,
-        403,
-        "Forbidden",
-    );
+    let message = expect_forbidden("bob creates a workspace in root", &response);
     assert!(message.contains("\"bob\""), "{message}");
 
-    allow_creating_workspaces_in_root(&admin, "alice").await;
-    let created = eventually("alice may create workspaces in root", || async {
-        let response = alice
-            .post(&workspaces_in("root"), &workspace("alice-org", None))
-            .await;
-        match response.status {
-            201 => Ok(response.json()),
-            _ => Err(format!("{} {}", response.status, response.text())),
-        }
-    })
+    allow_workspaces_in_root(
+        &admin,
+        "workspace-creator",
+        &["create", "get", "list", "watch"],
+        "alice",
+    )
     .await;
+    let created = SETTLED
+        .eventually("alice may create workspaces in root", || async {
+            let response = alice
+                .post(&workspaces_in("root"), &workspace("alice-org", None))
+                .await;
+            match response.status {
+                201 => Ok(response.json()),
+                _ => Err(format!("{} {}", response.status, response.text())),
+            }
+        })
+        .await;
     let owner = created["metadata"]["annotations"][OWNER_ANNOTATION]
         .as_str()
         .unwrap_or_default();
@@ -118,13 +93,14 @@ async fn creator_is_admin_and_others_need_access() {
             .is_some_and(|subjects| subjects.iter().any(|s| s["name"] == "alice")),
         "{admin_binding}"
     );
-    wait_status(
-        "alice lists namespaces in her workspace",
-        &alice,
-        &format!("{}/api/v1/namespaces", at(ws)),
-        200,
-    )
-    .await;
+    SETTLED
+        .wait_status(
+            "alice lists namespaces in her workspace",
+            &alice,
+            &format!("{}/api/v1/namespaces", at(ws)),
+            200,
+        )
+        .await;
     alice
         .create(&format!("{}/api/v1/namespaces", at(ws)), &namespace("work"))
         .await;
@@ -161,21 +137,18 @@ async fn creator_is_admin_and_others_need_access() {
     alice
         .create(
             &format!("{}{RBAC_V1}/clusterrolebindings", at(ws)),
-            &binding(
-                "ClusterRoleBinding",
-                "bob-access",
-                "system:kcp:workspace:access",
-                "bob",
-            ),
+            &access_binding("bob"),
         )
         .await;
-    wait_status("bob with access and edit", &bob, &configmaps, 200).await;
+    SETTLED
+        .wait_status("bob with access and edit", &bob, &configmaps, 200)
+        .await;
     bob.create(&configmaps, &config_map("bobs")).await;
     // Only what RBAC gives him: no namespaces (an ordinary RBAC 403 now).
     let response = bob
         .post(&format!("{}/api/v1/namespaces", at(ws)), &namespace("bobs"))
         .await;
-    let message = expect_status("bob creates a namespace", &response, 403, "Forbidden");
+    let message = expect_forbidden("bob creates a namespace", &response);
     assert!(
         message.contains("User \"bob\"") && message.contains("namespaces"),
         "bob creating a namespace: {message}"
@@ -189,32 +162,28 @@ async fn creator_is_admin_and_others_need_access() {
     let response = alice
         .get(&format!("{}/api/v1/namespaces", at("root")))
         .await;
-    let message = expect_status(
-        "alice lists namespaces in root",
-        &response,
-        403,
-        "Forbidden",
-    );
+    let message = expect_forbidden("alice lists namespaces in root", &response);
     assert!(message.contains("\"alice\""), "{message}");
 }
 
 /// GETs the caller's home workspace, retrying 429 (with Retry-After) as clients do.
 async fn home(caller: &Caller) -> Value {
     let path = workspace_url("root", "~");
-    eventually(&format!("home workspace of {}", caller.name), || async {
-        let response = caller.get(&path).await;
-        match response.status {
-            200 => Ok(response.json()),
-            _ => Err(format!("{} {}", response.status, response.text())),
-        }
-    })
-    .await
+    SETTLED
+        .eventually(&format!("home workspace of {}", caller.name()), || async {
+            let response = caller.get(&path).await;
+            match response.status {
+                200 => Ok(response.json()),
+                _ => Err(format!("{} {}", response.status, response.text())),
+            }
+        })
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn home_workspace_flow() {
     let server = SERVER.get().await;
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let carol = Caller::user(&server, &ca, "carol");
     let dave = Caller::user(&server, &ca, "dave");
 
@@ -241,19 +210,16 @@ async fn home_workspace_flow() {
     // Carol is admin in her home, by path and by cluster name; dave is not let in.
     for prefix in [at("user:carol"), at(&cluster)] {
         let namespaces = format!("{prefix}/api/v1/namespaces");
-        let list = wait_status("carol lists namespaces at home", &carol, &namespaces, 200).await;
+        let list = SETTLED
+            .wait_status("carol lists namespaces at home", &carol, &namespaces, 200)
+            .await;
         assert!(
             item_names(&list.json()).contains(&"default".to_owned()),
             "{prefix}: {}",
             list.text()
         );
         let response = dave.get(&namespaces).await;
-        let message = expect_status(
-            &format!("dave GET {namespaces}"),
-            &response,
-            403,
-            "Forbidden",
-        );
+        let message = expect_forbidden(&format!("dave GET {namespaces}"), &response);
         assert!(message.contains("access denied"), "{message}");
     }
     carol
@@ -282,7 +248,7 @@ async fn home_workspace_flow() {
     // `kubectl ws ~` takes carol home.
     let kubeconfig = tempfile::NamedTempFile::new().unwrap();
     user_kubeconfig(&server, &ca, "carol", kubeconfig.path());
-    let kubectl = PluginKubectl::new("1.33", kubeconfig.path(), &plugins());
+    let kubectl = Kubectl::with_plugins("1.33", kubeconfig.path(), &plugins());
     let out = kubectl.ok(&["ws", "~"]);
     assert!(
         out.contains("Current workspace is 'user:carol'"),

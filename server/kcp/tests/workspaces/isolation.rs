@@ -3,26 +3,28 @@
 use super::*;
 
 fn gadget_crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.iso.example.com"},
-        "spec": {
-            "group": "iso.example.com",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-            "scope": "Cluster",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-            }],
-        },
-    })
+    let schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    crd("iso.example.com", "Gadget", "Cluster", schema)
+}
+
+/// The list at `path` answers 200 and has none of the items `names`.
+async fn assert_not_listed(admin: &Caller, what: &str, path: &str, names: &[&str]) {
+    let list = admin.get(path).await;
+    assert_eq!(list.status, 200, "{}", list.text());
+    let listed = item_names(&list.json());
+    assert!(
+        names
+            .iter()
+            .all(|name| !listed.iter().any(|item| item == name)),
+        "{what}: {}",
+        list.text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sibling_workspaces_are_isolated() {
     let server = SERVER.get().await;
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let admin = Caller::admin(&server);
     let frank = Caller::user(&server, &ca, "frank");
     let (a, b) = ("root:iso-a", "root:iso-b");
@@ -51,18 +53,10 @@ async fn sibling_workspaces_are_isolated() {
             &binding("ClusterRoleBinding", "frank-view", "view", "frank"),
         )
         .await;
-    admin
-        .create(
-            &crbs(a),
-            &binding(
-                "ClusterRoleBinding",
-                "frank-access",
-                "system:kcp:workspace:access",
-                "frank",
-            ),
-        )
+    admin.create(&crbs(a), &access_binding("frank")).await;
+    SETTLED
+        .wait_status("frank reads iso-a", &frank, &configmaps(a), 200)
         .await;
-    wait_status("frank reads iso-a", &frank, &configmaps(a), 200).await;
     let response = frank.get(&format!("{}/only-in-a", configmaps(a))).await;
     assert_eq!(response.status, 200, "{}", response.text());
 
@@ -91,77 +85,51 @@ async fn sibling_workspaces_are_isolated() {
     );
     let response = admin.get(&gadgets(b)).await;
     assert_eq!(response.status, 404, "iso-b gadgets: {}", response.text());
-    let crds = admin
-        .get(&format!(
-            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            at(b)
-        ))
-        .await;
-    assert_eq!(crds.status, 200, "{}", crds.text());
-    assert!(
-        !item_names(&crds.json()).contains(&"gadgets.iso.example.com".to_owned()),
-        "iso-b CRDs: {}",
-        crds.text()
+    let crds = format!(
+        "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        at(b)
     );
+    assert_not_listed(&admin, "iso-b CRDs", &crds, &["gadgets.iso.example.com"]).await;
 
     // Lists in iso-b do not show iso-a's objects.
-    let namespaces = admin.get(&format!("{}/api/v1/namespaces", at(b))).await;
-    assert_eq!(namespaces.status, 200, "{}", namespaces.text());
-    assert!(
-        !item_names(&namespaces.json()).contains(&"team-a".to_owned()),
-        "iso-b namespaces: {}",
-        namespaces.text()
-    );
-    let all = admin.get(&format!("{}/api/v1/configmaps", at(b))).await;
-    assert_eq!(all.status, 200, "{}", all.text());
-    assert!(
-        !item_names(&all.json()).contains(&"only-in-a".to_owned()),
-        "iso-b configmaps: {}",
-        all.text()
-    );
+    let namespaces = format!("{}/api/v1/namespaces", at(b));
+    assert_not_listed(&admin, "iso-b namespaces", &namespaces, &["team-a"]).await;
+    let all = format!("{}/api/v1/configmaps", at(b));
+    assert_not_listed(&admin, "iso-b configmaps", &all, &["only-in-a"]).await;
     let response = admin.get(&format!("{}/only-in-a", configmaps(b))).await;
     assert_eq!(response.status, 404, "{}", response.text());
-    let bindings = admin.get(&crbs(b)).await;
-    assert_eq!(bindings.status, 200, "{}", bindings.text());
-    let names = item_names(&bindings.json());
-    assert!(
-        !names.contains(&"frank-view".to_owned()) && !names.contains(&"frank-access".to_owned()),
-        "iso-b clusterrolebindings: {names:?}"
-    );
+    assert_not_listed(
+        &admin,
+        "iso-b clusterrolebindings",
+        &crbs(b),
+        &["frank-view", "frank-access"],
+    )
+    .await;
 
     // RBAC of iso-a does not reach iso-b.
     let response = frank.get(&format!("{}/api/v1/namespaces", at(b))).await;
-    let message = expect_status("frank in iso-b", &response, 403, "Forbidden");
+    let message = expect_forbidden("frank in iso-b", &response);
     assert!(message.contains("access denied"), "{message}");
     // Even with access in iso-b, iso-a's view binding does not count there.
-    admin
-        .create(
-            &crbs(b),
-            &binding(
-                "ClusterRoleBinding",
-                "frank-access",
-                "system:kcp:workspace:access",
-                "frank",
-            ),
-        )
+    admin.create(&crbs(b), &access_binding("frank")).await;
+    SETTLED
+        .eventually("frank enters iso-b but may not list", || async {
+            let response = frank.get(&format!("{}/api/v1/namespaces", at(b))).await;
+            let message = if response.status == 403 {
+                response.json()["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            } else {
+                String::new()
+            };
+            if message.contains("User \"frank\"") && !message.contains("access denied") {
+                Ok(())
+            } else {
+                Err(format!("{} {}", response.status, response.text()))
+            }
+        })
         .await;
-    eventually("frank enters iso-b but may not list", || async {
-        let response = frank.get(&format!("{}/api/v1/namespaces", at(b))).await;
-        let message = if response.status == 403 {
-            response.json()["message"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        } else {
-            String::new()
-        };
-        if message.contains("User \"frank\"") && !message.contains("access denied") {
-            Ok(())
-        } else {
-            Err(format!("{} {}", response.status, response.text()))
-        }
-    })
-    .await;
 
     // The same CRD name with another scope in iso-b is its own type.
     let mut other = gadget_crd();

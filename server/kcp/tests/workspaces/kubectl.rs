@@ -4,7 +4,7 @@
 use super::*;
 
 /// Runs `kubectl args` until its stdout (trimmed) is `want`.
-fn wait_output(kubectl: &PluginKubectl, args: &[&str], want: &str) {
+fn wait_output(kubectl: &Kubectl, args: &[&str], want: &str) {
     let deadline = Instant::now() + SETTLED_WITHIN;
     loop {
         let run = kubectl.run(args);
@@ -21,7 +21,7 @@ fn wait_output(kubectl: &PluginKubectl, args: &[&str], want: &str) {
 }
 
 /// `kubectl ws current` names `path`.
-fn assert_current(kubectl: &PluginKubectl, path: &str) {
+fn assert_current(kubectl: &Kubectl, path: &str) {
     let out = kubectl.ok(&["ws", "current"]);
     assert!(
         out.contains(&format!("Current workspace is '{path}'")),
@@ -35,7 +35,7 @@ async fn three_level_tree_with_kubectl_and_the_plugin() {
     let server = SERVER.get().await;
     let plugins = plugins();
     for (version, org) in [("1.33", "org"), ("1.27", "org-old")] {
-        let kubectl = PluginKubectl::new(version, &server.kubeconfig(), &plugins);
+        let kubectl = Kubectl::with_plugins(version, &server.kubeconfig(), &plugins);
         let v = version;
 
         // Plain kubectl: a Workspace from a file, defaulted to root's default child type.

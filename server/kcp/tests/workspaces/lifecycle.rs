@@ -6,25 +6,26 @@ use super::*;
 /// Waits until the Workspace `name` in `parent` is Initializing and scheduled; returns it.
 async fn wait_initializing(admin: &Caller, parent: &str, name: &str) -> Value {
     let path = workspace_url(parent, name);
-    eventually(
-        &format!("workspace {parent}:{name} Initializing"),
-        || async {
-            let response = admin.get(&path).await;
-            let object = (response.status == 200).then(|| response.json());
-            match object {
-                Some(object)
-                    if object["status"]["phase"] == "Initializing"
-                        && object["spec"]["cluster"]
-                            .as_str()
-                            .is_some_and(|c| !c.is_empty()) =>
-                {
-                    Ok(object)
+    SETTLED
+        .eventually(
+            &format!("workspace {parent}:{name} Initializing"),
+            || async {
+                let response = admin.get(&path).await;
+                let object = (response.status == 200).then(|| response.json());
+                match object {
+                    Some(object)
+                        if object["status"]["phase"] == "Initializing"
+                            && object["spec"]["cluster"]
+                                .as_str()
+                                .is_some_and(|c| !c.is_empty()) =>
+                    {
+                        Ok(object)
+                    }
+                    _ => Err(format!("{} {}", response.status, response.text())),
                 }
-                _ => Err(format!("{} {}", response.status, response.text())),
-            }
-        },
-    )
-    .await
+            },
+        )
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -43,24 +44,26 @@ async fn initializer_blocks_ready_until_removed() {
 
     // The built-in initializers (inherited from root:universal) finish; root:gated stays.
     let lc_path = logical_cluster_url(ws);
-    eventually("only root:gated left", || async {
-        let response = admin.get(&workspace_url("root", "gated-ws")).await;
-        let object = response.json();
-        if strings(&object["status"]["initializers"]) == ["root:gated"] {
-            Ok(())
-        } else {
-            Err(response.text())
-        }
-    })
-    .await;
+    SETTLED
+        .eventually("only root:gated left", || async {
+            let response = admin.get(&workspace_url("root", "gated-ws")).await;
+            let object = response.json();
+            if strings(&object["status"]["initializers"]) == ["root:gated"] {
+                Ok(())
+            } else {
+                Err(response.text())
+            }
+        })
+        .await;
     let namespaces = format!("{}/api/v1/namespaces", at(ws));
-    let list = wait_status(
-        "namespaces of the gated workspace",
-        &admin,
-        &namespaces,
-        200,
-    )
-    .await;
+    let list = SETTLED
+        .wait_status(
+            "namespaces of the gated workspace",
+            &admin,
+            &namespaces,
+            200,
+        )
+        .await;
     assert!(
         item_names(&list.json()).contains(&"default".to_owned()),
         "root:universal's initializer ran: {}",
@@ -117,15 +120,16 @@ async fn initializer_blocks_ready_until_removed() {
         "{ready}"
     );
     // The phase label follows the status (a separate write).
-    eventually("phase label Ready", || async {
-        let object = admin.get(&workspace_url("root", "gated-ws")).await.json();
-        if object["metadata"]["labels"]["tenancy.kcp.io/phase"] == "Ready" {
-            Ok(())
-        } else {
-            Err(object.to_string())
-        }
-    })
-    .await;
+    SETTLED
+        .eventually("phase label Ready", || async {
+            let object = admin.get(&workspace_url("root", "gated-ws")).await.json();
+            if object["metadata"]["labels"]["tenancy.kcp.io/phase"] == "Ready" {
+                Ok(())
+            } else {
+                Err(object.to_string())
+            }
+        })
+        .await;
     let logical_cluster = admin.get(&lc_path).await.json();
     assert_eq!(
         logical_cluster["status"]["phase"], "Ready",
@@ -133,6 +137,35 @@ async fn initializer_blocks_ready_until_removed() {
     );
     // A Ready workspace takes children.
     create_ready(&admin, &admin, ws, "child", Some(("root", "universal"))).await;
+}
+
+/// `caller` may not create the Workspace `name` of type `type_ref` in `parent` (403); returns the
+/// message.
+async fn refused(
+    caller: &Caller,
+    what: &str,
+    parent: &str,
+    name: &str,
+    type_ref: (&str, &str),
+) -> String {
+    let response = caller
+        .post(&workspaces_in(parent), &workspace(name, Some(type_ref)))
+        .await;
+    expect_forbidden(what, &response)
+}
+
+/// Deletes the Workspace `name` in `parent` (accepted: 200 or 202) and waits until it is gone.
+async fn delete_workspace(admin: &Caller, parent: &str, name: &str) {
+    let path = workspace_url(parent, name);
+    let response = admin.delete(&path).await;
+    assert!(
+        response.status == 200 || response.status == 202,
+        "deleting {parent}:{name}: {} {}",
+        response.status,
+        response.text()
+    );
+    let what = format!("Workspace {parent}:{name} gone");
+    SETTLED.wait_status(&what, admin, &path, 404).await;
 }
 
 /// The logical clusters a wildcard list still has objects in, among `clusters`.
@@ -171,22 +204,10 @@ async fn leftovers(
 }
 
 fn widget_crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.del.example.com"},
-        "spec": {
-            "group": "del.example.com",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
-                }}},
-            }],
-        },
-    })
+    let schema = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+    }});
+    crd("del.example.com", "Widget", "Namespaced", schema)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -243,30 +264,17 @@ async fn deletion_removes_all_content() {
         "wildcard list sees the configmaps first: {before:?}"
     );
 
-    let response = admin.delete(&workspace_url("root", "del")).await;
-    assert!(
-        response.status == 200 || response.status == 202,
-        "deleting root:del: {} {}",
-        response.status,
-        response.text()
-    );
-
     // The Workspace goes, then its paths, then everything in the three clusters.
-    wait_status(
-        "Workspace del gone",
-        &admin,
-        &workspace_url("root", "del"),
-        404,
-    )
-    .await;
+    delete_workspace(&admin, "root", "del").await;
     for path in ["root:del", "root:del:a", "root:del:a:b"] {
-        let response = wait_status(
-            &format!("{path} gone"),
-            &admin,
-            &format!("{}/api", at(path)),
-            404,
-        )
-        .await;
+        let response = SETTLED
+            .wait_status(
+                &format!("{path} gone"),
+                &admin,
+                &format!("{}/api", at(path)),
+                404,
+            )
+            .await;
         let message = expect_status(&format!("GET {path}"), &response, 404, "NotFound");
         assert!(message.contains("not found"), "{message}");
     }
@@ -280,18 +288,19 @@ async fn deletion_removes_all_content() {
         "/apis/tenancy.kcp.io/v1alpha1/workspaces",
         "/apis/del.example.com/v1/widgets",
     ];
-    eventually("no content left in the deleted clusters", || async {
-        let mut left = Vec::new();
-        for resource in resources {
-            left.extend(leftovers(&admin, resource, &clusters).await?);
-        }
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{left:?}"))
-        }
-    })
-    .await;
+    SETTLED
+        .eventually("no content left in the deleted clusters", || async {
+            let mut left = Vec::new();
+            for resource in resources {
+                left.extend(leftovers(&admin, resource, &clusters).await?);
+            }
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{left:?}"))
+            }
+        })
+        .await;
     // Nothing of a deleted cluster answers under its name either.
     for cluster in &clusters {
         let response = admin
@@ -341,18 +350,19 @@ async fn deletion_removes_all_content() {
 #[tokio::test(flavor = "multi_thread")]
 async fn type_constraints_and_bad_input() {
     let server = SERVER.get().await;
-    let ca = client_ca(&server);
+    let ca = server.client_ca();
     let admin = Caller::admin(&server);
     let root_workspaces = workspaces_in("root");
 
     // An unknown type.
-    let response = admin
-        .post(
-            &root_workspaces,
-            &workspace("t-unknown", Some(("root", "nosuchtype"))),
-        )
-        .await;
-    let message = expect_status("unknown type", &response, 403, "Forbidden");
+    let message = refused(
+        &admin,
+        "unknown type",
+        "root",
+        "t-unknown",
+        ("root", "nosuchtype"),
+    )
+    .await;
     assert!(
         message.contains("nosuchtype") && message.contains("cannot be resolved"),
         "unknown type: {message}"
@@ -372,13 +382,14 @@ async fn type_constraints_and_bad_input() {
             &under_teams,
         )
         .await;
-    let response = admin
-        .post(
-            &root_workspaces,
-            &workspace("t-parent", Some(("root", "under-teams"))),
-        )
-        .await;
-    let message = expect_status("disallowed parent", &response, 403, "Forbidden");
+    let message = refused(
+        &admin,
+        "disallowed parent",
+        "root",
+        "t-parent",
+        ("root", "under-teams"),
+    )
+    .await;
     assert!(
         message.contains("root:team"),
         "disallowed parent: {message}"
@@ -386,45 +397,34 @@ async fn type_constraints_and_bad_input() {
     // organization allows only universal children: a team type is fine (it extends universal),
     // a `home` is not.
     create_ready(&admin, &admin, "root", "t-org", None).await;
-    let response = admin
-        .post(
-            &workspaces_in("root:t-org"),
-            &workspace("h", Some(("root", "home"))),
-        )
-        .await;
-    expect_status("home under an organization", &response, 403, "Forbidden");
+    refused(
+        &admin,
+        "home under an organization",
+        "root:t-org",
+        "h",
+        ("root", "home"),
+    )
+    .await;
     // A workspace type somebody may not `use`.
     let erin = Caller::user(&server, &ca, "erin");
-    let role = cluster_role(
-        "t-creator",
-        json!([{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["create", "get"]}]),
-    );
-    let root_rbac = format!("{}{RBAC_V1}", at("root"));
-    admin
-        .ensure(&format!("{root_rbac}/clusterroles"), &role)
-        .await;
-    admin
-        .ensure(
-            &format!("{root_rbac}/clusterrolebindings"),
-            &binding("ClusterRoleBinding", "erin-t-creator", "t-creator", "erin"),
-        )
-        .await;
+    allow_workspaces_in_root(&admin, "t-creator", &["create", "get"], "erin").await;
     ensure_gated_type(&admin).await;
-    let message = eventually("erin may create workspaces but not use gated", || async {
-        let response = erin
-            .post(
-                &root_workspaces,
-                &workspace("erins", Some(("root", "gated"))),
-            )
-            .await;
-        let text = response.text();
-        if response.status == 403 && text.contains("use") && text.contains("root:gated") {
-            Ok(text)
-        } else {
-            Err(format!("{} {text}", response.status))
-        }
-    })
-    .await;
+    let message = SETTLED
+        .eventually("erin may create workspaces but not use gated", || async {
+            let response = erin
+                .post(
+                    &root_workspaces,
+                    &workspace("erins", Some(("root", "gated"))),
+                )
+                .await;
+            let text = response.text();
+            if response.status == 403 && text.contains("use") && text.contains("root:gated") {
+                Ok(text)
+            } else {
+                Err(format!("{} {text}", response.status))
+            }
+        })
+        .await;
     assert!(message.contains("missing verb='use'"), "{message}");
 
     // Invalid names.
@@ -446,44 +446,29 @@ async fn type_constraints_and_bad_input() {
         )
         .await;
     wait_initializing(&admin, "root", "held").await;
-    let response = admin
-        .post(
-            &workspaces_in("root:held"),
-            &workspace("early", Some(("root", "universal"))),
-        )
-        .await;
-    expect_status(
-        "a child of an Initializing workspace",
-        &response,
-        403,
-        "Forbidden",
-    );
-
-    // A workspace still initializing can be deleted.
-    let response = admin.delete(&workspace_url("root", "held")).await;
-    assert!(
-        response.status == 200 || response.status == 202,
-        "deleting the Initializing held: {} {}",
-        response.status,
-        response.text()
-    );
-    wait_status("held gone", &admin, &workspace_url("root", "held"), 404).await;
-    wait_status(
-        "root:held gone",
+    refused(
         &admin,
-        &format!("{}/api", at("root:held")),
-        404,
+        "a child of an Initializing workspace",
+        "root:held",
+        "early",
+        ("root", "universal"),
     )
     .await;
 
+    // A workspace still initializing can be deleted.
+    delete_workspace(&admin, "root", "held").await;
+    SETTLED
+        .wait_status(
+            "root:held gone",
+            &admin,
+            &format!("{}/api", at("root:held")),
+            404,
+        )
+        .await;
+
     // root's LogicalCluster stays.
     let response = admin.delete(&logical_cluster_url("root")).await;
-    expect_status(
-        "deleting root's LogicalCluster",
-        &response,
-        403,
-        "Forbidden",
-    );
+    expect_forbidden("deleting root's LogicalCluster", &response);
     let response = admin.get(&logical_cluster_url("root")).await;
     assert_eq!(response.status, 200, "{}", response.text());
     assert_eq!(response.json()["status"]["phase"], "Ready");

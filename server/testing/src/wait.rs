@@ -1,0 +1,65 @@
+//! Waiting for a server to get somewhere, with a deadline: a server that never gets there fails the
+//! test with the last answer it gave, rather than hanging it.
+
+use std::time::{Duration, Instant};
+
+use crate::caller::Caller;
+use crate::http::Response;
+
+/// How long a suite lets the server settle (controllers, RBAC changes, ...) and how often it looks
+/// meanwhile.
+#[derive(Debug, Clone, Copy)]
+pub struct Patience {
+    pub within: Duration,
+    pub every: Duration,
+}
+
+impl Patience {
+    pub const fn new(within: Duration, every: Duration) -> Patience {
+        Patience { within, every }
+    }
+
+    /// Polls `check` until it returns `Ok`, and returns that value; a server that does not get
+    /// there within [`Self::within`] fails the test with `what` and the last answer (the `Err`).
+    pub async fn eventually<T, F, Fut>(&self, what: &str, check: F) -> T
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, String>>,
+    {
+        let deadline = Instant::now() + self.within;
+        loop {
+            match check().await {
+                Ok(value) => return value,
+                Err(last) => assert!(
+                    Instant::now() < deadline,
+                    "{what}: not within {:?}; last: {last}",
+                    self.within
+                ),
+            }
+            tokio::time::sleep(self.every).await;
+        }
+    }
+
+    /// Waits until `caller` gets `want` for GET `path`; returns that answer.
+    pub async fn wait_status(
+        &self,
+        what: &str,
+        caller: &Caller,
+        path: &str,
+        want: u16,
+    ) -> Response {
+        self.eventually(what, || async {
+            let response = caller.get(path).await;
+            if response.status == want {
+                Ok(response)
+            } else {
+                Err(format!(
+                    "GET {path}: {} {}",
+                    response.status,
+                    response.text()
+                ))
+            }
+        })
+        .await
+    }
+}
