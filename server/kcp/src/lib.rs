@@ -5,6 +5,7 @@ pub mod authentication;
 pub mod cli;
 pub mod kubeconfig;
 pub mod logging;
+pub mod memory;
 pub mod options;
 pub mod pki;
 mod private_file;

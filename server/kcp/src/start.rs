@@ -13,6 +13,7 @@ use tracing::{info, warn};
 
 use crate::authentication::{self, AuthenticationSetupError};
 use crate::kubeconfig::{self, KubeconfigError};
+use crate::memory;
 use crate::options::ValidatedOptions;
 use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
@@ -50,12 +51,16 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let authentication = authentication::build(&options, &material)?;
     let storage = kcp_storage::open(&storage_config).await?;
 
-    let stop_compactor = CancellationToken::new();
+    let stop_background = CancellationToken::new();
+    let trimmer = tokio::spawn(memory::trim_periodically(
+        memory::TRIM_INTERVAL,
+        stop_background.clone(),
+    ));
     let compactor = (!options.etcd_compaction_interval.is_zero()).then(|| {
         tokio::spawn(kcp_storage::compactor::run(
             storage.clone(),
             options.etcd_compaction_interval,
-            stop_compactor.clone(),
+            stop_background.clone(),
         ))
     });
 
@@ -100,7 +105,8 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     info!(address = %SocketAddr::new(options.bind_address, port), "serving");
     let signals = shutdown_signal().map_err(StartError::Signals)?;
     let result = server.run(signals).await;
-    stop_compactor.cancel();
+    stop_background.cancel();
+    let _ = trimmer.await;
     if let Some(compactor) = compactor {
         let _ = compactor.await;
     }

@@ -68,6 +68,12 @@ fn task_failed(error: tokio::task::JoinError) -> StorageError {
     StorageError::Unavailable(format!("embedded store task failed: {error}"))
 }
 
+/// The store's own page cache. redb defaults to 1 GiB, which a shard fills with every page it ever
+/// touched and keeps after the data is deleted (10,000 workspaces created and deleted left 330 MiB
+/// behind); the operating system's page cache serves re-reads of the file anyway, so a small cache
+/// bounds the server's memory at no measurable cost to request latency.
+const PAGE_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 impl EmbeddedStore {
     /// Opens the store in the file at `path`, creating the file and its parent directories when
     /// missing. Everything committed before is there again: keys, revisions, compaction point.
@@ -84,12 +90,15 @@ impl EmbeddedStore {
                 StorageError::Config(format!("cannot create directory {}: {e}", parent.display()))
             })?;
         }
-        let db = Database::create(&path).map_err(|e| {
-            StorageError::Unavailable(format!(
-                "cannot open embedded store {}: {e}",
-                path.display()
-            ))
-        })?;
+        let db = Database::builder()
+            .set_cache_size(PAGE_CACHE_BYTES)
+            .create(&path)
+            .map_err(|e| {
+                StorageError::Unavailable(format!(
+                    "cannot open embedded store {}: {e}",
+                    path.display()
+                ))
+            })?;
         let db = Arc::new(db);
         let handle = writer::spawn(db.clone())?;
         info!(
