@@ -6,7 +6,9 @@
 //! CA) and a request may well carry a bearer token instead. So each authenticator verifies the
 //! chain against its own bundle here, with rustls' WebPKI verifier on the ring provider.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
@@ -35,10 +37,23 @@ pub(crate) struct Subject {
 }
 
 /// Verifies client chains against one CA bundle.
+///
+/// A client sends the same chain with every request of a connection (and usually of every
+/// connection), and a signature check costs more than the rest of a GET, so verdicts are kept for
+/// a short while, keyed by the chain's exact bytes and never past the leaf's expiry.
 #[derive(Debug)]
 pub(crate) struct ChainVerifier {
     verifier: Arc<dyn ClientCertVerifier>,
+    recent: Mutex<HashMap<Vec<u8>, Verdict>>,
 }
+
+/// What a chain verified to, and until when that holds.
+type Verdict = (Option<Subject>, Instant);
+
+/// How long a verdict is reused.
+const VERDICT_TTL: Duration = Duration::from_secs(60);
+/// At most this many chains are remembered (then the memory starts over).
+const VERDICTS_KEPT: usize = 1024;
 
 impl ChainVerifier {
     pub(crate) fn from_pem(ca_bundle_pem: &str) -> Result<ChainVerifier, X509Error> {
@@ -59,7 +74,10 @@ impl ChainVerifier {
         )
         .build()
         .map_err(|error| X509Error::InvalidCa(error.to_string()))?;
-        Ok(ChainVerifier { verifier })
+        Ok(ChainVerifier {
+            verifier,
+            recent: Mutex::new(HashMap::new()),
+        })
     }
 
     /// `Ok(None)` when there is no certificate or it does not chain to this bundle; `Err` when it
@@ -68,8 +86,38 @@ impl ChainVerifier {
         &self,
         chain: &[CertificateDer<'_>],
     ) -> Result<Option<Subject>, AuthnError> {
-        let Some((leaf, intermediates)) = chain.split_first() else {
+        if chain.is_empty() {
             return Ok(None);
+        }
+        let key: Vec<u8> = chain
+            .iter()
+            .flat_map(|c| c.as_ref().iter().copied())
+            .collect();
+        let now = Instant::now();
+        {
+            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((verdict, until)) = recent.get(&key)
+                && *until > now
+            {
+                return Ok(verdict.clone());
+            }
+        }
+        let (verdict, valid_for) = self.verify_uncached(chain)?;
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() >= VERDICTS_KEPT {
+            recent.clear();
+        }
+        recent.insert(key, (verdict.clone(), now + valid_for.min(VERDICT_TTL)));
+        Ok(verdict)
+    }
+
+    /// The verdict and how long it holds (until the leaf expires; unbounded for foreign chains).
+    fn verify_uncached(
+        &self,
+        chain: &[CertificateDer<'_>],
+    ) -> Result<(Option<Subject>, Duration), AuthnError> {
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return Ok((None, VERDICT_TTL));
         };
         match self
             .verifier
@@ -78,7 +126,7 @@ impl ChainVerifier {
             Ok(_) => {}
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::UnknownIssuer | CertificateError::BadSignature,
-            )) => return Ok(None),
+            )) => return Ok((None, VERDICT_TTL)),
             Err(error) => return Err(AuthnError::Certificate(error.to_string())),
         }
         let (_, certificate) = x509_parser::parse_x509_certificate(leaf)
@@ -87,14 +135,20 @@ impl ChainVerifier {
         let text = |attribute: &x509_parser::x509::AttributeTypeAndValue<'_>| {
             attribute.as_str().map(str::to_owned).ok()
         };
-        Ok(Some(Subject {
+        let remaining = certificate
+            .validity()
+            .time_to_expiration()
+            .and_then(|left| Duration::try_from(left).ok())
+            .unwrap_or_default();
+        let subject = Subject {
             common_name: subject
                 .iter_common_name()
                 .next()
                 .and_then(text)
                 .unwrap_or_default(),
             organizations: subject.iter_organization().filter_map(text).collect(),
-        }))
+        };
+        Ok((Some(subject), remaining))
     }
 }
 
@@ -150,6 +204,28 @@ mod tests {
         assert_eq!(user.groups, vec!["devs", "ops"]);
         assert_eq!(user.uid, "");
         assert_eq!(authenticator.authenticate(&[]).unwrap(), None);
+    }
+
+    #[test]
+    fn verdicts_are_remembered_per_chain() {
+        let ca = Ca::new("client-ca");
+        let other = Ca::new("client-ca");
+        let authenticator = CertificateAuthenticator::from_pem(&ca.pem()).unwrap();
+        let alice = ca.client("alice", &[]);
+        let first = authenticator
+            .authenticate(std::slice::from_ref(&alice))
+            .unwrap();
+        let again = authenticator.authenticate(&[alice]).unwrap();
+        assert_eq!(first, again);
+        assert_eq!(first.unwrap().name, "alice");
+        // A chain of another CA is remembered as not ours, and does not poison alice's entry.
+        assert_eq!(
+            authenticator
+                .authenticate(&[other.client("alice", &[])])
+                .unwrap(),
+            None
+        );
+        assert_eq!(authenticator.verifier.recent.lock().unwrap().len(), 2);
     }
 
     #[test]
