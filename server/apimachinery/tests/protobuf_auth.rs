@@ -5,6 +5,9 @@
 //! written, map keys sorted, `ExtraValue` as a message of repeated strings).
 
 mod protobuf_fuzz;
+mod protobuf_wire;
+
+use protobuf_wire::{assert_same_as_go, len_field, str_field, varint_field};
 
 use kcp_apimachinery::protobuf;
 use serde_json::{Value, json};
@@ -361,47 +364,6 @@ fn decode_never_panics_on_mutated_reviews() {
     protobuf_fuzz::decode_never_panics(&bodies, 0x5851_f42d_4c95_7f2d);
 }
 
-// ---- hand assembly, independent of the library's writer ----
-
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    while v >= 0x80 {
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-    out
-}
-
-fn len_field(number: u64, bytes: &[u8]) -> Vec<u8> {
-    [
-        varint(number << 3 | 2),
-        varint(bytes.len() as u64),
-        bytes.to_vec(),
-    ]
-    .concat()
-}
-
-fn str_field(number: u64, s: &str) -> Vec<u8> {
-    len_field(number, s.as_bytes())
-}
-
-fn varint_field(number: u64, v: u64) -> Vec<u8> {
-    [varint(number << 3), varint(v)].concat()
-}
-
-fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-    let type_meta = [str_field(1, api_version), str_field(2, kind)].concat();
-    let unknown = [
-        len_field(1, &type_meta),
-        len_field(2, raw),
-        str_field(3, ""),
-        str_field(4, ""),
-    ]
-    .concat();
-    [b"k8s\0".to_vec(), unknown].concat()
-}
-
 /// `ObjectMeta` with only a name and namespace, as Go writes it: every value field, set or not.
 fn object_meta(name: &str, namespace: &str) -> Vec<u8> {
     [
@@ -422,15 +384,6 @@ fn object_meta(name: &str, namespace: &str) -> Vec<u8> {
 fn extra_entry(number: u64, key: &str, items: &[&str]) -> Vec<u8> {
     let value: Vec<u8> = items.iter().flat_map(|item| str_field(1, item)).collect();
     len_field(number, &[str_field(1, key), len_field(2, &value)].concat())
-}
-
-/// `object` encodes to exactly the envelope around `raw` and decodes back from it.
-fn assert_same_as_go(object: &Value, raw: &[u8]) {
-    let api_version = object["apiVersion"].as_str().unwrap();
-    let kind = object["kind"].as_str().unwrap();
-    let expected = envelope(api_version, kind, raw);
-    assert_eq!(protobuf::encode(object).unwrap(), expected, "{kind}");
-    assert_eq!(&protobuf::decode(&expected).unwrap(), object, "{kind}");
 }
 
 #[test]

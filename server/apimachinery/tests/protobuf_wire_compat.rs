@@ -3,7 +3,10 @@
 //! bodies assembled by hand here from the `.proto` field numbers and Go's marshalling rules
 //! (fields by number, value fields always written, map keys sorted).
 
+mod protobuf_wire;
+
 use kcp_apimachinery::protobuf::{self, ProtobufError};
+use protobuf_wire::{assert_same_as_go, envelope, len_field, str_field, varint, varint_field};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -11,49 +14,8 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-// ---- hand assembly, independent of the library's writer ----
-
-fn varint(mut v: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    while v >= 0x80 {
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-    out
-}
-
-fn len_field(number: u64, bytes: &[u8]) -> Vec<u8> {
-    [
-        varint(number << 3 | 2),
-        varint(bytes.len() as u64),
-        bytes.to_vec(),
-    ]
-    .concat()
-}
-
-fn str_field(number: u64, s: &str) -> Vec<u8> {
-    len_field(number, s.as_bytes())
-}
-
-fn varint_field(number: u64, v: u64) -> Vec<u8> {
-    [varint(number << 3), varint(v)].concat()
-}
-
 fn map_entry(number: u64, key: &str, value: &[u8]) -> Vec<u8> {
     len_field(number, &[str_field(1, key), len_field(2, value)].concat())
-}
-
-fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-    let type_meta = [str_field(1, api_version), str_field(2, kind)].concat();
-    let unknown = [
-        len_field(1, &type_meta),
-        len_field(2, raw),
-        str_field(3, ""),
-        str_field(4, ""),
-    ]
-    .concat();
-    [b"k8s\0".to_vec(), unknown].concat()
 }
 
 /// `ObjectMeta` as Go writes it for a created object: every value field, set or not.
@@ -196,15 +158,6 @@ fn kubectl_create_poddisruptionbudget() {
 }
 
 // ---- hand-assembled bodies ----
-
-/// `object` encodes to exactly the envelope around `raw` and decodes back from it.
-fn assert_same_as_go(object: &Value, raw: &[u8]) {
-    let api_version = object["apiVersion"].as_str().unwrap();
-    let kind = object["kind"].as_str().unwrap();
-    let expected = envelope(api_version, kind, raw);
-    assert_eq!(protobuf::encode(object).unwrap(), expected, "{kind}");
-    assert_eq!(&protobuf::decode(&expected).unwrap(), object, "{kind}");
-}
 
 #[test]
 fn configmap_matches_hand_assembled_bytes() {

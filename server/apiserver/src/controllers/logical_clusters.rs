@@ -265,7 +265,10 @@ impl LogicalClusters {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}],
         });
-        create_if_absent(&self.store, &self.types.bindings, self.at(cluster), binding).await
+        self.store
+            .create_if_absent(&self.types.bindings, self.at(cluster), binding)
+            .await?;
+        Ok(())
     }
 
     /// Runs the initializers this server implements that `logical_cluster` still has and removes
@@ -296,13 +299,9 @@ impl LogicalClusters {
         for name in crate::bootstrap::ROOT_NAMESPACES {
             let namespace =
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            create_if_absent(
-                &self.store,
-                &self.types.namespaces,
-                self.at(cluster),
-                namespace,
-            )
-            .await?;
+            self.store
+                .create_if_absent(&self.types.namespaces, self.at(cluster), namespace)
+                .await?;
         }
         Ok(())
     }
@@ -402,19 +401,6 @@ impl LogicalClusters {
             }
         }
         Ok(())
-    }
-}
-
-async fn create_if_absent(
-    store: &RestStore,
-    rt: &ResourceType,
-    at: Location<'_>,
-    object: Value,
-) -> Result<(), ApiError> {
-    match store.create(rt, at, object, false).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
     }
 }
 

@@ -203,13 +203,18 @@ async fn ensure(
     };
     let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}});
-    create_if_absent(store, &types.service_accounts, at, account).await?;
+    store
+        .create_if_absent(&types.service_accounts, at, account)
+        .await?;
     let data = json!({ROOT_CA_KEY: root_ca_pem});
     let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": ROOT_CA_CONFIG_MAP, "namespace": namespace,
             "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
         "data": data});
-    if !create_if_absent(store, &types.config_maps, at, config_map).await? {
+    if !store
+        .create_if_absent(&types.config_maps, at, config_map)
+        .await?
+    {
         let current = store
             .get(&types.config_maps, at, ROOT_CA_CONFIG_MAP)
             .await?;
@@ -232,18 +237,4 @@ async fn ensure(
         }
     }
     Ok(Pass::Done)
-}
-
-/// Creates an object unless it exists; whether it was created.
-async fn create_if_absent(
-    store: &RestStore,
-    rt: &ResourceType,
-    at: Location<'_>,
-    object: Value,
-) -> Result<bool, ApiError> {
-    match store.create(rt, at, object, false).await {
-        Ok(_) => Ok(true),
-        Err(e) if e.code == 409 => Ok(false),
-        Err(e) => Err(e),
-    }
 }

@@ -167,6 +167,21 @@ impl RestStore {
         Ok(rt.strategy.storage_to_api(created.object))
     }
 
+    /// Creates an object unless one of that name exists (what bootstrap and controllers do to
+    /// make something be there); whether it was created.
+    pub async fn create_if_absent(
+        &self,
+        rt: &ResourceType,
+        at: Location<'_>,
+        object: Value,
+    ) -> Result<bool, ApiError> {
+        match self.create(rt, at, object, false).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Updates an object with a function of its current state (a PUT body or a patch). When the result
     /// carries a resourceVersion, it must be the current one (409 otherwise); when it does not, lost
     /// races are retried against the new state.
