@@ -12,5 +12,6 @@ pub mod manager;
 pub mod naming;
 pub mod paths;
 pub mod pki;
+pub mod rbac;
 pub mod upgrade;
 pub mod validate;

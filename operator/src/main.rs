@@ -1,5 +1,6 @@
-//! The `kcp-operator` command: `crds` prints the CRDs, `run` runs the controllers (with leader
-//! election, metrics and health endpoints).
+//! The `kcp-operator` command: `crds` prints the CRDs, `rbac` the ClusterRole and Role the
+//! operator needs, `run` runs the controllers (with leader election, metrics and health
+//! endpoints).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -22,6 +23,12 @@ struct Cli {
 enum Command {
     /// Print every CustomResourceDefinition as a multi-document YAML stream.
     Crds,
+    /// Print the ClusterRole the controllers need and the leader-election Role as YAML.
+    Rbac {
+        /// Namespace of the leader-election Role (where the operator runs).
+        #[arg(long, default_value = "kcp-operator")]
+        namespace: String,
+    },
     /// Run the controllers against the cluster of the in-cluster config or $KUBECONFIG.
     Run(kcp_operator::manager::Options),
 }
@@ -29,6 +36,7 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Crds => print_crds(),
+        Command::Rbac { namespace } => print_rbac(&namespace),
         Command::Run(options) => match tokio::runtime::Runtime::new() {
             Ok(runtime) => runtime.block_on(run(&options)),
             Err(error) => {
@@ -45,6 +53,22 @@ fn print_crds() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("failed to write CRDs: {error}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_rbac(namespace: &str) -> ExitCode {
+    match kcp_operator::rbac::render_all(namespace) {
+        Ok(yaml) => match std::io::stdout().write_all(yaml.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("failed to write RBAC: {error}");
                 ExitCode::FAILURE
             }
         },

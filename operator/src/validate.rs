@@ -29,6 +29,8 @@ pub enum Error {
     AmbiguousEtcd,
     #[error("etcd.managed.replicas must be 1, 3 or 5, not {0}")]
     InvalidEtcdReplicas(i32),
+    #[error("etcd.endpoints: {0:?} is not an http:// or https:// URL with a host")]
+    InvalidEtcdEndpoint(String),
     #[error("CacheServer with the embedded etcd runs at most one replica, not {0}")]
     EmbeddedCacheReplicas(i32),
     #[error("target: set exactly one of rootShardRef, shardRef and frontProxyRef")]
@@ -134,16 +136,43 @@ fn resolve_etcd(config: &EtcdConfig) -> Result<Etcd, Error> {
                 prefix: config.prefix.clone(),
             }))
         }
-        (None, false) => Ok(Etcd::External {
-            endpoints: config.endpoints.clone(),
-            prefix: config.prefix.clone(),
-            tls_secret: config
-                .tls_config
-                .as_ref()
-                .map(|tls| tls.secret_ref.name.clone()),
-        }),
+        (None, false) => {
+            if let Some(bad) = config.endpoints.iter().find(|e| !is_endpoint_url(e)) {
+                return Err(Error::InvalidEtcdEndpoint(bad.clone()));
+            }
+            Ok(Etcd::External {
+                endpoints: config.endpoints.clone(),
+                prefix: config.prefix.clone(),
+                tls_secret: config
+                    .tls_config
+                    .as_ref()
+                    .map(|tls| tls.secret_ref.name.clone()),
+            })
+        }
         _ => Err(Error::AmbiguousEtcd),
     }
+}
+
+/// `http(s)://host[:port]` as etcd clients take it: a scheme, a host, at most a numeric port and
+/// nothing else (a path would be ignored by kcp, so it is a mistake).
+fn is_endpoint_url(endpoint: &str) -> bool {
+    let Some(rest) = endpoint
+        .strip_prefix("https://")
+        .or_else(|| endpoint.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => (host, Some(port)),
+        _ => (rest, None),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0));
+    host_ok && port_ok
 }
 
 /// Identity of a custom resource in the rendered objects.
@@ -580,4 +609,32 @@ fn cert_manager_warnings(templates: &CertificateTemplateMap) -> Vec<String> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_endpoint_url;
+
+    #[test]
+    fn etcd_endpoints_must_be_urls_with_a_host() {
+        for good in [
+            "https://etcd.kcp.svc.cluster.local:2379",
+            "http://127.0.0.1:2379",
+            "https://etcd:2379/",
+            "https://[::1]:2379",
+            "https://etcd",
+        ] {
+            assert!(is_endpoint_url(good), "{good}");
+        }
+        for bad in [
+            "not a url",
+            "etcd:2379",
+            "https://",
+            "https://etcd:notaport",
+            "https://etcd:2379/path",
+            "ftp://etcd:2379",
+        ] {
+            assert!(!is_endpoint_url(bad), "{bad}");
+        }
+    }
 }

@@ -13,6 +13,7 @@ use crate::upgrade::Decision;
 use crate::validate::{self, Etcd, Image};
 
 use super::component::{self, Workload};
+use super::status::Problem;
 use super::{Context, Error};
 
 pub async fn reconcile(cache: Arc<CacheServer>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -24,13 +25,14 @@ pub async fn reconcile(cache: Arc<CacheServer>, ctx: Arc<Context>) -> Result<Act
     let config = match validate::cache_server(&cache) {
         Ok(config) => config,
         Err(error) => {
-            return component::invalid(&ctx, &*cache, &previous, error.to_string(), version).await;
+            return component::invalid(&ctx, &*cache, &previous, error.into(), version).await;
         }
     };
     let mut certificates = match catalog::cache_server(&config) {
         Ok(certificates) => certificates,
         Err(error) => {
-            return component::invalid(&ctx, &*cache, &previous, error.to_string(), version).await;
+            return component::invalid(&ctx, &*cache, &previous, Problem::invalid(error), version)
+                .await;
         }
     };
     let managed = match &config.etcd {

@@ -29,7 +29,7 @@ use crate::validate::{ManagedEtcd, Owner};
 
 use super::apply::{AppliedChildren, apply_children};
 use super::certificates::{self, Certificates};
-use super::status::{self, Observation};
+use super::status::{self, Observation, Problem};
 use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE};
 
 /// A Secret that concatenates CA certificates (`tls.crt` of each source, in order).
@@ -57,8 +57,36 @@ pub struct Workload<'a> {
     pub render: &'a (dyn Fn(&str) -> Result<Vec<Child>, children::Error> + Sync),
 }
 
-/// Runs the pipeline for `object` and writes its status.
+/// Runs the pipeline for `object` and writes its status. What only the user can fix (a Secret or
+/// ConfigMap the spec names that does not exist, an unreadable CA) becomes a `ReferencesValid`
+/// condition and a Warning event, like an invalid spec, and is looked at again periodically (and
+/// on every change of the object).
 pub async fn reconcile<K>(
+    ctx: &Context,
+    object: &K,
+    previous: &ComponentStatus,
+    workload: Workload<'_>,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let version = workload.version.clone();
+    match run_pipeline(ctx, object, previous, workload).await {
+        Err(error) if error.is_for_the_user() => {
+            let problem = Problem {
+                reason: error.reason(),
+                message: super::error_chain(&error),
+            };
+            invalid(ctx, object, previous, problem, version).await
+        }
+        outcome => outcome,
+    }
+}
+
+async fn run_pipeline<K>(
     ctx: &Context,
     object: &K,
     previous: &ComponentStatus,
@@ -381,7 +409,7 @@ pub async fn invalid<K>(
     ctx: &Context,
     object: &K,
     previous: &ComponentStatus,
-    problem: String,
+    problem: Problem,
     version: String,
 ) -> Result<Action, Error>
 where
@@ -391,21 +419,22 @@ where
         + std::fmt::Debug,
 {
     let known = previous.conditions.iter().any(|c| {
-        c.type_ == status::REFERENCES_VALID && c.status == "False" && c.message == problem
+        c.type_ == status::REFERENCES_VALID && c.status == "False" && c.message == problem.message
     });
     if !known {
         ctx.publish(
             object,
             Event {
                 type_: EventType::Warning,
-                reason: "InvalidSpec".into(),
-                note: Some(problem.clone()),
+                reason: problem.reason.into(),
+                note: Some(problem.message.clone()),
                 action: "Validate".into(),
                 secondary: None,
             },
         )
         .await;
     }
+    let problem_reason = problem.reason;
     let observation = Observation {
         generation: object.meta().generation,
         references: Err(problem),
@@ -415,6 +444,11 @@ where
         target_version: version,
     };
     let next = status::component_status(previous, observation, Timestamp::now());
+    let again = if problem_reason == "ReferenceNotFound" {
+        super::MISSING_REFERENCE_REQUEUE
+    } else {
+        super::INVALID_REQUEUE
+    };
     status::write(&ctx.client, object, previous, &next).await?;
-    Ok(Action::requeue(super::INVALID_REQUEUE))
+    Ok(Action::requeue(again))
 }

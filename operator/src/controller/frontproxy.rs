@@ -14,6 +14,7 @@ use crate::upgrade::Stage;
 use crate::validate::{self, FrontProxyConfig, Image};
 
 use super::component::{self, Bundle, Workload};
+use super::status::Problem;
 use super::upgrade::{self, Earlier};
 use super::{Context, Error};
 
@@ -30,9 +31,9 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
         .await
         .map_err(Error::Kube)?;
     let prepared = validate::front_proxy(&proxy, root.as_ref())
-        .map_err(|error| error.to_string())
+        .map_err(Problem::from)
         .and_then(|config| {
-            let certificates = catalog::front_proxy(&config).map_err(|error| error.to_string())?;
+            let certificates = catalog::front_proxy(&config).map_err(Problem::invalid)?;
             Ok((config, certificates))
         });
     let (mut config, certificates) = match prepared {

@@ -41,6 +41,9 @@ pub const HELD_REQUEUE: Duration = Duration::from_secs(30);
 /// How soon an invalid object is looked at again even without a change (its references may
 /// appear in objects the controller does not watch).
 pub const INVALID_REQUEUE: Duration = Duration::from_secs(300);
+/// How soon an object naming a Secret or ConfigMap that does not exist looks again: creating it
+/// changes nothing the controller watches, and users expect the fix to take at once.
+pub const MISSING_REFERENCE_REQUEUE: Duration = Duration::from_secs(10);
 
 /// Why a reconcile failed (and will be retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +75,19 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether only a change by the user (a missing Secret or ConfigMap created, a broken CA
+    /// replaced) can make this go away; such errors are reported in the status, not retried hot.
+    pub fn is_for_the_user(&self) -> bool {
+        matches!(
+            self,
+            Error::MissingSecret(_)
+                | Error::MissingKey { .. }
+                | Error::MissingConfigMap(_)
+                | Error::BrokenCa(_)
+                | Error::Invalid(_)
+        )
+    }
+
     /// CamelCase reason for events and metrics.
     pub fn reason(&self) -> &'static str {
         match self {

@@ -14,6 +14,7 @@ use crate::upgrade::Stage;
 use crate::validate::{self, Etcd, Image, ServerConfig, ServerRole};
 
 use super::component::{self, Bundle, Workload};
+use super::status::Problem;
 use super::upgrade::{self, Earlier};
 use super::{Context, Error, deregister, finalizer};
 
@@ -27,9 +28,9 @@ pub async fn reconcile_root_shard(
     let previous = root.status.clone().unwrap_or_default().component;
     let version = Image::resolve(root.spec.common.image.as_ref()).version;
     let prepared = validate::root_shard(&root)
-        .map_err(|error| error.to_string())
+        .map_err(Problem::from)
         .and_then(|config| {
-            let certificates = catalog::root_shard(&config).map_err(|error| error.to_string())?;
+            let certificates = catalog::root_shard(&config).map_err(Problem::invalid)?;
             Ok((config, certificates))
         });
     match prepared {
@@ -55,9 +56,9 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
         .await
         .map_err(Error::Kube)?;
     let prepared = validate::shard(shard, root.as_ref())
-        .map_err(|error| error.to_string())
+        .map_err(Problem::from)
         .and_then(|config| {
-            let certificates = catalog::shard(&config).map_err(|error| error.to_string())?;
+            let certificates = catalog::shard(&config).map_err(Problem::invalid)?;
             Ok((config, certificates))
         });
     match prepared {

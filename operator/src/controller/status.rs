@@ -118,12 +118,39 @@ pub fn conditions(
         .collect()
 }
 
+/// Why a spec, or something it references, is unusable: a CamelCase reason (the condition's and
+/// the event's) and a message for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Problem {
+    /// A spec that cannot be rendered (`InvalidSpec`).
+    pub fn invalid(message: impl std::fmt::Display) -> Problem {
+        Problem {
+            reason: "InvalidSpec",
+            message: message.to_string(),
+        }
+    }
+}
+
+impl From<crate::validate::Error> for Problem {
+    fn from(error: crate::validate::Error) -> Problem {
+        Problem {
+            reason: error.reason(),
+            message: error.to_string(),
+        }
+    }
+}
+
 /// The observations a component status is made of.
 #[derive(Clone, Debug)]
 pub struct Observation {
     pub generation: Option<i64>,
     /// `Err` holds why the spec or its references are unusable.
-    pub references: Result<(), String>,
+    pub references: Result<(), Problem>,
     pub rollout: Option<Rollout>,
     /// Whether the upgrade order lets the target version through (see `upgrade`).
     pub upgrade: Decision,
@@ -153,10 +180,15 @@ pub fn component_status(
     let references_valid = references.is_ok();
     wanted.push(match &references {
         Ok(()) => Wanted::new(REFERENCES_VALID, true, "Valid", "all references resolve"),
-        Err(message) => Wanted::new(REFERENCES_VALID, false, "Invalid", message.clone()),
+        Err(problem) => Wanted::new(
+            REFERENCES_VALID,
+            false,
+            problem.reason,
+            problem.message.clone(),
+        ),
     });
     let (available, progressing, degraded) = match (&references, &rollout) {
-        (Err(message), _) => (
+        (Err(problem), _) => (
             Wanted::new(AVAILABLE, false, "Invalid", "the spec cannot be rendered"),
             Wanted::new(
                 PROGRESSING,
@@ -164,7 +196,7 @@ pub fn component_status(
                 "Invalid",
                 "nothing is rolled out until the spec is fixed",
             ),
-            Wanted::new(DEGRADED, true, "Invalid", message.clone()),
+            Wanted::new(DEGRADED, true, problem.reason, problem.message.clone()),
         ),
         (Ok(()), Some(Rollout::Complete)) => (
             Wanted::new(

@@ -287,6 +287,24 @@ mod tests {
     }
 
     #[test]
+    fn a_shortened_validity_forces_a_new_certificate() {
+        let ca = Authority::generate_root(&CertificateRequest::ca("ca"), now()).expect("ca");
+        let mut request = CertificateRequest::client("user", vec![]);
+        let leaf = ca.issue(&request, now()).expect("leaf");
+        request.validity = Duration::from_secs(2 * 3600);
+        assert_eq!(
+            renewal::leaf_issue_reason(Some(&leaf), &request, ca.cert_pem(), now()),
+            Some(IssueReason::ValidityShortened)
+        );
+        let short = ca.issue(&request, now()).expect("short leaf");
+        assert_eq!(
+            renewal::leaf_issue_reason(Some(&short), &request, ca.cert_pem(), now()),
+            None,
+            "a certificate issued for the new validity fits it"
+        );
+    }
+
+    #[test]
     fn changed_names_or_issuer_force_a_new_certificate() {
         let ca = Authority::generate_root(&CertificateRequest::ca("ca"), now()).expect("ca");
         let other_ca =

@@ -18,6 +18,7 @@ pub enum IssueReason {
     RenewalDue,
     IssuerChanged,
     RequestChanged,
+    ValidityShortened,
 }
 
 impl std::fmt::Display for IssueReason {
@@ -28,9 +29,14 @@ impl std::fmt::Display for IssueReason {
             IssueReason::RenewalDue => "certificate is due for renewal",
             IssueReason::IssuerChanged => "issuing CA changed",
             IssueReason::RequestChanged => "subject or names changed",
+            IssueReason::ValidityShortened => "certificate outlives the shortened validity",
         })
     }
 }
+
+/// How much longer than the requested validity a certificate may live before it counts as
+/// outliving it (clock skew between issuing and checking, the backdated `notBefore`).
+const VALIDITY_SLACK: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
 
 /// `None` when `existing` still serves `request` under `issuer_pem` at `now`.
 pub fn leaf_issue_reason(
@@ -56,6 +62,15 @@ pub fn leaf_issue_reason(
         || summary.is_ca != wanted.is_ca
     {
         return Some(IssueReason::RequestChanged);
+    }
+    // A certificate valid for longer than the (shortened) validity asks for would keep serving
+    // past what the policy allows: issue one that fits, as cert-manager does on a changed duration.
+    if let Ok(validity) = jiff::SignedDuration::try_from(request.validity)
+        && let Some(longest) = validity.checked_add(VALIDITY_SLACK)
+        && let Ok(latest) = now.checked_add(longest)
+        && summary.not_after > latest
+    {
+        return Some(IssueReason::ValidityShortened);
     }
     let margin = jiff::SignedDuration::try_from(request.renewal_margin())
         .unwrap_or(jiff::SignedDuration::MAX);

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod request;
 pub mod serve;
 pub mod server;
+mod sparse;
 pub mod storage;
 pub mod tenancy;
 pub mod tls;

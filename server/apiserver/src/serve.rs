@@ -18,6 +18,7 @@ use crate::filters::authentication::Authentication;
 use crate::server::{App, ServerConfig};
 use crate::{bootstrap, controllers, tenancy, tls};
 use rustls_pki_types::CertificateDer;
+use tokio_util::sync::CancellationToken;
 
 /// A TLS handshake that takes longer than this is abandoned.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -140,40 +141,11 @@ impl ApiServer {
             .external_url
             .clone()
             .unwrap_or_else(|| format!("https://{}", app.server_address));
-        let controllers = [
-            tokio::spawn(controllers::namespace::run(
-                app.store.clone(),
-                app.shutdown.clone(),
-            )),
-            tokio::spawn(controllers::crd::run(
-                app.store.clone(),
-                app.shutdown.clone(),
-            )),
+        let caches = [
             tokio::spawn(app.tenancy.clone().run(
                 app.store.clone(),
                 logical_clusters,
                 workspace_types,
-                app.shutdown.clone(),
-            )),
-            tokio::spawn(controllers::logical_clusters::run(
-                app.store.clone(),
-                app.tenancy.clone(),
-                external_url.clone(),
-                app.shutdown.clone(),
-            )),
-            tokio::spawn(controllers::workspaces::run(
-                app.store.clone(),
-                app.tenancy.clone(),
-                external_url,
-                app.shutdown.clone(),
-            )),
-            tokio::spawn(controllers::clusterrole_aggregation::run(
-                app.store.clone(),
-                app.shutdown.clone(),
-            )),
-            tokio::spawn(controllers::namespace_defaults::run(
-                app.store.clone(),
-                app.config.root_ca_pem.clone(),
                 app.shutdown.clone(),
             )),
             tokio::spawn(
@@ -183,6 +155,48 @@ impl ApiServer {
                     .watch_changes(app.shutdown.clone()),
             ),
         ];
+        let controller_task = {
+            let (store, tenancy, root_ca_pem) = (
+                app.store.clone(),
+                app.tenancy.clone(),
+                app.config.root_ca_pem.clone(),
+            );
+            let run_all = move |stop: CancellationToken| {
+                let (store, tenancy, external_url, root_ca_pem) = (
+                    store.clone(),
+                    tenancy.clone(),
+                    external_url.clone(),
+                    root_ca_pem.clone(),
+                );
+                async move {
+                    tokio::join!(
+                        controllers::namespace::run(store.clone(), stop.clone()),
+                        controllers::garbage_collector::run(store.clone(), stop.clone()),
+                        controllers::crd::run(store.clone(), stop.clone()),
+                        controllers::logical_clusters::run(
+                            store.clone(),
+                            tenancy.clone(),
+                            external_url.clone(),
+                            stop.clone(),
+                        ),
+                        controllers::workspaces::run(
+                            store.clone(),
+                            tenancy,
+                            external_url,
+                            stop.clone()
+                        ),
+                        controllers::clusterrole_aggregation::run(store.clone(), stop.clone()),
+                        controllers::namespace_defaults::run(store, root_ca_pem, stop),
+                    );
+                }
+            };
+            tokio::spawn(controllers::election::run(
+                app.store.clone(),
+                app.config.controllers.clone(),
+                app.shutdown.clone(),
+                run_all,
+            ))
+        };
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -251,8 +265,8 @@ impl ApiServer {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
-        for controller in controllers {
-            let _ = controller.await;
+        for task in caches.into_iter().chain([controller_task]) {
+            let _ = task.await;
         }
         storage.close().await.map_err(ServeError::Close)?;
         tracing::info!("shutdown complete");

@@ -73,6 +73,9 @@ pub struct ServerConfig {
     pub external_url: Option<String>,
     /// How long in-flight requests may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// Whether this replica runs the controllers (`--run-controllers`,
+    /// `--enable-leader-election`).
+    pub controllers: crate::controllers::election::ControllerMode,
 }
 
 /// State shared by every request.

@@ -151,6 +151,8 @@ pub struct WorkspacesReport {
     pub after_delete: Memory,
     /// 10 s after the last DELETED event.
     pub after_delete_10s: Memory,
+    /// `--history-settle` after the last DELETED event (seconds, memory), when asked for.
+    pub after_history: Option<(f64, Memory)>,
     pub watch: WatchSummary,
     /// The first failed create and delete, request and answer in full.
     pub create_failure: Option<String>,
@@ -546,10 +548,17 @@ impl Table for WorkspacesReport {
             memory(&self.after_create),
             self.growth_kib_per_workspace
         );
+        let later = self
+            .after_history
+            .as_ref()
+            .map(|(seconds, m)| (format!("{seconds:.0} s after deletion:"), m));
         for (label, m) in [
-            ("after deletion:", &self.after_delete),
-            ("10 s after deletion:", &self.after_delete_10s),
-        ] {
+            ("after deletion:".to_string(), &self.after_delete),
+            ("10 s after deletion:".to_string(), &self.after_delete_10s),
+        ]
+        .into_iter()
+        .chain(later)
+        {
             let _ = writeln!(
                 out,
                 "  {label:<21} {} = {:+.1}% of idle",

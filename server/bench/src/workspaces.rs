@@ -101,6 +101,12 @@ pub struct WorkspaceArgs {
     /// How long after the delete phase the last workspace may take to disappear.
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub delete_timeout: Duration,
+    /// Read memory once more this long after the last deletion (0: not at all). Deleted objects
+    /// stay in the store's watch history until compaction (`--etcd-compaction-interval`, 5 min by
+    /// default, compacting to one interval back): two intervals and a little show the memory once
+    /// that history is gone too.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub history_settle: Duration,
 }
 
 /// Why the workspace figures could not be produced (failed workspaces are figures, not errors).
@@ -215,6 +221,7 @@ async fn measure(
         + args.delete_timeout
         + settle * 2
         + AFTER_DELETE
+        + args.history_settle
         + Duration::from_secs(60);
     let tracker = Tracker::open(client.clone(), watch_limit).await?;
 
@@ -350,6 +357,12 @@ async fn measure(
     let after_delete = started.memory()?;
     tokio::time::sleep_until(last_deleted + AFTER_DELETE).await;
     let after_delete_10s = started.memory()?;
+    let after_history = if args.history_settle.is_zero() {
+        None
+    } else {
+        tokio::time::sleep_until(last_deleted + args.history_settle.max(AFTER_DELETE)).await;
+        Some((args.history_settle.as_secs_f64(), started.memory()?))
+    };
     let watch = tracker.close().await;
     Ok(WorkspacesReport {
         backend: server.backend,
@@ -371,6 +384,7 @@ async fn measure(
         deleted,
         after_delete,
         after_delete_10s,
+        after_history,
         watch,
         create_failure,
         delete_failure,

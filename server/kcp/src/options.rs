@@ -515,6 +515,13 @@ impl StartOptions {
             _ => None,
         };
         Ok(ValidatedOptions {
+            run_controllers: self.run_controllers,
+            leader_election: self.enable_leader_election.then(|| {
+                (
+                    self.leader_election_namespace.clone(),
+                    self.leader_election_name.clone(),
+                )
+            }),
             bind_address: self.bind_address,
             secure_port: self.secure_port,
             tls,
@@ -819,6 +826,10 @@ pub struct ValidatedOptions {
     pub service_account_key_files: Vec<PathBuf>,
     /// Everything else authentication reads.
     pub authentication: AuthenticationFlags,
+    /// `--run-controllers`.
+    pub run_controllers: bool,
+    /// `--enable-leader-election` with `--leader-election-namespace` and `-name`.
+    pub leader_election: Option<(String, String)>,
     storage: StorageConfig,
     inactive: Vec<&'static str>,
 }

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use kcp_apiserver::controllers::election::{ControllerMode, Election};
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -89,6 +90,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             .as_ref()
             .map(|url| url.to_string().trim_end_matches('/').to_string()),
         shutdown_grace: SHUTDOWN_GRACE,
+        controllers: controller_mode(&options),
     };
     let server = ApiServer::bind(config, authentication, storage).await?;
     let port = server
@@ -125,4 +127,24 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
             _ = int.recv() => info!("received SIGINT"),
         }
     })
+}
+
+/// Whether this replica runs the controllers, and under which Lease. The identity names the host
+/// (the pod, in a Deployment) and is unique per process, like client-go's.
+fn controller_mode(options: &ValidatedOptions) -> ControllerMode {
+    match (&options.leader_election, options.run_controllers) {
+        (_, false) => ControllerMode::Off,
+        (None, true) => ControllerMode::Always,
+        (Some((namespace, name)), true) => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_owned())
+                .unwrap_or_else(|_| "kcp".to_owned());
+            let started = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default();
+            let identity = format!("{host}_{}_{started:x}", std::process::id());
+            ControllerMode::Elected(Election::new(namespace.clone(), name.clone(), identity))
+        }
+    }
 }

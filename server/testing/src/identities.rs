@@ -18,6 +18,23 @@ use serde_json::Value;
 
 use crate::kcp::AdminCredentials;
 
+/// A new self-signed CA certificate named `common_name` and its key, PEM (e.g. for a
+/// `kubernetes.io/tls` Secret a user brings).
+pub fn self_signed_ca_pem(common_name: &str) -> (String, String) {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+    (ca.pem(), ca.key().serialize_pem())
+}
+
 /// A certificate authority that issues client certificates.
 pub struct CertificateAuthority {
     pub cert_pem: String,
@@ -34,19 +51,7 @@ pub struct ClientIdentity {
 impl CertificateAuthority {
     /// A new self-signed CA named `common_name`.
     pub fn generate(common_name: &str) -> CertificateAuthority {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        let cert_pem = ca.pem();
-        let key_pem = ca.key().serialize_pem();
+        let (cert_pem, key_pem) = self_signed_ca_pem(common_name);
         CertificateAuthority::from_pem(&cert_pem, &key_pem)
     }
 

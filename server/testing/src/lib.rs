@@ -11,6 +11,7 @@
 //! the suite on a loaded CI machine; nothing asserts how fast anything is.
 
 mod answers;
+pub mod binaries;
 mod caller;
 mod dir;
 mod etcd;

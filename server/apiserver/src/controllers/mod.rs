@@ -3,6 +3,8 @@
 
 pub mod clusterrole_aggregation;
 pub mod crd;
+pub mod election;
+pub mod garbage_collector;
 pub mod logical_clusters;
 pub mod namespace;
 pub mod namespace_defaults;

@@ -29,6 +29,7 @@ use kcp_apimachinery::{FieldError, meta};
 use kcp_fieldmanager::TypeSchema;
 
 use crate::request::{ClusterTarget, LogicalClusterName};
+use crate::sparse::remove_and_shrink;
 use crate::storage::KeyLayout;
 
 pub use apiset::ApiSet;
@@ -283,7 +284,7 @@ impl Registry {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if fingerprint == 0 {
-            clusters.remove(cluster);
+            remove_and_shrink(&mut clusters, cluster);
             return;
         }
         if clusters

@@ -36,6 +36,31 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
+    pub propagation: Propagation,
+}
+
+/// What happens to an object's dependents (`DeleteOptions.propagationPolicy`). The garbage
+/// collector carries out the two that hold the owner back, through the finalizers named here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Propagation {
+    /// The owner goes now; the garbage collector deletes its dependents afterwards.
+    #[default]
+    Background,
+    /// The owner stays (finalizer `foregroundDeletion`) until its blocking dependents are gone.
+    Foreground,
+    /// The owner stays (finalizer `orphan`) until its dependents no longer point at it.
+    Orphan,
+}
+
+impl Propagation {
+    /// The finalizer that holds the owner while the garbage collector works.
+    fn finalizer(self) -> Option<&'static str> {
+        match self {
+            Propagation::Background => None,
+            Propagation::Foreground => Some("foregroundDeletion"),
+            Propagation::Orphan => Some("orphan"),
+        }
+    }
 }
 
 /// What a delete did.
@@ -342,9 +367,20 @@ impl RestStore {
             if meta::deletion_timestamp(&current.object).is_some() {
                 return Ok(Deleted::Pending(current.object));
             }
-            if !meta::finalizers(&current.object).is_empty() || blocks_deletion(rt, &current.object)
+            let held_by = options.propagation.finalizer();
+            if !meta::finalizers(&current.object).is_empty()
+                || blocks_deletion(rt, &current.object)
+                || held_by.is_some()
             {
                 let mut marked = current.object.clone();
+                if let Some(finalizer) = held_by {
+                    let mut finalizers = meta::finalizers(&marked);
+                    if !finalizers.iter().any(|f| f == finalizer) {
+                        finalizers.push(finalizer.to_string());
+                        meta::metadata_mut(&mut marked)
+                            .insert("finalizers".to_string(), json!(finalizers));
+                    }
+                }
                 meta::set_deletion_timestamp(&mut marked, &time::now_rfc3339());
                 meta::set_deletion_grace_period_seconds(&mut marked, 0);
                 if rt.group.is_empty() && rt.plural == "namespaces" {

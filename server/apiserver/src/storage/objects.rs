@@ -100,6 +100,11 @@ pub struct ObjectStore {
 }
 
 impl ObjectStore {
+    /// The storage prefix every key starts with (`/registry`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     pub fn new(storage: Arc<dyn Storage>, prefix: &str) -> Self {
         ObjectStore {
             storage,

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::registry::ResourceType;
 use crate::registry::store::RestStore;
 use crate::request::LogicalClusterName;
+use crate::sparse::remove_and_shrink;
 use crate::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
 
 #[derive(Default)]
@@ -129,10 +130,10 @@ impl TenancyIndex {
     /// Records a LogicalCluster as stored (or its deletion with `None`).
     pub fn set_logical_cluster(&self, cluster: &LogicalClusterName, object: Option<Value>) {
         let mut inner = self.write();
-        if let Some(old) = inner.clusters.remove(cluster) {
+        if let Some(old) = remove_and_shrink(&mut inner.clusters, cluster) {
             let path = path_of(&old, cluster);
             if inner.paths.get(&path) == Some(cluster) {
-                inner.paths.remove(&path);
+                remove_and_shrink(&mut inner.paths, &path);
             }
         }
         if let Some(object) = object {
@@ -147,7 +148,7 @@ impl TenancyIndex {
         let mut inner = self.write();
         match object {
             Some(object) => inner.types.insert((cluster, name), Arc::new(object)),
-            None => inner.types.remove(&(cluster, name)),
+            None => remove_and_shrink(&mut inner.types, &(cluster, name)),
         };
     }
 

@@ -44,11 +44,7 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "shard-virtual-workspace-url",
     // controllers and tenancy
     "enable-home-workspaces",
-    "enable-leader-election",
     "feature-gates",
-    "leader-election-name",
-    "leader-election-namespace",
-    "run-controllers",
     // serving details not wired into the TLS listener yet
     "cert-dir",
     "shutdown-delay-duration",

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::request::LogicalClusterName;
+use crate::sparse::remove_and_shrink;
 use crate::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
 use crate::storage::{KeyLayout, ObjectStore};
 use kcp_storage::Revision;
@@ -176,7 +177,7 @@ impl PolicyCache {
             *write(&self.bootstrap) = None;
             write(&self.clusters).clear();
         } else {
-            write(&self.clusters).remove(cluster);
+            remove_and_shrink(&mut write(&self.clusters), cluster);
         }
     }
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::Resolved;
 use crate::handlers::negotiation;
 use crate::handlers::response::Body;
-use crate::registry::store::{DeleteOptions, Deleted};
+use crate::registry::store::{DeleteOptions, Deleted, Propagation};
 use crate::request::query::ListOptions;
 use crate::storage::objects::ListRequest;
 
@@ -30,8 +30,9 @@ fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
         .and_then(Value::as_str)
         .map(str::to_string)
         .or_else(|| query.get("propagationPolicy").map(str::to_string));
-    if let Some(policy) =
-        policy.filter(|p| !matches!(p.as_str(), "Orphan" | "Background" | "Foreground"))
+    if let Some(policy) = policy
+        .as_ref()
+        .filter(|p| !matches!(p.as_str(), "Orphan" | "Background" | "Foreground"))
     {
         errors.push(FieldError::not_supported(
             "propagationPolicy",
@@ -39,6 +40,17 @@ fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
             &["Foreground", "Background", "Orphan"],
         ));
     }
+    let orphan_dependents = body
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| query.get("orphanDependents").map(|v| v == "true"));
+    let propagation = match policy.as_deref() {
+        Some("Orphan") => Propagation::Orphan,
+        Some("Foreground") => Propagation::Foreground,
+        Some(_) => Propagation::Background,
+        None if orphan_dependents == Some(true) => Propagation::Orphan,
+        None => Propagation::Background,
+    };
     let grace = body
         .get("gracePeriodSeconds")
         .and_then(Value::as_i64)
@@ -70,6 +82,7 @@ fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
         dry_run,
         precondition_uid: precondition("uid"),
         precondition_resource_version: precondition("resourceVersion"),
+        propagation,
     })
 }
 

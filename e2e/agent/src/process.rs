@@ -1,0 +1,167 @@
+//! Container processes: started through the agent's `exec` helper in their own process group,
+//! stopped like a runtime stops a container.
+//!
+//! A container's PID is the helper's PID (it `execve`s the program). Stopping sends SIGTERM to
+//! that process only, as a runtime signals PID 1 of the container, waits for the grace period and
+//! then SIGKILLs the whole process group; when the main process exits, whatever it left in its
+//! group is killed too (a container's PID namespace would take them down with PID 1).
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+use crate::error::{Result, io};
+use crate::exec::ExecSpec;
+
+/// How a container process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    pub code: i32,
+    pub signal: Option<i32>,
+}
+
+impl Exit {
+    fn from_status(status: ExitStatus) -> Exit {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Exit { code, signal: None },
+            // A runtime reports death by signal N as exit code 128 + N.
+            (None, Some(signal)) => Exit {
+                code: 128 + signal,
+                signal: Some(signal),
+            },
+            (None, None) => Exit {
+                code: 255,
+                signal: None,
+            },
+        }
+    }
+
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
+}
+
+pub struct Process {
+    child: Child,
+    pid: u32,
+}
+
+impl Process {
+    /// Writes `spec` to `spec_file` and starts `agent_exe exec --spec spec_file` with stdout and
+    /// stderr appended to `log`.
+    pub fn spawn(
+        agent_exe: &Path,
+        spec: &ExecSpec,
+        spec_file: &Path,
+        log: &Path,
+    ) -> Result<Process> {
+        let bytes = serde_json::to_vec_pretty(spec)?;
+        std::fs::write(spec_file, bytes).map_err(io(format!("writing {}", spec_file.display())))?;
+        let open_log = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .map_err(io(format!("opening log {}", log.display())))
+        };
+        let stdout = open_log()?;
+        let stderr = open_log()?;
+        let child = Command::new(agent_exe)
+            .arg("exec")
+            .arg("--spec")
+            .arg(spec_file)
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr))
+            .process_group(0)
+            .kill_on_drop(false)
+            .spawn()
+            .map_err(io(format!("starting {}", agent_exe.display())))?;
+        let pid = child.id().unwrap_or(0);
+        Ok(Process { child, pid })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn signal(&self, signal: i32) {
+        if let Ok(pid) = i32::try_from(self.pid)
+            && pid > 0
+        {
+            // SAFETY: kill(2) on the PID of a child we have not reaped yet.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    fn kill_group(&self) {
+        if let Ok(pid) = i32::try_from(self.pid)
+            && pid > 0
+        {
+            // SAFETY: the group was created for this child (process_group(0)).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+    }
+
+    /// Waits for the main process to exit, then kills what it left in its group.
+    pub async fn wait(&mut self) -> Exit {
+        let exit = match self.child.wait().await {
+            Ok(status) => Exit::from_status(status),
+            Err(_) => Exit {
+                code: 255,
+                signal: None,
+            },
+        };
+        self.kill_group();
+        exit
+    }
+
+    /// SIGTERM, up to `grace` to exit, then SIGKILL to the group.
+    pub async fn stop(&mut self, grace: Duration) -> Exit {
+        self.signal(libc::SIGTERM);
+        match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(Ok(status)) => {
+                self.kill_group();
+                Exit::from_status(status)
+            }
+            _ => {
+                self.kill_group();
+                self.wait().await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_like_a_runtime() {
+        assert_eq!(
+            Exit::from_status(ExitStatus::from_raw(3 << 8)),
+            Exit {
+                code: 3,
+                signal: None
+            }
+        );
+        assert_eq!(
+            Exit::from_status(ExitStatus::from_raw(libc::SIGKILL)),
+            Exit {
+                code: 137,
+                signal: Some(9)
+            }
+        );
+        assert!(
+            Exit {
+                code: 0,
+                signal: None
+            }
+            .success()
+        );
+    }
+}

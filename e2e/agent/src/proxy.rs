@@ -1,0 +1,216 @@
+//! The userspace Service proxy: one listener per Service port on the virtual IP, forwarding each
+//! connection to a ready endpoint, round robin.
+//!
+//! This is what makes rolling updates invisible to clients: the backend list is replaced the
+//! moment a pod stops being ready or starts terminating (the pod worker marks itself terminating
+//! before any signal is sent), so new connections only go to pods that serve, while a connection
+//! already open on a pod lives as long as that pod does. A backend that refuses is skipped and the
+//! next one tried before the client sees a failure.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::network::Network;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+struct PortProxy {
+    backends: watch::Sender<Vec<SocketAddr>>,
+    task: JoinHandle<()>,
+}
+
+struct RunningService {
+    vip: Ipv4Addr,
+    ports: HashMap<u16, PortProxy>,
+}
+
+/// What one Service should look like: its virtual IP and, per port, the ready backends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desired {
+    pub vip: Ipv4Addr,
+    pub ports: BTreeMap<u16, Vec<SocketAddr>>,
+}
+
+#[derive(Default)]
+pub struct Proxies {
+    running: HashMap<String, RunningService>,
+}
+
+impl Proxies {
+    /// Makes the listeners match `desired` (keyed by `namespace/name`): virtual IPs added to the
+    /// bridge, listeners started and stopped, backend lists replaced.
+    pub async fn sync(&mut self, network: &Network, desired: &BTreeMap<String, Desired>) {
+        let gone: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(key, running)| desired.get(*key).is_none_or(|d| d.vip != running.vip))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in gone {
+            if let Some(service) = self.running.remove(&key) {
+                stop_service(network, service).await;
+                tracing::info!(service = %key, "service proxy removed");
+            }
+        }
+        for (key, want) in desired {
+            if !self.running.contains_key(key) {
+                let network = network.clone();
+                let vip = want.vip;
+                match tokio::task::spawn_blocking(move || network.add_vip(vip)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => {
+                        tracing::warn!(service = %key, %error, "adding the virtual IP");
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "virtual IP task");
+                        continue;
+                    }
+                }
+                tracing::info!(service = %key, %vip, "service virtual IP");
+                self.running.insert(
+                    key.clone(),
+                    RunningService {
+                        vip,
+                        ports: HashMap::new(),
+                    },
+                );
+            }
+            let Some(running) = self.running.get_mut(key) else {
+                continue;
+            };
+            running.ports.retain(|port, proxy| {
+                let keep = want.ports.contains_key(port);
+                if !keep {
+                    proxy.task.abort();
+                }
+                keep
+            });
+            for (port, backends) in &want.ports {
+                if let Some(proxy) = running.ports.get(port) {
+                    proxy.backends.send_if_modified(|current| {
+                        if current == backends {
+                            false
+                        } else {
+                            backends.clone_into(current);
+                            true
+                        }
+                    });
+                    continue;
+                }
+                let address = SocketAddr::from((running.vip, *port));
+                match TcpListener::bind(address).await {
+                    Ok(listener) => {
+                        let (tx, rx) = watch::channel(backends.clone());
+                        let task = tokio::spawn(serve(listener, rx));
+                        running
+                            .ports
+                            .insert(*port, PortProxy { backends: tx, task });
+                    }
+                    Err(error) => {
+                        tracing::warn!(service = %key, %address, %error, "listening for a service port");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops every listener and removes every virtual IP.
+    pub async fn shutdown(&mut self, network: &Network) {
+        for (_, service) in self.running.drain() {
+            stop_service(network, service).await;
+        }
+    }
+}
+
+async fn stop_service(network: &Network, service: RunningService) {
+    for (_, proxy) in service.ports {
+        proxy.task.abort();
+    }
+    let network = network.clone();
+    let vip = service.vip;
+    let _ = tokio::task::spawn_blocking(move || network.remove_vip(vip)).await;
+}
+
+async fn serve(listener: TcpListener, backends: watch::Receiver<Vec<SocketAddr>>) {
+    let next = Arc::new(AtomicUsize::new(0));
+    loop {
+        let (inbound, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::debug!(%error, "accepting a service connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let list = backends.borrow().clone();
+        let start = next.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(forward(inbound, list, start));
+    }
+}
+
+async fn forward(mut inbound: TcpStream, backends: Vec<SocketAddr>, start: usize) {
+    let _ = inbound.set_nodelay(true);
+    for i in 0..backends.len() {
+        let backend = backends[(start + i) % backends.len()];
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
+            Ok(Ok(mut outbound)) => {
+                let _ = outbound.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                return;
+            }
+            Ok(Err(error)) => tracing::debug!(%backend, %error, "backend refused; trying the next"),
+            Err(_) => tracing::debug!(%backend, "backend connect timed out; trying the next"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// Round robin over live backends, skipping one that refuses.
+    #[tokio::test]
+    async fn forwards_round_robin_and_skips_dead_backends() {
+        let mut addresses = Vec::new();
+        for reply in [b'a', b'b'] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            addresses.push(listener.local_addr().expect("addr"));
+            tokio::spawn(async move {
+                loop {
+                    let Ok((mut socket, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let _ = socket.write_all(&[reply]).await;
+                }
+            });
+        }
+        // A port nobody listens on.
+        let dead = {
+            let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            l.local_addr().expect("addr")
+        };
+        let front = TcpListener::bind("127.0.0.1:0").await.expect("front");
+        let front_addr = front.local_addr().expect("addr");
+        let (_tx, rx) = watch::channel(vec![addresses[0], dead, addresses[1]]);
+        tokio::spawn(serve(front, rx));
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let mut client = TcpStream::connect(front_addr).await.expect("connect");
+            let mut byte = [0u8; 1];
+            client.read_exact(&mut byte).await.expect("read");
+            seen.push(byte[0]);
+        }
+        // 0 -> a, 1 -> dead then b, 2 -> b.
+        assert_eq!(seen, vec![b'a', b'b', b'b']);
+    }
+}

@@ -1,0 +1,127 @@
+//! Where the scenarios run: a host cluster with admin rights, a way to reach addresses inside it,
+//! and the images made available.
+//!
+//! - [`local`]: this repo's server is the host API, the workload kinds are CRDs, and the node agent
+//!   (`e2e/agent`) runs every pod as a local process of the binary its image maps to. Services
+//!   get virtual IPs on the agent's bridge, so in-cluster URLs are reached by rewriting the host
+//!   name to that address (keeping it as the TLS server name).
+//! - [`remote`]: any cluster named by `E2E_KUBECONFIG` (e.g. kind with the archives of
+//!   `cargo xtask images` loaded, see `e2e/kind.sh`); in-cluster URLs are reached through
+//!   `kubectl port-forward`.
+//!
+//! `E2E_HOST=local|kubeconfig` chooses; `local` is the default.
+
+pub mod local;
+pub mod remote;
+pub mod rewrite;
+
+use std::path::Path;
+
+use crate::cluster::Cluster;
+
+pub enum Host {
+    Local(Box<local::LocalHost>),
+    Remote(remote::RemoteHost),
+}
+
+impl Host {
+    /// The host `E2E_HOST` names, started (local) or checked (kubeconfig).
+    pub async fn from_env(narrator: &crate::Narrator) -> Result<Host, String> {
+        match std::env::var("E2E_HOST").as_deref() {
+            Ok("kubeconfig") => Ok(Host::Remote(remote::RemoteHost::from_env()?)),
+            Ok("local") | Err(_) => Ok(Host::Local(Box::new(
+                local::LocalHost::start(narrator).await?,
+            ))),
+            Ok(other) => Err(format!("E2E_HOST={other}: use local or kubeconfig")),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Host::Local(_) => "local (this repo's server + node agent)",
+            Host::Remote(_) => "kubeconfig (E2E_KUBECONFIG)",
+        }
+    }
+
+    /// The host's admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Path {
+        match self {
+            Host::Local(host) => host.kubeconfig(),
+            Host::Remote(host) => host.kubeconfig(),
+        }
+    }
+
+    /// kubectl as the host's admin.
+    pub fn admin(&self) -> Cluster {
+        Cluster::new(self.kubeconfig())
+    }
+
+    /// Helm against the host.
+    pub fn helm(&self, args: &[&str]) -> Result<String, String> {
+        let helm = std::env::var("HELM").unwrap_or_else(|_| "helm".to_owned());
+        let output = std::process::Command::new(&helm)
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                format!("running {helm} (install it: bash e2e/tools/install-helm.sh): {e}")
+            })?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(format!(
+                "helm {}: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr).trim(),
+                String::from_utf8_lossy(&output.stdout).trim()
+            ))
+        }
+    }
+
+    /// A kubeconfig file usable from this machine for `kubeconfig` (as the operator writes it,
+    /// naming in-cluster service addresses), written into `dir`.
+    pub fn reachable(
+        &mut self,
+        kubeconfig: &str,
+        dir: &Path,
+        name: &str,
+    ) -> Result<std::path::PathBuf, String> {
+        let rewritten = match self {
+            Host::Local(host) => host.reachable(kubeconfig)?,
+            Host::Remote(host) => host.reachable(kubeconfig)?,
+        };
+        let path = dir.join(name);
+        std::fs::write(&path, rewritten).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// The operator's resident memory (MiB), when the host lets the suite see it.
+    pub fn operator_memory_mib(&self) -> Option<f64> {
+        match self {
+            Host::Local(host) => host.operator_memory_mib(),
+            Host::Remote(_) => None,
+        }
+    }
+
+    /// What helps to understand a failure: logs of the host's pieces, pods.
+    pub fn diagnostics(&self) -> String {
+        let pods = self
+            .admin()
+            .run(&["get", "pods", "-A", "-o", "wide"])
+            .unwrap_or_else(|e| e);
+        let own = match self {
+            Host::Local(host) => host.diagnostics(),
+            Host::Remote(_) => String::new(),
+        };
+        format!("pods:\n{pods}\n{own}")
+    }
+
+    /// Stops what the host started (local) and removes what it made.
+    pub async fn stop(self) {
+        if let Host::Local(host) = self {
+            host.stop().await;
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! A real cluster named by `E2E_KUBECONFIG` (kind, or any other), with this repo's images already
+//! loaded (`e2e/kind.sh` does that). In-cluster service addresses are reached through
+//! `kubectl port-forward`, one per service port, stopped when the host is dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::rewrite::{rewrite_servers, service_of};
+use crate::cluster::KUBECTL_VERSION;
+
+pub struct RemoteHost {
+    kubeconfig: PathBuf,
+    forwards: Vec<Child>,
+}
+
+impl RemoteHost {
+    pub fn from_env() -> Result<RemoteHost, String> {
+        let kubeconfig = std::env::var_os("E2E_KUBECONFIG")
+            .map(PathBuf::from)
+            .ok_or("E2E_HOST=kubeconfig needs E2E_KUBECONFIG")?;
+        if !kubeconfig.is_file() {
+            return Err(format!(
+                "E2E_KUBECONFIG {} is not a file",
+                kubeconfig.display()
+            ));
+        }
+        Ok(RemoteHost {
+            kubeconfig,
+            forwards: Vec::new(),
+        })
+    }
+
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `kubeconfig` with its in-cluster servers made reachable from here.
+    pub fn reachable(&mut self, kubeconfig: &str) -> Result<String, String> {
+        rewrite_servers(kubeconfig, |host, port| match service_of(host) {
+            Some((service, namespace)) => Ok((
+                "127.0.0.1".to_owned(),
+                self.forward(&service, &namespace, port)?,
+            )),
+            None => Ok((host.to_owned(), port)),
+        })
+    }
+
+    /// Starts `kubectl port-forward svc/<service> :<port>` and returns the local port.
+    fn forward(&mut self, service: &str, namespace: &str, port: u16) -> Result<u16, String> {
+        let kubectl = std::env::var("KUBECTL")
+            .unwrap_or_else(|_| format!("/usr/lib/google-cloud-sdk/bin/kubectl.{KUBECTL_VERSION}"));
+        let mut child = Command::new(&kubectl)
+            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+            .args([
+                "-n",
+                namespace,
+                "port-forward",
+                &format!("svc/{service}"),
+                &format!(":{port}"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {kubectl} port-forward: {e}"))?;
+        let stdout = child.stdout.take().ok_or("port-forward without stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| format!("reading port-forward: {e}"))?;
+        self.forwards.push(child);
+        // "Forwarding from 127.0.0.1:41234 -> 6443"
+        line.split_whitespace()
+            .nth(2)
+            .and_then(|address| address.rsplit(':').next())
+            .and_then(|port| port.parse().ok())
+            .ok_or_else(|| format!("port-forward said {line:?}"))
+    }
+}
+
+impl Drop for RemoteHost {
+    fn drop(&mut self) {
+        for child in &mut self.forwards {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Scenario 5: shortening the server certificate's validity (a `certificateTemplates` entry)
+//! makes the operator issue a new certificate at once; the pods roll to it (their
+//! `operator.kcp.io/mounted-content-revision` changes) and a client with a newly issued kubeconfig
+//! works, as do the data of scenario 2.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use x509_parser::pem::parse_x509_pem;
+
+use super::rootshard::{WORKSPACE, admin_kubeconfig, check_data, in_workspace, wait_available};
+use super::upgrade::NEXT_VERSION;
+use super::{NAMESPACE, POLL, ROOT_SHARD, Suite};
+use crate::Outcome;
+use crate::cluster::{Cluster, eventually};
+
+const REVISION: &str = "operator.kcp.io/mounted-content-revision";
+/// The validity the scenario shortens the server certificate to.
+const SHORT_HOURS: i64 = 2;
+
+pub fn rotate(suite: &mut Suite) -> Outcome {
+    let admin = suite.host.admin();
+    let deployment = format!("{ROOT_SHARD}-rootshard");
+    let secret = format!("{ROOT_SHARD}-rootshard-server");
+    let before = revision(&admin, &deployment)?;
+    suite.narrator.step(&format!(
+        "server certificate validity shortened to {SHORT_HOURS}h"
+    ));
+    let mut manifest = super::rootshard::root_shard_manifest(NEXT_VERSION);
+    manifest.push_str(&format!(
+        "  certificateTemplates:\n    server:\n      spec:\n        duration: {SHORT_HOURS}h\n"
+    ));
+    admin.apply(&manifest)?;
+    let after = eventually(
+        "pods rolled to a new revision",
+        Duration::from_secs(180),
+        POLL,
+        || {
+            let now = revision(&admin, &deployment)?;
+            let object = admin
+                .get(&["deployment", "-n", NAMESPACE, &deployment])?
+                .ok_or("no Deployment")?;
+            let status = &object["status"];
+            let rolled = now != before
+                && status["observedGeneration"] == object["metadata"]["generation"]
+                && status["updatedReplicas"] == object["spec"]["replicas"]
+                && status["availableReplicas"] == object["spec"]["replicas"]
+                && status["replicas"] == object["spec"]["replicas"];
+            if rolled {
+                Ok(now)
+            } else {
+                Err(format!("revision {now}, status {status}"))
+            }
+        },
+    )?;
+    wait_available(suite, Duration::from_secs(60))?;
+    suite
+        .narrator
+        .step(&format!("pods rolled: revision {before} -> {after}"));
+    let hours = remaining_hours(&admin, &secret)?;
+    if hours > (SHORT_HOURS as f64) + 1.5 {
+        return Err(format!(
+            "the server certificate is still valid for {hours:.1}h"
+        ));
+    }
+    suite
+        .narrator
+        .step(&format!("server certificate now valid for {hours:.2}h"));
+    let kubeconfig = admin_kubeconfig(suite, "e2e-rotated")?;
+    let inside = Cluster::new(&in_workspace(
+        &kubeconfig,
+        &format!("root:{WORKSPACE}"),
+        suite.dir.path(),
+    )?);
+    check_data(&inside)?;
+    suite.narrator.step("a new kubeconfig works; data intact");
+    admin.run(&[
+        "delete",
+        "kubeconfig",
+        "-n",
+        NAMESPACE,
+        "e2e-rotated",
+        "--wait=false",
+    ])?;
+    Ok(())
+}
+
+fn revision(admin: &Cluster, deployment: &str) -> Result<String, String> {
+    let object = admin
+        .get(&["deployment", "-n", NAMESPACE, deployment])?
+        .ok_or_else(|| format!("no Deployment {deployment}"))?;
+    object
+        .pointer(&format!(
+            "/spec/template/metadata/annotations/{}",
+            REVISION.replace('/', "~1")
+        ))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{deployment} has no {REVISION}"))
+}
+
+/// Hours the certificate in Secret `name` has left.
+fn remaining_hours(admin: &Cluster, name: &str) -> Result<f64, String> {
+    let secret = admin
+        .get(&["secret", "-n", NAMESPACE, name])?
+        .ok_or_else(|| format!("no Secret {name}"))?;
+    let pem = STANDARD
+        .decode(secret["data"]["tls.crt"].as_str().ok_or("no tls.crt")?)
+        .map_err(|e| e.to_string())?;
+    let (_, pem) = parse_x509_pem(&pem).map_err(|e| format!("tls.crt: {e}"))?;
+    let certificate = pem.parse_x509().map_err(|e| format!("tls.crt: {e}"))?;
+    let not_after = certificate.validity().not_after.timestamp();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_secs() as i64;
+    Ok((not_after - now) as f64 / 3600.0)
+}
