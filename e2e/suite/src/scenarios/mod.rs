@@ -6,6 +6,7 @@ mod chart;
 mod deletion;
 mod rootshard;
 mod rotation;
+mod scale;
 mod upgrade;
 
 use std::path::PathBuf;
@@ -67,8 +68,13 @@ pub fn all() -> Vec<Scenario> {
             run: upgrade::roll_out,
         },
         Scenario {
-            title: "5. certificate rotation forced by a shortened validity",
+            title: "4. scale: root shard replicas 1 -> 2 (leader-elected controllers), etcd 1 -> 3",
             needs: &[2],
+            run: scale::scale_out,
+        },
+        Scenario {
+            title: "5. certificate rotation forced by a shortened validity",
+            needs: &[4],
             run: rotation::rotate,
         },
         Scenario {

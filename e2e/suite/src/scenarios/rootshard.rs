@@ -19,7 +19,9 @@ pub const WORKSPACE: &str = "e2e";
 /// How many objects of the CRD scenario 2 creates.
 pub const WIDGETS: usize = 3;
 
-pub fn root_shard_manifest(tag: &str) -> String {
+/// The RootShard of the scenarios at image tag `tag`, `replicas` server replicas and `members`
+/// managed etcd members.
+pub fn root_shard_manifest(tag: &str, replicas: u32, members: u32) -> String {
     format!(
         r#"apiVersion: operator.kcp.io/v1alpha1
 kind: RootShard
@@ -31,11 +33,12 @@ spec:
     hostname: kcp.e2e.test
     port: 6443
   certificates: {{}}
+  replicas: {replicas}
   image:
     tag: {tag}
   etcd:
     managed:
-      replicas: 1
+      replicas: {members}
       storage:
         size: 1Gi
 "#
@@ -75,7 +78,7 @@ pub fn apply_and_use(suite: &mut Suite) -> Outcome {
         .narrator
         .step("kubectl apply RootShard (managed etcd, 1 member)");
     let began = Instant::now();
-    admin.apply(&root_shard_manifest("v0.1.0"))?;
+    admin.apply(&root_shard_manifest("v0.1.0", 1, 1))?;
     wait_available(suite, Duration::from_secs(240))?;
     let took = began.elapsed();
     suite.figures.root_shard_available = Some(took);

@@ -10,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use x509_parser::pem::parse_x509_pem;
 
 use super::rootshard::{WORKSPACE, admin_kubeconfig, check_data, in_workspace, wait_available};
+use super::scale::{SCALED_MEMBERS, SCALED_REPLICAS};
 use super::upgrade::NEXT_VERSION;
 use super::{NAMESPACE, POLL, ROOT_SHARD, Suite};
 use crate::Outcome;
@@ -27,7 +28,8 @@ pub fn rotate(suite: &mut Suite) -> Outcome {
     suite.narrator.step(&format!(
         "server certificate validity shortened to {SHORT_HOURS}h"
     ));
-    let mut manifest = super::rootshard::root_shard_manifest(NEXT_VERSION);
+    let mut manifest =
+        super::rootshard::root_shard_manifest(NEXT_VERSION, SCALED_REPLICAS, SCALED_MEMBERS);
     manifest.push_str(&format!(
         "  certificateTemplates:\n    server:\n      spec:\n        duration: {SHORT_HOURS}h\n"
     ));

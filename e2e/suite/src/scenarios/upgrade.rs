@@ -52,7 +52,7 @@ pub fn roll_out(suite: &mut Suite) -> Outcome {
         .narrator
         .step(&format!("RootShard image tag v0.1.0 -> {NEXT_VERSION}"));
     let began = Instant::now();
-    admin.apply(&root_shard_manifest(NEXT_VERSION))?;
+    admin.apply(&root_shard_manifest(NEXT_VERSION, 1, 1))?;
     let outcome = eventually("upgrade finished", Duration::from_secs(240), POLL, || {
         let root = admin
             .get(&["rootshard", "-n", NAMESPACE, ROOT_SHARD])?
