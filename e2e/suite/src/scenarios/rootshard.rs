@@ -229,6 +229,16 @@ pub fn in_workspace(kubeconfig: &Path, path: &str, dir: &Path) -> Result<PathBuf
     Ok(out)
 }
 
+/// The objects of scenario 2 are all there, read with `kubeconfig` (pointed at the workspace).
+pub fn check_workspace_data(kubeconfig: &Path, dir: &Path) -> Outcome {
+    let inside = Cluster::new(&in_workspace(
+        kubeconfig,
+        &format!("root:{WORKSPACE}"),
+        dir,
+    )?);
+    check_data(&inside)
+}
+
 /// The objects of scenario 2 are all there.
 pub fn check_data(inside: &Cluster) -> Outcome {
     let list = inside

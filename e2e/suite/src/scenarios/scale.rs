@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::rootshard::{WORKSPACE, check_data, in_workspace, root_shard_manifest, wait_available};
+use super::rootshard::{check_workspace_data, root_shard_manifest, wait_available};
 use super::upgrade::NEXT_VERSION;
 use super::{NAMESPACE, POLL, ROOT_SHARD, Suite};
 use crate::Outcome;
@@ -69,12 +69,7 @@ pub fn scale_out(suite: &mut Suite) -> Outcome {
     )?;
     suite.narrator.step(&format!("controllers run in {holder}"));
 
-    let inside = Cluster::new(&in_workspace(
-        &kubeconfig,
-        &format!("root:{WORKSPACE}"),
-        suite.dir.path(),
-    )?);
-    check_data(&inside)?;
+    check_workspace_data(&kubeconfig, suite.dir.path())?;
     suite
         .narrator
         .step("a new workspace becomes Ready with the elected controllers");
