@@ -206,11 +206,7 @@ fn operator_root_shard_deployment_parses() {
         })
     );
     let inactive = options.inactive_flags();
-    for flag in [
-        "audit-webhook-truncate-max-event-size",
-        "cache-kubeconfig",
-        "enable-leader-election",
-    ] {
+    for flag in ["audit-webhook-truncate-max-event-size", "cache-kubeconfig"] {
         assert!(
             inactive.contains(&flag),
             "{flag} not reported in {inactive:?}"
@@ -229,6 +225,7 @@ fn operator_root_shard_deployment_parses() {
         "service-account-key-file",
         "oidc-issuer-url",
         "authorization-webhook-config-file",
+        "enable-leader-election",
         "v",
     ] {
         assert!(!inactive.contains(&flag), "{flag} reported as inactive");
@@ -544,6 +541,7 @@ fn every_flag_is_classified() {
         "batteries-included",
         "bind-address",
         "client-ca-file",
+        "enable-leader-election",
         "etcd-cafile",
         "etcd-certfile",
         "etcd-compaction-interval",
@@ -552,6 +550,8 @@ fn every_flag_is_classified() {
         "etcd-servers",
         "external-hostname",
         "kubeconfig-path",
+        "leader-election-name",
+        "leader-election-namespace",
         "logging-format",
         "oidc-ca-file",
         "oidc-client-id",
@@ -570,6 +570,7 @@ fn every_flag_is_classified() {
         "requestheader-username-headers",
         "root-ca-file",
         "root-directory",
+        "run-controllers",
         "secure-port",
         "service-account-issuer",
         "service-account-key-file",
