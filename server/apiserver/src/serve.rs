@@ -169,25 +169,40 @@ impl ApiServer {
                     root_ca_pem.clone(),
                 );
                 async move {
-                    tokio::join!(
-                        controllers::namespace::run(store.clone(), stop.clone()),
-                        controllers::garbage_collector::run(store.clone(), stop.clone()),
-                        controllers::crd::run(store.clone(), stop.clone()),
-                        controllers::logical_clusters::run(
+                    // Each controller is its own task, so that they run in parallel on the
+                    // runtime's threads rather than taking turns inside one.
+                    let tasks = [
+                        tokio::spawn(controllers::namespace::run(store.clone(), stop.clone())),
+                        tokio::spawn(controllers::garbage_collector::run(
+                            store.clone(),
+                            stop.clone(),
+                        )),
+                        tokio::spawn(controllers::crd::run(store.clone(), stop.clone())),
+                        tokio::spawn(controllers::logical_clusters::run(
                             store.clone(),
                             tenancy.clone(),
                             external_url.clone(),
                             stop.clone(),
-                        ),
-                        controllers::workspaces::run(
+                        )),
+                        tokio::spawn(controllers::workspaces::run(
                             store.clone(),
                             tenancy,
                             external_url,
-                            stop.clone()
-                        ),
-                        controllers::clusterrole_aggregation::run(store.clone(), stop.clone()),
-                        controllers::namespace_defaults::run(store, root_ca_pem, stop),
-                    );
+                            stop.clone(),
+                        )),
+                        tokio::spawn(controllers::clusterrole_aggregation::run(
+                            store.clone(),
+                            stop.clone(),
+                        )),
+                        tokio::spawn(controllers::namespace_defaults::run(
+                            store,
+                            root_ca_pem,
+                            stop,
+                        )),
+                    ];
+                    for task in tasks {
+                        let _ = task.await;
+                    }
                 }
             };
             tokio::spawn(controllers::election::run(

@@ -268,42 +268,83 @@ impl ObjectStore {
         prefix: &str,
         from: Revision,
     ) -> Result<impl Stream<Item = Result<Change, ApiError>> + Send + use<>, ApiError> {
+        self.watch_where(prefix, from, |_| true).await
+    }
+
+    /// Like [`Self::watch`], but only the changes `wanted` picks from their raw stored form are
+    /// decoded and reported. A watcher interested in few objects among everything (the garbage
+    /// collector watches the whole key space for owner references) must not parse every write:
+    /// a watcher that falls behind holds up the writes themselves.
+    pub async fn watch_where<W>(
+        &self,
+        prefix: &str,
+        from: Revision,
+        wanted: W,
+    ) -> Result<impl Stream<Item = Result<Change, ApiError>> + Send + use<W>, ApiError>
+    where
+        W: Fn(&RawChange<'_>) -> bool + Send + 'static,
+    {
         let events = self
             .storage
             .watch(prefix, from)
             .await
             .map_err(|e| storage_error(e, None))?;
         let prefix = self.prefix.clone();
-        Ok(events.map(move |event| {
-            let event = event.map_err(|e| storage_error(e, None))?;
-            let previous = match &event.prev {
-                Some(prev) => Some(decode(&prefix, prev, prev.mod_revision)?.object),
-                None => None,
+        Ok(events.filter_map(move |event| {
+            let change = match event {
+                Err(e) => Some(Err(storage_error(e, None))),
+                Ok(event) => {
+                    let raw = RawChange {
+                        deleted: event.kind == EventKind::Delete,
+                        key: &event.kv.key,
+                        value: &event.kv.value,
+                        previous: event.prev.as_ref().map(|prev| &prev.value[..]),
+                    };
+                    wanted(&raw).then(|| decode_change(&prefix, event))
+                }
             };
-            let revision = event.kv.mod_revision;
-            match (event.kind, event.prev) {
-                (EventKind::Put, prev) => Ok(Change {
-                    kind: if prev.is_some() {
-                        ChangeType::Modified
-                    } else {
-                        ChangeType::Added
-                    },
-                    object: decode(&prefix, &event.kv, revision)?.object,
-                    previous,
-                    revision,
-                }),
-                (EventKind::Delete, Some(prev)) => Ok(Change {
-                    kind: ChangeType::Deleted,
-                    object: decode(&prefix, &prev, revision)?.object,
-                    previous,
-                    revision,
-                }),
-                (EventKind::Delete, None) => Err(ApiError::internal_error(&format!(
-                    "storage reported the delete of {} without its previous value",
-                    event.kv.key
-                ))),
-            }
+            std::future::ready(change)
         }))
+    }
+}
+
+/// A change as stored, before decoding: what [`ObjectStore::watch_where`] filters on.
+pub struct RawChange<'a> {
+    pub deleted: bool,
+    pub key: &'a str,
+    /// The new value (empty for a delete).
+    pub value: &'a [u8],
+    /// The value before the change, when there was one.
+    pub previous: Option<&'a [u8]>,
+}
+
+fn decode_change(prefix: &str, event: kcp_storage::WatchEvent) -> Result<Change, ApiError> {
+    let previous = match &event.prev {
+        Some(prev) => Some(decode(prefix, prev, prev.mod_revision)?.object),
+        None => None,
+    };
+    let revision = event.kv.mod_revision;
+    match (event.kind, event.prev) {
+        (EventKind::Put, prev) => Ok(Change {
+            kind: if prev.is_some() {
+                ChangeType::Modified
+            } else {
+                ChangeType::Added
+            },
+            object: decode(prefix, &event.kv, revision)?.object,
+            previous,
+            revision,
+        }),
+        (EventKind::Delete, Some(prev)) => Ok(Change {
+            kind: ChangeType::Deleted,
+            object: decode(prefix, &prev, revision)?.object,
+            previous,
+            revision,
+        }),
+        (EventKind::Delete, None) => Err(ApiError::internal_error(&format!(
+            "storage reported the delete of {} without its previous value",
+            event.kv.key
+        ))),
     }
 }
 

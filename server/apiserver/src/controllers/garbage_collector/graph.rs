@@ -157,6 +157,11 @@ impl Graph {
         work
     }
 
+    /// Whether no object with owners is known (then no deletion can concern the collector).
+    pub fn is_empty(&self) -> bool {
+        self.dependents.is_empty()
+    }
+
     /// The dependents recorded for an owner's UID.
     pub fn dependents_of(&self, cluster: &LogicalClusterName, uid: &str) -> Vec<Node> {
         self.dependents

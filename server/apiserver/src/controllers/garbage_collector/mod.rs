@@ -26,10 +26,14 @@ use crate::registry::ResourceType;
 use crate::registry::store::{DeleteOptions, Deleted, RestStore};
 use crate::request::LogicalClusterName;
 use crate::storage::continuation::Continuation;
-use crate::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
+use crate::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest, RawChange};
 
 /// How long an owner waiting for its dependents waits before it is looked at again.
 const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// What stored objects that matter to the collector contain (JSON field names as stored).
+const OWNER_REFERENCES: &[u8] = b"\"ownerReferences\"";
+const DELETION_TIMESTAMP: &[u8] = b"\"deletionTimestamp\"";
 
 /// Objects per page of the initial list.
 const PAGE: usize = 500;
@@ -100,7 +104,31 @@ impl Controller for GarbageCollector {
                 None => break page.revision,
             }
         };
-        let mut changes = self.store.objects().watch(&prefix, revision + 1).await?;
+        // Only what can matter is decoded: objects that have (or had) owner references, objects
+        // being deleted (an owner with the orphan or foreground finalizer), and deletions while
+        // some object has owners. Every other write passes undecoded.
+        let graph = self.graph.clone();
+        let wanted = move |raw: &RawChange<'_>| {
+            let mentions =
+                |bytes: &[u8], what: &[u8]| bytes.windows(what.len()).any(|window| window == what);
+            let owned = |bytes: Option<&[u8]>| bytes.is_some_and(|b| mentions(b, OWNER_REFERENCES));
+            if raw.deleted {
+                owned(raw.previous)
+                    || !graph
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .is_empty()
+            } else {
+                owned(Some(raw.value))
+                    || owned(raw.previous)
+                    || mentions(raw.value, DELETION_TIMESTAMP)
+            }
+        };
+        let mut changes = self
+            .store
+            .objects()
+            .watch_where(&prefix, revision + 1, wanted)
+            .await?;
         while let Some(change) = changes.next().await {
             let change = change?;
             let Some(cluster) = cluster_of(&change.object) else {
