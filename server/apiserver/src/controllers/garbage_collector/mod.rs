@@ -73,6 +73,7 @@ impl Controller for GarbageCollector {
 
     async fn follow(&self, queue: &Queue<Work>) -> Result<(), ApiError> {
         let prefix = format!("{}/", self.store.objects().prefix().trim_end_matches('/'));
+        *self.lock() = Graph::default();
         let mut continuation = None;
         let revision = loop {
             let request = ListRequest {
@@ -82,21 +83,13 @@ impl Controller for GarbageCollector {
                 continuation,
             };
             let page = self.store.objects().list(request, &|_| true).await?;
+            // The graph starts empty on every (re)start, so observing the list hands every
+            // dependent (owners may have gone meanwhile) and every held owner to the queue once.
             for object in &page.items {
                 if let Some(cluster) = cluster_of(object) {
-                    self.lock().observe(object, cluster);
-                }
-            }
-            // Every dependent is checked once after a (re)start: owners may have gone meanwhile.
-            for object in page
-                .items
-                .iter()
-                .filter(|o| !meta::owner_references(o).is_empty())
-            {
-                if let Some(cluster) = cluster_of(object)
-                    && let Some(node) = Node::of(object, cluster)
-                {
-                    queue.add(Work::Dependent(node));
+                    for work in self.lock().observe(object, cluster) {
+                        queue.add(work);
+                    }
                 }
             }
             match page.continue_token {
