@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use kcp::cli::{self, Invocation};
-use kcp::logging;
 use kcp::options::StartOptions;
+use kcp::{logging, memory};
 
 const RUNTIME_ERROR: u8 = 1;
 const USAGE_ERROR: u8 = 2;
@@ -30,9 +30,13 @@ fn main() -> ExitCode {
 }
 
 fn start(options: StartOptions) -> ExitCode {
+    let arenas = memory::limit_arenas();
     if let Err(err) = logging::init(options.logging_format, options.verbosity) {
         eprintln!("error: {err}");
         return ExitCode::from(USAGE_ERROR);
+    }
+    if let Some(arenas) = arenas {
+        tracing::debug!(arenas, "allocator arenas limited to one per core");
     }
     let options = match options.validate() {
         Ok(options) => options,
