@@ -180,10 +180,12 @@ pub fn rbac(options: &Options) -> Vec<Value> {
         ),
         cluster_role(
             TENANCY_READER_ROLE,
-            // Types only: every user choosing a type may see them, but the workspaces of root
-            // (the tenants) are visible only to whom RBAC grants them.
+            // As upstream: every signed-in user may see root's workspaces (so `kubectl ws tree`
+            // and `kubectl get ws` work for them), the types to choose from, and the LogicalCluster.
             json!([
+                {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspaces"], "verbs": ["get", "list", "watch"]},
                 {"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters"], "verbs": ["get", "list", "watch"]},
             ]),
         ),
         group_binding(TENANCY_READER_BINDING, TENANCY_READER_ROLE, &authenticated),

@@ -70,6 +70,8 @@ pub enum LogicalClusterError {
     Transition { from: String, to: String },
     #[error("LogicalCluster can only be marked inactive in phase \"Ready\", but is in phase {}", quote(.0))]
     InactiveOutsideReady(String),
+    #[error("modification of reserved annotation: {}", quote(.0))]
+    ReservedAnnotation(&'static str),
 }
 
 /// Whether `groups` bypass LogicalCluster admission.
@@ -303,6 +305,17 @@ fn phase_ordinal(phase: &str) -> u8 {
     }
 }
 
+/// The annotations the system sets on a LogicalCluster and then trusts: requests are routed by
+/// `kcp.io/path`, what may be created inside follows the type, and entry needs the required
+/// groups. The creator of a workspace is its cluster-admin and may edit the LogicalCluster, so
+/// without this an admin could claim another workspace's path or change their own type.
+const SYSTEM_ANNOTATIONS: [&str; 4] = [
+    PATH_ANNOTATION,
+    CLUSTER_ANNOTATION,
+    TYPE_ANNOTATION,
+    REQUIRED_GROUPS_ANNOTATION,
+];
+
 /// Validating admission of an update by a non-system user (after [`admit_update`]): initializers
 /// may only be removed from `status` while Initializing, all of them before leaving it, phases
 /// only move forward, and only a Ready cluster may be marked inactive.
@@ -313,6 +326,12 @@ pub fn validate_update(
 ) -> Result<(), LogicalClusterError> {
     if is_privileged(groups) {
         return Ok(());
+    }
+    if let Some(key) = SYSTEM_ANNOTATIONS
+        .into_iter()
+        .find(|key| annotation(new, key) != annotation(old, key))
+    {
+        return Err(LogicalClusterError::ReservedAnnotation(key));
     }
     if new.pointer("/spec/createdBy") != old.pointer("/spec/createdBy") {
         return Err(LogicalClusterError::CreatedByImmutable);
@@ -646,6 +665,39 @@ mod tests {
         assert_eq!(
             validate_update(&owner, &ready, &user()),
             Err(LogicalClusterError::CreatedByImmutable)
+        );
+    }
+
+    #[test]
+    fn system_annotations_are_the_systems_alone() {
+        let ready = json!({
+            "metadata": {"name": "cluster", "annotations": {PATH_ANNOTATION: "root:mine", TYPE_ANNOTATION: "root:team", "team": "a"}},
+            "status": {"phase": "Ready"},
+        });
+        let mut other = ready.clone();
+        other["metadata"]["annotations"]["team"] = json!("b");
+        assert_eq!(validate_update(&other, &ready, &user()), Ok(()));
+        for (key, value) in [
+            (PATH_ANNOTATION, json!("root:yours")),
+            (TYPE_ANNOTATION, json!("root:organization")),
+            (CLUSTER_ANNOTATION, json!("c0ffee")),
+            (REQUIRED_GROUPS_ANNOTATION, json!("")),
+        ] {
+            let mut changed = ready.clone();
+            changed["metadata"]["annotations"][key] = value;
+            let refused = validate_update(&changed, &ready, &user()).unwrap_err();
+            assert_eq!(
+                refused.to_string(),
+                format!("modification of reserved annotation: \"{key}\"")
+            );
+            let system = ["system:masters".to_string()];
+            assert_eq!(validate_update(&changed, &ready, &system), Ok(()));
+        }
+        let mut removed = ready.clone();
+        removed["metadata"]["annotations"] = json!({"team": "a"});
+        assert_eq!(
+            validate_update(&removed, &ready, &user()),
+            Err(LogicalClusterError::ReservedAnnotation(PATH_ANNOTATION))
         );
     }
 

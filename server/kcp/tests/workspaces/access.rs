@@ -27,6 +27,9 @@ async fn creator_is_admin_and_others_need_access() {
         .await;
     let message = expect_forbidden("bob creates a workspace in root", &response);
     assert!(message.contains("\"bob\""), "{message}");
+    // but, as upstream, every signed-in user may list them (system:kcp:tenancy:reader).
+    let response = bob.get(&workspaces_in("root")).await;
+    assert_eq!(response.status, 200, "{}", response.text());
 
     allow_workspaces_in_root(
         &admin,
@@ -106,6 +109,17 @@ async fn creator_is_admin_and_others_need_access() {
         .await;
     let configmaps = format!("{}/api/v1/namespaces/work/configmaps", at(ws));
     alice.create(&configmaps, &config_map("alices")).await;
+
+    // Admin of her workspace, she still cannot move it: routing and type annotations of the
+    // LogicalCluster are the system's.
+    let mut own = alice.get(&logical_cluster_url(ws)).await.json();
+    own["metadata"]["annotations"]["kcp.io/path"] = json!("root:bobs-org");
+    let response = alice.put(&logical_cluster_url(ws), &own).await;
+    let message = expect_forbidden("alice re-paths her LogicalCluster", &response);
+    assert!(
+        message.contains(r#"modification of reserved annotation: "kcp.io/path""#),
+        "{message}"
+    );
 
     // Bob has no access to the workspace: denied whatever he asks.
     for path in [
