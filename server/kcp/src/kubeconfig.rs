@@ -13,7 +13,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
 
-use crate::pki::ServingMaterial;
+use crate::pki::{PemPair, ServingMaterial};
 use crate::private_file::{self, PrivateFileError};
 
 /// Why the admin kubeconfig could not be written.
@@ -58,6 +58,8 @@ pub fn write(
 }
 
 const USER: &str = "admin";
+/// The `user` battery's user and context (upstream's names).
+const NON_ADMIN: &str = "user";
 
 fn render(
     material: &ServingMaterial,
@@ -84,6 +86,29 @@ fn render(
             user: USER,
         },
     };
+    let pem_user = |name: &'static str, pair: Option<&PemPair>| NamedUser {
+        name,
+        user: User {
+            client_certificate_data: pair.map(|pair| STANDARD.encode(&pair.cert_pem)),
+            client_key_data: pair.map(|pair| STANDARD.encode(&pair.key_pem)),
+        },
+    };
+    let mut contexts = vec![
+        context("base", "base"),
+        context("root", "root"),
+        context("system:admin", "base"),
+    ];
+    let mut users = vec![pem_user(USER, material.admin_client.as_ref())];
+    if let Some(user) = &material.user_client {
+        contexts.push(NamedContext {
+            name: NON_ADMIN,
+            context: Context {
+                cluster: "root",
+                user: NON_ADMIN,
+            },
+        });
+        users.push(pem_user(NON_ADMIN, Some(user)));
+    }
     let config = Config {
         api_version: "v1",
         kind: "Config",
@@ -91,25 +116,9 @@ fn render(
             cluster("base", base_url.clone()),
             cluster("root", format!("{base_url}/clusters/root")),
         ],
-        contexts: vec![
-            context("base", "base"),
-            context("root", "root"),
-            context("system:admin", "base"),
-        ],
+        contexts,
         current_context: "root",
-        users: vec![NamedUser {
-            name: USER,
-            user: User {
-                client_certificate_data: material
-                    .admin_client
-                    .as_ref()
-                    .map(|admin| STANDARD.encode(&admin.cert_pem)),
-                client_key_data: material
-                    .admin_client
-                    .as_ref()
-                    .map(|admin| STANDARD.encode(&admin.key_pem)),
-            },
-        }],
+        users,
     };
     yaml_serde::to_string(&config)
 }
@@ -169,7 +178,6 @@ struct User {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pki::PemPair;
     use std::os::unix::fs::PermissionsExt;
     use std::process::Command;
 
@@ -186,6 +194,7 @@ mod tests {
                 cert_pem: "admin cert".into(),
                 key_pem: "admin key".into(),
             }),
+            user_client: None,
         }
     }
 
@@ -290,6 +299,34 @@ mod tests {
         );
         let current = kubectl(&path, &["config", "current-context"]);
         assert_eq!(current.trim(), "root");
+    }
+
+    #[test]
+    fn the_user_battery_adds_a_user_context_in_root() {
+        let mut with_user = material(true);
+        with_user.user_client = Some(PemPair {
+            cert_pem: "user cert".into(),
+            key_pem: "user key".into(),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.kubeconfig");
+        write(&path, &with_user, "localhost", 6443).unwrap();
+        let names = kubectl(&path, &["config", "get-contexts", "-o", "name"]);
+        assert_eq!(
+            names.lines().collect::<Vec<_>>(),
+            ["base", "root", "system:admin", "user"]
+        );
+        let of_user = |query: &str| kubectl(&path, &["config", "view", "--raw", "-o", query]);
+        assert_eq!(
+            of_user("jsonpath={.contexts[?(@.name==\"user\")].context.cluster}"),
+            "root"
+        );
+        let cert = of_user("jsonpath={.users[?(@.name==\"user\")].user.client-certificate-data}");
+        assert_eq!(STANDARD.decode(cert).unwrap(), b"user cert");
+        assert_eq!(
+            kubectl(&path, &["config", "current-context"]).trim(),
+            "root"
+        );
     }
 
     #[test]

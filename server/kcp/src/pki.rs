@@ -42,6 +42,9 @@ use crate::private_file::{self, PrivateFileError};
 pub const ADMIN_USER: &str = "shard-admin";
 /// Group (certificate O) of the generated admin client certificate: allowed everything.
 pub const ADMIN_GROUP: &str = "system:masters";
+/// User name of the `user` battery's client certificate: signed in, in no group, so it may do
+/// what RBAC grants every authenticated user (as upstream's non-admin `user`).
+pub const USER_BATTERY_USER: &str = "user";
 
 /// A certificate is reissued once it expires within this margin.
 const RENEW_BEFORE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -58,6 +61,7 @@ const CLIENT_CA: AuthorityName = AuthorityName {
 };
 const SERVING_FILE_STEM: &str = "apiserver";
 const ADMIN_FILE_STEM: &str = "admin";
+const USER_FILE_STEM: &str = "user";
 /// The generated service-account signing key, as upstream kcp names it.
 const SERVICE_ACCOUNT_KEY_FILE: &str = "sa.key";
 
@@ -78,6 +82,8 @@ pub struct ServingMaterial {
     pub root_ca_pem: String,
     /// The generated admin client certificate (CN `shard-admin`, O `system:masters`), if any.
     pub admin_client: Option<PemPair>,
+    /// The `user` battery's client certificate (CN `user`, no group), if that battery is on.
+    pub user_client: Option<PemPair>,
     /// The key service-account tokens are signed with: `--service-account-signing-key-file`, else
     /// `--service-account-private-key-file`, else a generated ECDSA P-256 key (`sa.key` in the
     /// root directory, reused across restarts so issued tokens stay valid).
@@ -144,14 +150,19 @@ pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError
             (serving.cert_pem, serving.key_pem, ca.cert_pem)
         }
     };
-    let (client_ca_pem, admin_client) = match &options.client_ca_file {
-        Some(path) => (Some(read_certificates(path)?), None),
+    let (client_ca_pem, admin_client, user_client) = match &options.client_ca_file {
+        Some(path) => (Some(read_certificates(path)?), None, None),
         None if options.batteries.contains(Battery::Admin) => {
             let ca = store.authority(CLIENT_CA)?;
             let admin = store.leaf(&ca, ADMIN_FILE_STEM, &LeafProfile::Admin)?;
-            (Some(ca.cert_pem), Some(admin))
+            let user = options
+                .batteries
+                .contains(Battery::User)
+                .then(|| store.leaf(&ca, USER_FILE_STEM, &LeafProfile::User))
+                .transpose()?;
+            (Some(ca.cert_pem), Some(admin), user)
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     let service_account_signing_key_pem = match &options.service_account_signing_key_file {
         Some(path) => read_private_key(path)?,
@@ -173,6 +184,7 @@ pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError
         server_ca_pem,
         root_ca_pem,
         admin_client,
+        user_client,
         service_account_signing_key_pem,
         service_account_key_pems,
     })
@@ -234,6 +246,7 @@ fn serving_names(options: &ValidatedOptions) -> BTreeSet<SubjectName> {
 enum LeafProfile {
     Serving { names: BTreeSet<SubjectName> },
     Admin,
+    User,
 }
 
 impl LeafProfile {
@@ -241,6 +254,7 @@ impl LeafProfile {
         match self {
             LeafProfile::Serving { .. } => "serving certificate",
             LeafProfile::Admin => "admin client certificate",
+            LeafProfile::User => "user client certificate",
         }
     }
 
@@ -266,6 +280,10 @@ impl LeafProfile {
             LeafProfile::Admin => {
                 subject.push(DnType::OrganizationName, ADMIN_GROUP);
                 subject.push(DnType::CommonName, ADMIN_USER);
+                params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+            }
+            LeafProfile::User => {
+                subject.push(DnType::CommonName, USER_BATTERY_USER);
                 params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
             }
         }
@@ -301,19 +319,24 @@ impl LeafProfile {
                     })
                 })
             }
-            LeafProfile::Admin => {
+            LeafProfile::Admin | LeafProfile::User => {
                 let Ok(verifier) =
                     WebPkiClientVerifier::builder_with_provider(roots, crypto_provider()).build()
                 else {
                     return false;
                 };
-                verifier.verify_client_cert(leaf, &[], at).is_ok() && names_admin(leaf)
+                let (user, groups): (&str, &[&str]) = match self {
+                    LeafProfile::Admin => (ADMIN_USER, &[ADMIN_GROUP]),
+                    _ => (USER_BATTERY_USER, &[]),
+                };
+                verifier.verify_client_cert(leaf, &[], at).is_ok() && names(leaf, user, groups)
             }
         }
     }
 }
 
-fn names_admin(leaf: &CertificateDer<'_>) -> bool {
+/// Whether a client certificate names exactly `user` (CN) in exactly `groups` (O).
+fn names(leaf: &CertificateDer<'_>, user: &str, groups: &[&str]) -> bool {
     let Ok((_, cert)) = x509_parser::parse_x509_certificate(leaf) else {
         return false;
     };
@@ -326,7 +349,7 @@ fn names_admin(leaf: &CertificateDer<'_>) -> bool {
         .iter_organization()
         .filter_map(|o| o.as_str().ok())
         .collect();
-    common_names == [ADMIN_USER] && organizations == [ADMIN_GROUP]
+    common_names == [user] && organizations == groups
 }
 
 fn crypto_provider() -> Arc<CryptoProvider> {

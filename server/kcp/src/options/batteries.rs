@@ -52,6 +52,8 @@ pub enum BatteriesError {
         "batteries must either all carry a +/- prefix (a change to the defaults) or none (the full set); got {values:?}"
     )]
     MixedPrefixes { values: Vec<String> },
+    #[error("battery user enabled which requires admin as well")]
+    UserWithoutAdmin,
 }
 
 /// The batteries a shard runs with.
@@ -87,22 +89,28 @@ impl Batteries {
                 name: name.to_owned(),
             })
         };
-        if prefixed == 0 {
-            return items
+        let batteries = if prefixed == 0 {
+            items
                 .into_iter()
                 .map(parse)
                 .collect::<Result<_, _>>()
-                .map(Batteries);
-        }
-        let mut batteries = Self::default();
-        for item in items {
-            let (sign, name) = item.split_at(1);
-            let battery = parse(name)?;
-            if sign == "+" {
-                batteries.0.insert(battery);
-            } else {
-                batteries.0.remove(&battery);
+                .map(Batteries)?
+        } else {
+            let mut batteries = Self::default();
+            for item in items {
+                let (sign, name) = item.split_at(1);
+                let battery = parse(name)?;
+                if sign == "+" {
+                    batteries.0.insert(battery);
+                } else {
+                    batteries.0.remove(&battery);
+                }
             }
+            batteries
+        };
+        // The user's context lives in the admin kubeconfig, so there is no user without admin.
+        if batteries.contains(Battery::User) && !batteries.contains(Battery::Admin) {
+            return Err(BatteriesError::UserWithoutAdmin);
         }
         Ok(batteries)
     }
@@ -169,6 +177,11 @@ mod tests {
             Err(BatteriesError::Unknown {
                 name: "nope".into()
             })
+        );
+        assert_eq!(resolve(&["user"]), Err(BatteriesError::UserWithoutAdmin));
+        assert_eq!(
+            resolve(&["+user", "-admin"]),
+            Err(BatteriesError::UserWithoutAdmin)
         );
     }
 }

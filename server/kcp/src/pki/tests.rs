@@ -116,7 +116,8 @@ fn generated_material_verifies_and_is_reused() {
 
     let admin_der = chain(&admin.cert_pem).remove(0);
     let (_, admin_cert) = x509_parser::parse_x509_certificate(&admin_der).unwrap();
-    assert!(names_admin(&admin_der));
+    assert!(names(&admin_der, ADMIN_USER, &[ADMIN_GROUP]));
+    assert_eq!(material.user_client, None, "no user battery");
     assert!(!admin_cert.is_ca());
     let serving_der = chain(&material.serving_cert_chain_pem).remove(0);
     let (_, serving_cert) = x509_parser::parse_x509_certificate(&serving_der).unwrap();
@@ -365,6 +366,24 @@ fn without_admin_battery_no_client_ca_is_made() {
     assert_eq!(material.client_ca_pem, None);
     assert_eq!(material.admin_client, None);
     assert!(!dir.path().join("client-ca.crt").exists());
+}
+
+#[test]
+fn the_user_battery_gets_a_client_certificate_in_no_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let options = validated(&[&root_flag(&root), "--batteries-included=+user"]);
+    let material = bootstrap(&options).unwrap();
+    let user = material.user_client.clone().unwrap();
+    verify_client(material.client_ca_pem.as_deref().unwrap(), &user.cert_pem).unwrap();
+    let user_der = chain(&user.cert_pem).remove(0);
+    assert!(names(&user_der, USER_BATTERY_USER, &[]));
+    assert!(!names(&user_der, ADMIN_USER, &[ADMIN_GROUP]));
+    assert_eq!(
+        bootstrap(&options).unwrap().user_client,
+        Some(user),
+        "reused"
+    );
 }
 
 #[test]

@@ -276,3 +276,31 @@ async fn home_workspace_flow() {
     let out = kubectl.ok(&["ws", "current"]);
     assert!(out.contains("'user:carol'"), "kubectl ws current: {out}");
 }
+
+/// `--batteries-included=+user` adds upstream's `user` context: signed in, in no group, so it
+/// sees what every tenant sees in root and nothing an admin has to grant.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_user_battery_is_a_tenant_in_root() {
+    let mut server = KcpProcess::start(
+        kcp_binary(),
+        "user-battery",
+        &["--batteries-included=+user".to_string()],
+    )
+    .await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    fn as_user<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        [&["--context", "user"], args].concat()
+    }
+    let whoami = kubectl.ok(&as_user(&[
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ]));
+    assert_eq!(whoami, "user");
+    kubectl.ok(&as_user(&["get", "workspaces"]));
+    kubectl.ok(&as_user(&["get", "workspacetypes"]));
+    let denied = kubectl.fails(&as_user(&["get", "namespaces"]));
+    assert!(denied.contains("Forbidden"), "{denied}");
+    server.stop().await;
+}
