@@ -192,11 +192,11 @@ impl App {
             ClusterPathError::Missing | ClusterPathError::Invalid(_) => {
                 ApiError::bad_request(&e.to_string())
             }
-            // Upstream answers an unknown workspace path as a missing workspace.
+            // Upstream answers an unknown workspace path as a missing workspace named by the path.
             ClusterPathError::NotFound(p) if !p.starts_with('/') => ApiError::not_found(
                 kcp_tenancy::workspace::GROUP,
                 kcp_tenancy::workspace::RESOURCE,
-                p.rsplit(':').next().unwrap_or(&p),
+                &p,
             ),
             ClusterPathError::NotFound(_) => resource::no_such_resource(),
         })?;

@@ -479,11 +479,15 @@ async fn type_constraints_and_bad_input() {
     let response = admin.get("/clusters/root:missing/api").await;
     let message = expect_status("unknown path", &response, 404, "NotFound");
     assert!(
-        message.contains("workspaces.tenancy.kcp.io \"missing\" not found"),
+        message.contains("workspaces.tenancy.kcp.io \"root:missing\" not found"),
         "unknown path: {message}"
     );
     let response = admin
         .get("/clusters/root:missing:deeper/api/v1/namespaces")
         .await;
-    expect_status("unknown deeper path", &response, 404, "NotFound");
+    let message = expect_status("unknown deeper path", &response, 404, "NotFound");
+    assert!(
+        message.contains("\"root:missing:deeper\" not found"),
+        "unknown deeper path: {message}"
+    );
 }
