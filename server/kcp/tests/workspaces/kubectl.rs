@@ -179,6 +179,16 @@ async fn three_level_tree_with_kubectl_and_the_plugin() {
             "kubectl {v} ws tree nesting:\n{tree}"
         );
 
+        // Relative names go down from the current workspace, one or several segments at once.
+        let out = kubectl.ok(&["ws", "use", org]);
+        assert!(
+            out.contains(&format!("Current workspace is 'root:{org}'")),
+            "kubectl {v} ws use {org}: {out}"
+        );
+        kubectl.ok(&["ws", "use", "team:app"]);
+        assert_current(&kubectl, &format!("root:{org}:team:app"));
+        kubectl.ok(&["ws", "use", ":root"]);
+
         // A workspace that does not exist: the kubeconfig keeps pointing at root.
         let err = kubectl.fails(&["ws", "use", &format!(":root:{org}:nope")]);
         assert!(!err.is_empty(), "kubectl {v} ws use of a missing workspace");
