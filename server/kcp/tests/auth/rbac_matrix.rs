@@ -143,11 +143,14 @@ async fn served_resources(admin: &Caller) -> Vec<Served> {
 fn rbac_allows(user: &str, cluster: &str, resource: &Served, verb: &str) -> bool {
     let key = (resource.group.as_str(), resource.resource.as_str());
     let view = VIEW_READS.contains(&key) && READ_VERBS.contains(&verb);
-    // Root lets every authenticated user read its WorkspaceTypes (to choose one).
-    if cluster == "root"
-        && key == ("tenancy.kcp.io", "workspacetypes")
-        && READ_VERBS.contains(&verb)
-    {
+    // Root lets every authenticated user read its Workspaces, WorkspaceTypes (to choose one)
+    // and LogicalCluster, as upstream's system:kcp:tenancy:reader.
+    const TENANCY_READS: [(&str, &str); 3] = [
+        ("tenancy.kcp.io", "workspaces"),
+        ("tenancy.kcp.io", "workspacetypes"),
+        ("core.kcp.io", "logicalclusters"),
+    ];
+    if cluster == "root" && TENANCY_READS.contains(&key) && READ_VERBS.contains(&verb) {
         return true;
     }
     match (user, cluster) {
