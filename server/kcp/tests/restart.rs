@@ -8,8 +8,9 @@
 //! here owns its server, because it stops it.
 
 use std::path::Path;
+use std::time::Duration;
 
-use kcp_testing::{EtcdProcess, KcpProcess, WatchStream};
+use kcp_testing::{EtcdProcess, KcpProcess, Patience, WatchStream};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -136,6 +137,25 @@ fn expected(kind: &str, object: &Value) -> (String, String, String) {
     )
 }
 
+/// Waits until the namespace-defaults controller has given namespace `persist` of `cluster` its
+/// `kube-root-ca.crt` and `default` ServiceAccount, so that no write of it lands inside the
+/// windows the test compares.
+async fn defaults_made(kcp: &KcpProcess, cluster: &str) {
+    let patience = Patience::new(Duration::from_secs(30), Duration::from_millis(100));
+    for object in ["configmaps/kube-root-ca.crt", "serviceaccounts/default"] {
+        let path = format!("/clusters/{cluster}/api/v1/namespaces/{NS}/{object}");
+        patience
+            .eventually(&format!("{path} exists"), || async {
+                let response = kcp.get(&path).await;
+                match response.status {
+                    200 => Ok(()),
+                    status => Err(format!("{status} {}", response.text())),
+                }
+            })
+            .await;
+    }
+}
+
 async fn survives_restart(mut kcp: KcpProcess) {
     create(&kcp, "/clusters/root/api/v1/namespaces", namespace(NS)).await;
     for name in ["keep", "change", "remove"] {
@@ -167,6 +187,9 @@ async fn survives_restart(mut kcp: KcpProcess) {
         configmap("keep", "other"),
     )
     .await;
+
+    defaults_made(&kcp, "root").await;
+    defaults_made(&kcp, "persist-other").await;
 
     // A watch open across the shutdown: it sees one more change, whose resourceVersion is the
     // last one a client would have recorded, and ends cleanly when the server stops.
