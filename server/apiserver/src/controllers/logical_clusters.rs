@@ -5,6 +5,8 @@
 //!   creator gets the `workspace-admin` ClusterRoleBinding to `cluster-admin`, the built-in
 //!   `root:universal` initializer creates namespaces `default` and `kube-system` and removes
 //!   itself, and once no initializer is left the cluster is `Ready`;
+//! - `workspace-admin` is kept as it should be: deleted or changed, it is made again (the watch
+//!   on it decodes only that binding's changes, so the rest of RBAC costs nothing here);
 //! - a deleted one is `Terminating` while terminators remain, then `Deleting`: its child
 //!   Workspaces are deleted (each takes its own logical cluster with it), then everything else it
 //!   holds is removed, then the LogicalCluster itself.
@@ -110,14 +112,28 @@ impl Controller for LogicalClusters {
                 queue.add(cluster);
             }
         }
-        let mut changes = self
+        let from = page.revision + 1;
+        let logical_clusters = self.store.objects().watch(&prefix, from).await?;
+        let bindings_prefix = self
+            .store
+            .keys(&self.types.bindings)
+            .all_clusters()
+            .to_string();
+        let admin_suffix = format!("/{WORKSPACE_ADMIN_BINDING}");
+        let admin_bindings = self
             .store
             .objects()
-            .watch(&prefix, page.revision + 1)
+            .watch_where(&bindings_prefix, from, move |raw| {
+                raw.key.ends_with(&admin_suffix)
+            })
             .await?;
-        while let Some(change) = changes.next().await {
+        let mut changes = futures::stream::select(
+            logical_clusters.map(|change| (true, change)),
+            admin_bindings.map(|change| (false, change)),
+        );
+        while let Some((of_logical_cluster, change)) = changes.next().await {
             let change = change?;
-            if needs_work(&change.object)
+            if (!of_logical_cluster || needs_work(&change.object))
                 && let Some(cluster) = cluster_of(&change.object)
             {
                 queue.add(cluster);
@@ -242,32 +258,96 @@ impl LogicalClusters {
         if lc::sync_metadata(&mut new) {
             return self.write(cluster, new, None).await;
         }
+        if Phase::of(current) == Some(Phase::Ready) {
+            self.repair_admin_binding(cluster, current).await?;
+        }
         Ok(Step::Done)
     }
 
-    /// `workspace-admin`: the creator (`spec.createdBy`) is cluster-admin in what they created.
-    async fn ensure_admin_binding(
-        &self,
-        cluster: &LogicalClusterName,
-        logical_cluster: &Value,
-    ) -> Result<(), ApiError> {
+    /// `workspace-admin` as it should be: the creator (`spec.createdBy`) is cluster-admin in what
+    /// they created. `None` when the cluster has no creator (made by a privileged user).
+    fn admin_binding(logical_cluster: &Value) -> Option<Value> {
         let username = logical_cluster
             .pointer("/spec/createdBy/username")
             .and_then(Value::as_str)
-            .unwrap_or_default();
-        if username.is_empty() {
-            return Ok(());
-        }
-        let binding = json!({
+            .filter(|name| !name.is_empty())?;
+        Some(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": WORKSPACE_ADMIN_BINDING},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}],
-        });
-        self.store
-            .create_if_absent(&self.types.bindings, self.at(cluster), binding)
-            .await?;
+        }))
+    }
+
+    async fn ensure_admin_binding(
+        &self,
+        cluster: &LogicalClusterName,
+        logical_cluster: &Value,
+    ) -> Result<(), ApiError> {
+        if let Some(binding) = Self::admin_binding(logical_cluster) {
+            self.store
+                .create_if_absent(&self.types.bindings, self.at(cluster), binding)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Makes `workspace-admin` again when it was deleted, or changed to bind someone else or
+    /// another role (a roleRef cannot be updated, so that binding is replaced).
+    async fn repair_admin_binding(
+        &self,
+        cluster: &LogicalClusterName,
+        logical_cluster: &Value,
+    ) -> Result<(), ApiError> {
+        let Some(desired) = Self::admin_binding(logical_cluster) else {
+            return Ok(());
+        };
+        let rt = &self.types.bindings;
+        let current = match self
+            .store
+            .get(rt, self.at(cluster), WORKSPACE_ADMIN_BINDING)
+            .await
+        {
+            Ok(stored) => stored.object,
+            Err(e) if e.code == 404 => {
+                return self.ensure_admin_binding(cluster, logical_cluster).await;
+            }
+            Err(e) => return Err(e),
+        };
+        if meta::deletion_timestamp(&current).is_some() {
+            // Its deletion brings the cluster back here once it is gone.
+            return Ok(());
+        }
+        if current["roleRef"] != desired["roleRef"] {
+            self.store
+                .delete(
+                    rt,
+                    self.at(cluster),
+                    WORKSPACE_ADMIN_BINDING,
+                    &DeleteOptions::default(),
+                )
+                .await?;
+            return self.ensure_admin_binding(cluster, logical_cluster).await;
+        }
+        if current["subjects"] != desired["subjects"] {
+            let subjects = desired["subjects"].clone();
+            let replace = move |stored: &Value| {
+                let mut fixed = stored.clone();
+                fixed["subjects"] = subjects.clone();
+                Ok(fixed)
+            };
+            self.store
+                .update(
+                    rt,
+                    self.at(cluster),
+                    WORKSPACE_ADMIN_BINDING,
+                    &replace,
+                    None,
+                    false,
+                )
+                .await?;
+        }
         Ok(())
     }
 

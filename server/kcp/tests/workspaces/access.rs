@@ -96,6 +96,35 @@ async fn creator_is_admin_and_others_need_access() {
             .is_some_and(|subjects| subjects.iter().any(|s| s["name"] == "alice")),
         "{admin_binding}"
     );
+    // Deleted or bound to somebody else, workspace-admin comes back as it should be.
+    let admin_binding_url = format!("{}{RBAC_V1}/clusterrolebindings/workspace-admin", at(ws));
+    let binds_alice = |binding: &Value| {
+        binding["subjects"]
+            == json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}])
+    };
+    let mut hijacked = admin_binding.clone();
+    hijacked["subjects"] =
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]);
+    let response = admin.put(&admin_binding_url, &hijacked).await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    for step in ["bound to mallory", "deleted"] {
+        if step == "deleted" {
+            let response = admin.delete(&admin_binding_url).await;
+            assert_eq!(response.status, 200, "{}", response.text());
+        }
+        SETTLED
+            .eventually(
+                &format!("workspace-admin repaired after being {step}"),
+                || async {
+                    let response = admin.get(&admin_binding_url).await;
+                    match response.status {
+                        200 if binds_alice(&response.json()) => Ok(()),
+                        status => Err(format!("{status} {}", response.text())),
+                    }
+                },
+            )
+            .await;
+    }
     SETTLED
         .wait_status(
             "alice lists namespaces in her workspace",
