@@ -569,23 +569,27 @@ async fn run_hook(
     let Some(spec) = hook(handler, container, timeout)? else {
         return Ok(());
     };
-    let workdir = run.pod_dir.join("work").join(&container.name);
-    let spec_dir = run.pod_dir.join("specs");
-    let target = Target {
+    probes::run(&spec, &probe_target(run, container, pid, env, commands)).await
+}
+
+/// What a probe or hook of `container` acts on: its pod's address, its process, its environment.
+fn probe_target<'a>(
+    run: &'a PodRun,
+    container: &Container,
+    pid: u32,
+    env: &'a [(String, String)],
+    commands: &'a std::collections::BTreeMap<String, PathBuf>,
+) -> Target<'a> {
+    Target {
         pod_ip: run.shared.ip,
         http: &run.ctx.probe_http,
         agent_exe: &run.ctx.settings.agent_exe,
         pid: Some(pid),
         env,
         image_commands: commands,
-        workdir: container
-            .working_dir
-            .as_deref()
-            .map(std::path::Path::new)
-            .unwrap_or(&workdir),
-        spec_dir: &spec_dir,
-    };
-    probes::run(&spec, &target).await
+        workdir: workdir(run, container),
+        spec_dir: run.pod_dir.join("specs"),
+    }
 }
 
 /// Startup, then readiness and liveness, until the task is aborted or a probe asks for a restart.
@@ -603,18 +607,7 @@ async fn probe_loop(
 ) {
     let (startup, readiness, liveness) = probes;
     let began = Instant::now();
-    let workdir = workdir(&run, &container);
-    let spec_dir = run.pod_dir.join("specs");
-    let target = Target {
-        pod_ip: run.shared.ip,
-        http: &run.ctx.probe_http,
-        agent_exe: &run.ctx.settings.agent_exe,
-        pid: Some(pid),
-        env: &env,
-        image_commands: &commands,
-        workdir: &workdir,
-        spec_dir: &spec_dir,
-    };
+    let target = probe_target(&run, &container, pid, &env, &commands);
     let regarding = run.shared.regarding(Some(slot.field_path(&container.name)));
     let events = &run.ctx.events;
     // Startup and liveness probes: an event per failure, and after `failure_threshold` failures

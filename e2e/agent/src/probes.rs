@@ -7,7 +7,7 @@
 //! fail with a message saying so.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Probe};
@@ -135,8 +135,8 @@ pub struct Target<'a> {
     pub env: &'a [(String, String)],
     /// The image's command names (exec probes name programs as in the image).
     pub image_commands: &'a std::collections::BTreeMap<String, std::path::PathBuf>,
-    pub workdir: &'a Path,
-    pub spec_dir: &'a Path,
+    pub workdir: PathBuf,
+    pub spec_dir: PathBuf,
 }
 
 /// A client for HTTP probes: no certificate verification, no redirects, no pooling.
@@ -212,7 +212,7 @@ async fn run_exec(command: &[String], target: &Target<'_>) -> Result<(), String>
         program: exec_program(&command[0], target.image_commands, target.env),
         argv: command.to_vec(),
         env: target.env.to_vec(),
-        workdir: target.workdir.to_owned(),
+        workdir: target.workdir.clone(),
         netns: None,
         join_pid: Some(pid),
         hostname: None,
