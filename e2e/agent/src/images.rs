@@ -8,9 +8,9 @@
 //!
 //! ```yaml
 //! ghcr.io/kcp-rs/kcp:
-//!   entrypoint: /work/target/debug/kcp
-//!   commands: {kcp: /work/target/debug/kcp, kcp-front-proxy: /work/target/debug/kcp}
-//! ghcr.io/kcp-rs/kcp-operator: /work/target/debug/kcp-operator   # entrypoint only
+//!   entrypoint: <checkout>/target/debug/kcp
+//!   commands: {kcp: <checkout>/target/debug/kcp, kcp-front-proxy: <checkout>/target/debug/kcp}
+//! ghcr.io/kcp-rs/kcp-operator: <checkout>/target/debug/kcp-operator # entrypoint only
 //! quay.io/coreos/etcd:
 //!   entrypoint: /usr/bin/etcd
 //!   commands: {etcd: /usr/bin/etcd, etcdctl: /usr/bin/etcdctl}
