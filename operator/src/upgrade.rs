@@ -13,14 +13,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::common::ComponentStatus;
-use crate::controller::status::{AVAILABLE, PROGRESSING};
-
-/// Reason of the `Progressing` condition while a component waits for an earlier stage.
-pub const UPGRADING: &str = "Upgrading";
-/// Reason of the `Progressing` condition while an earlier stage's rollout is stuck.
-pub const UPGRADE_BLOCKED: &str = "UpgradeBlocked";
-/// Reason of `Progressing=False` when the component's own rollout gave up.
-pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+use crate::api::conditions::{AVAILABLE, PROGRESSING, ROLLOUT_FAILED, UPGRADE_BLOCKED};
 
 /// Where a kind stands in the upgrade order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

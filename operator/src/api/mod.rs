@@ -5,6 +5,7 @@
 
 pub mod cacheserver;
 pub mod common;
+pub mod conditions;
 pub mod frontproxy;
 pub mod kubeconfig;
 pub mod rootshard;

@@ -15,6 +15,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource};
 
 use crate::api::common::ComponentStatus;
+use crate::api::conditions::REFERENCES_VALID;
 use crate::build::ca_bundle;
 use crate::build::children::{self, Child};
 use crate::build::pod::{Mount, Source};
@@ -419,7 +420,7 @@ where
         + std::fmt::Debug,
 {
     let known = previous.conditions.iter().any(|c| {
-        c.type_ == status::REFERENCES_VALID && c.status == "False" && c.message == problem.message
+        c.type_ == REFERENCES_VALID && c.status == "False" && c.message == problem.message
     });
     if !known {
         ctx.publish(

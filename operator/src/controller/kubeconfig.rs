@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 
+use crate::api::conditions::REFERENCES_VALID;
 use crate::api::kubeconfig::{KubeconfigAuthorizationStatus, KubeconfigPhase};
 use crate::api::{FrontProxy, Kubeconfig, KubeconfigStatus, RootShard, Shard};
 use crate::build::children::Child;
@@ -29,7 +30,7 @@ use crate::validate::{self, KubeconfigConfig, KubeconfigTarget};
 use super::apply::apply_children;
 use super::component::requeue_for_renewal;
 use super::finalizer::{self, Cleaned};
-use super::status::{self, REFERENCES_VALID, Wanted};
+use super::status::{self, Wanted};
 use super::{Context, Error, INVALID_REQUEUE, bindings, certificates, kcp};
 
 /// The referenced objects, read from the API.

@@ -12,16 +12,13 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::api::common::{ComponentStatus, Phase};
-use crate::upgrade::{Decision, ROLLOUT_FAILED, UPGRADE_BLOCKED, UPGRADING};
+use crate::api::conditions::{
+    AVAILABLE, DEGRADED, IGNORED_FIELDS, PROGRESSING, REFERENCES_VALID, ROLLOUT_FAILED,
+    UPGRADE_BLOCKED, UPGRADING,
+};
+use crate::upgrade::Decision;
 
 use super::Error;
-
-pub const AVAILABLE: &str = "Available";
-pub const PROGRESSING: &str = "Progressing";
-pub const DEGRADED: &str = "Degraded";
-pub const REFERENCES_VALID: &str = "ReferencesValid";
-/// Fields accepted for compatibility that this operator ignores (cert-manager settings).
-pub const IGNORED_FIELDS: &str = "IgnoredFields";
 
 /// How far a Deployment's rollout has come.
 #[derive(Clone, Debug, PartialEq, Eq)]
