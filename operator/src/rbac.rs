@@ -40,9 +40,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
-use crate::build::children::Child;
 use crate::crds;
 use crate::naming::{FIELD_MANAGER, LEADER_LEASE};
+use crate::render::children::Child;
 
 /// Name of the ClusterRole (and of the Role, with [`ROLE_SUFFIX`]) `kcp-operator rbac` prints.
 pub const CLUSTER_ROLE_NAME: &str = FIELD_MANAGER;

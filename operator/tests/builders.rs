@@ -2,9 +2,9 @@
 //! that matter to kcp, asserted one concern at a time.
 
 use kcp_operator::api::{CacheServer, FrontProxy, RootShard, Shard};
-use kcp_operator::build::{config_map, deployment, service};
 use kcp_operator::naming::Certificate;
 use kcp_operator::pki::catalog;
+use kcp_operator::render::{config_map, deployment, service};
 use kcp_operator::validate::{self, Error};
 
 fn parse<T: serde::de::DeserializeOwned>(yaml: &str) -> T {

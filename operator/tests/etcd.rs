@@ -3,9 +3,9 @@
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kcp_operator::api::RootShard;
-use kcp_operator::build::children::Child;
 use kcp_operator::etcd::{self, ClusterState, Observed};
 use kcp_operator::pki::catalog;
+use kcp_operator::render::children::Child;
 use kcp_operator::validate::{self, Etcd, ManagedEtcd, ServerConfig};
 
 fn config(managed: &str) -> ServerConfig {

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use kcp_operator::api::{CacheServer, FrontProxy, RootShard, Shard};
-use kcp_operator::build::children::{self, Child};
 use kcp_operator::etcd::{self, Observed};
+use kcp_operator::render::children::{self, Child};
 use kcp_operator::validate::{self, Etcd, Owner};
 
 /// Fixed instead of a content hash, so the goldens do not depend on generated keys.

@@ -15,8 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::build::children::Child;
 use crate::naming::FIELD_MANAGER;
+use crate::render::children::Child;
 
 use super::Error;
 

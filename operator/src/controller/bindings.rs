@@ -1,4 +1,4 @@
-//! Keeps a Kubeconfig's ClusterRoleBindings inside kcp (see `build::cluster_role_bindings`):
+//! Keeps a Kubeconfig's ClusterRoleBindings inside kcp (see `render::cluster_role_bindings`):
 //! creates or updates the desired ones, deletes the ones it labelled that are no longer wanted.
 //! The client comes from `controller::kcp`, pointed at the Kubeconfig's workspace.
 
@@ -6,8 +6,8 @@ use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 
-use crate::build::cluster_role_bindings::selector;
 use crate::naming::FIELD_MANAGER;
+use crate::render::cluster_role_bindings::selector;
 
 use super::Error;
 use super::apply::contains;

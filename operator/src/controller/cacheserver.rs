@@ -7,8 +7,8 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
 use crate::api::CacheServer;
-use crate::build::{children, deployment};
 use crate::pki::catalog;
+use crate::render::{children, deployment};
 use crate::upgrade::Decision;
 use crate::validate::{self, Etcd, Image};
 

@@ -10,9 +10,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 
-use crate::build::pod;
 use crate::pki::catalog::{CertificateSpec, Issuer};
 use crate::pki::{self, Authority, IssueReason, TlsMaterial, renewal};
+use crate::render::pod;
 use crate::validate::Owner;
 
 use super::Error;

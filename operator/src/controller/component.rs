@@ -1,5 +1,5 @@
 //! The pipeline every workload kind (RootShard, Shard, FrontProxy, CacheServer) shares once its
-//! custom resource is validated: certificates -> merged CA bundles -> build -> apply -> status.
+//! custom resource is validated: certificates -> merged CA bundles -> render -> apply -> status.
 //!
 //! The kind-specific reconcilers only dereference and validate, then describe their workload
 //! as a [`Workload`]; this module does the rest the same way for all of them.
@@ -16,15 +16,15 @@ use kube::{Api, Resource};
 
 use crate::api::common::ComponentStatus;
 use crate::api::conditions::REFERENCES_VALID;
-use crate::build::ca_bundle;
-use crate::build::children::{self, Child};
-use crate::build::pod::{Mount, Source};
 use crate::etcd::{self, ClusterState, Observed, Step, members::Members};
 use crate::naming::Certificate;
 use crate::pki::IssueReason;
 use crate::pki::catalog::CertificateSpec;
 use crate::pki::material::TLS_CERT_KEY;
 use crate::pki::revision::content_revision;
+use crate::render::ca_bundle;
+use crate::render::children::{self, Child};
+use crate::render::pod::{Mount, Source};
 use crate::upgrade::Decision;
 use crate::validate::{ManagedEtcd, Owner};
 
@@ -116,9 +116,9 @@ where
             merged_bundle(ctx, owner, bundle, &certs).await?,
         ));
     }
-    let draft = (workload.render)("").map_err(Error::Build)?;
+    let draft = (workload.render)("").map_err(Error::Render)?;
     let revision = revision(ctx, owner, &workload.mounts, &certs, &objects, &draft).await?;
-    objects.extend((workload.render)(&revision).map_err(Error::Build)?);
+    objects.extend((workload.render)(&revision).map_err(Error::Render)?);
     let applied = apply_children(client, &objects).await?;
     publish_changes(ctx, object, &applied, &certs).await;
 

@@ -7,9 +7,9 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use crate::api::{FrontProxy, RootShard};
-use crate::build::{children, deployment};
 use crate::naming::Certificate;
 use crate::pki::catalog;
+use crate::render::{children, deployment};
 use crate::upgrade::Stage;
 use crate::validate::{self, FrontProxyConfig, Image};
 

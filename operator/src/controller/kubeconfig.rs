@@ -18,13 +18,13 @@ use kube::{Api, Resource, ResourceExt};
 use crate::api::conditions::REFERENCES_VALID;
 use crate::api::kubeconfig::{KubeconfigAuthorizationStatus, KubeconfigPhase};
 use crate::api::{FrontProxy, Kubeconfig, KubeconfigStatus, RootShard, Shard};
-use crate::build::children::Child;
-use crate::build::cluster_role_bindings;
-use crate::build::kubeconfig_secret::{self, EmbeddedKubeconfig};
-use crate::build::pod;
 use crate::naming::{Certificate, KUBECONFIG_FINALIZER};
 use crate::paths;
 use crate::pki::catalog::{CertificateSpec, Issuer};
+use crate::render::children::Child;
+use crate::render::cluster_role_bindings;
+use crate::render::kubeconfig_secret::{self, EmbeddedKubeconfig};
+use crate::render::pod;
 use crate::validate::{self, KubeconfigConfig, KubeconfigTarget};
 
 use super::apply::apply_children;
@@ -229,7 +229,7 @@ fn output_secret(
         cert_pem: &material.cert_pem,
         key_pem: &material.key_pem,
     })
-    .map_err(|error| Error::Build(error.into()))?;
+    .map_err(|error| Error::Render(error.into()))?;
     Ok(Secret {
         metadata: pod::object_meta(
             &config.owner,

@@ -1,5 +1,5 @@
 //! The controllers: kube-runtime loops that run, per custom resource,
-//! dereference (client) -> validate (pure) -> build (pure) -> apply (server-side apply) -> status.
+//! dereference (client) -> validate (pure) -> render (pure) -> apply (server-side apply) -> status.
 //!
 //! A spec or reference problem is not an error of the loop: it becomes a condition and an event,
 //! and the object waits for a change. Errors (API failures, broken CA Secrets) are retried with a
@@ -53,7 +53,7 @@ pub enum Error {
     #[error("failed to serialise an object")]
     Serialize(#[source] serde_json::Error),
     #[error("failed to render the child objects")]
-    Build(#[source] crate::build::children::Error),
+    Render(#[source] crate::render::children::Error),
     #[error("failed to issue a certificate")]
     Pki(#[source] crate::pki::Error),
     #[error("invalid certificate template")]
@@ -92,7 +92,7 @@ impl Error {
     pub fn reason(&self) -> &'static str {
         match self {
             Error::Kube(_) => "ApiError",
-            Error::Serialize(_) | Error::Build(_) => "RenderFailed",
+            Error::Serialize(_) | Error::Render(_) => "RenderFailed",
             Error::Pki(_) | Error::Template(_) | Error::BrokenCa(_) => "CertificateFailed",
             Error::MissingSecret(_) | Error::MissingKey { .. } | Error::MissingConfigMap(_) => {
                 "ReferenceNotFound"

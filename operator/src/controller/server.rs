@@ -7,9 +7,9 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use crate::api::{RootShard, Shard};
-use crate::build::{children, deployment};
 use crate::naming::{Certificate, SHARD_FINALIZER};
 use crate::pki::catalog::{self, CertificateSpec};
+use crate::render::{children, deployment};
 use crate::upgrade::Stage;
 use crate::validate::{self, Etcd, Image, ServerConfig, ServerRole};
 

@@ -21,11 +21,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::build::children::Child;
-use crate::build::pdb;
-use crate::build::pod::{self, Mount};
 use crate::naming::{self, Certificate, Names};
 use crate::paths::{self, file};
+use crate::render::children::Child;
+use crate::render::pdb;
+use crate::render::pod::{self, Mount};
 use crate::validate::{ManagedEtcd, Owner};
 
 use super::scaling::Plan;

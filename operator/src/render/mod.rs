@@ -1,4 +1,4 @@
-//! Builders: pure functions from a validated configuration to Kubernetes objects, one module
+//! Rendering: pure functions from a validated configuration to Kubernetes objects, one module
 //! per kind of child object. No client, no clock: the same input renders the same objects, which
 //! the golden tests pin.
 
