@@ -1,5 +1,6 @@
 //! The listener: accept TCP, handshake TLS, serve HTTP/1.1 or HTTP/2 on each connection, and shut
-//! down gracefully (stop accepting, end watches, let in-flight requests finish, close the store).
+//! down gracefully (stop accepting, end watches, let in-flight requests finish). Bootstrap runs before the
+//! first connection is accepted; the controllers are started and stopped by the binary beside it.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,7 +17,8 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::filters::authentication::Authentication;
 use crate::server::{App, ServerConfig};
-use crate::{bootstrap, controllers, tenancy, tls};
+use crate::tls;
+use kcp_controllers::TenancyIndex;
 use rustls_pki_types::CertificateDer;
 use tokio_util::sync::CancellationToken;
 
@@ -36,8 +38,6 @@ pub enum ServeError {
     Authorization(#[from] crate::filters::authorization::webhook::WebhookError),
     #[error("bootstrapping the root logical cluster and the RBAC policy: {0}")]
     Bootstrap(kcp_apimachinery::ApiError),
-    #[error("closing the store: {0}")]
-    Close(kcp_storage::StorageError),
 }
 
 /// A bound, bootstrapped API server, ready to [`run`](ApiServer::run).
@@ -45,7 +45,6 @@ pub struct ApiServer {
     app: Arc<App>,
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    storage: Arc<dyn Storage>,
 }
 
 impl ApiServer {
@@ -72,37 +71,12 @@ impl ApiServer {
             App::new(
                 config,
                 authentication,
-                storage.clone(),
+                storage,
                 format!("{host}:{}", local.port()),
             )
             .map_err(ServeError::Authorization)?,
         );
-        bootstrap::ensure_root(&app.store)
-            .await
-            .map_err(ServeError::Bootstrap)?;
-        bootstrap::ensure_bootstrap_policy(&app.store)
-            .await
-            .map_err(ServeError::Bootstrap)?;
-        tenancy::bootstrap::ensure_root(&app.store, &app.config.tenancy)
-            .await
-            .map_err(ServeError::Bootstrap)?;
-        let (Some(logical_clusters), Some(workspace_types)) = (
-            app.store
-                .registry()
-                .builtin_type("core.kcp.io", "v1alpha1", "logicalclusters"),
-            app.store
-                .registry()
-                .builtin_type("tenancy.kcp.io", "v1alpha1", "workspacetypes"),
-        ) else {
-            return Err(ServeError::Bootstrap(
-                kcp_apimachinery::ApiError::internal_error("tenancy types are not registered"),
-            ));
-        };
-        app.tenancy
-            .load(&app.store, [&logical_clusters, &workspace_types])
-            .await
-            .map_err(ServeError::Bootstrap)?;
-        controllers::crd::serve_existing(&app.store)
+        kcp_controllers::bootstrap::before_serving(&app.store, &app.tenancy, &app.config.tenancy)
             .await
             .map_err(ServeError::Bootstrap)?;
         app.mark_bootstrapped();
@@ -110,8 +84,29 @@ impl ApiServer {
             app,
             listener,
             acceptor,
-            storage,
         })
+    }
+
+    /// What the shard's controllers work with: this server's store and tenancy index, and the
+    /// URL it is reached at.
+    pub fn controller_context(&self) -> kcp_controllers::Context {
+        let app = &self.app;
+        kcp_controllers::Context {
+            store: app.store.clone(),
+            tenancy: app.tenancy.clone(),
+            external_url: app
+                .config
+                .external_url
+                .clone()
+                .unwrap_or_else(|| format!("https://{}", app.server_address)),
+            root_ca_pem: app.config.root_ca_pem.clone(),
+        }
+    }
+
+    /// Cancelled when the server starts shutting down (when it stops accepting connections and
+    /// ends watches): what the controllers stop on.
+    pub fn stopping(&self) -> CancellationToken {
+        self.app.shutdown.clone()
     }
 
     /// The address actually bound (useful with port 0).
@@ -119,28 +114,17 @@ impl ApiServer {
         self.listener.local_addr().ok()
     }
 
-    /// Serves until `shutdown` completes, then shuts down gracefully.
+    /// Serves until `shutdown` completes, then shuts down gracefully. The storage stays open: its
+    /// owner closes it once everything else using it (the controllers) has stopped.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
         let ApiServer {
             app,
             listener,
             acceptor,
-            storage,
         } = self;
-        let registry = app.store.registry().clone();
-        let (Some(logical_clusters), Some(workspace_types)) = (
-            registry.builtin_type("core.kcp.io", "v1alpha1", "logicalclusters"),
-            registry.builtin_type("tenancy.kcp.io", "v1alpha1", "workspacetypes"),
-        ) else {
-            return Err(ServeError::Bootstrap(
-                kcp_apimachinery::ApiError::internal_error("tenancy types are not registered"),
-            ));
-        };
-        let external_url = app
-            .config
-            .external_url
-            .clone()
-            .unwrap_or_else(|| format!("https://{}", app.server_address));
+        let [logical_clusters, workspace_types] =
+            TenancyIndex::types(&app.store).map_err(ServeError::Bootstrap)?;
+        // The caches requests read: they follow the store on every replica, elected or not.
         let caches = [
             tokio::spawn(app.tenancy.clone().run(
                 app.store.clone(),
@@ -155,63 +139,6 @@ impl ApiServer {
                     .watch_changes(app.shutdown.clone()),
             ),
         ];
-        let controller_task = {
-            let (store, tenancy, root_ca_pem) = (
-                app.store.clone(),
-                app.tenancy.clone(),
-                app.config.root_ca_pem.clone(),
-            );
-            let run_all = move |stop: CancellationToken| {
-                let (store, tenancy, external_url, root_ca_pem) = (
-                    store.clone(),
-                    tenancy.clone(),
-                    external_url.clone(),
-                    root_ca_pem.clone(),
-                );
-                async move {
-                    // Each controller is its own task, so that they run in parallel on the
-                    // runtime's threads rather than taking turns inside one.
-                    let tasks = [
-                        tokio::spawn(controllers::namespace::run(store.clone(), stop.clone())),
-                        tokio::spawn(controllers::garbage_collector::run(
-                            store.clone(),
-                            stop.clone(),
-                        )),
-                        tokio::spawn(controllers::crd::run(store.clone(), stop.clone())),
-                        tokio::spawn(controllers::logical_clusters::run(
-                            store.clone(),
-                            tenancy.clone(),
-                            external_url.clone(),
-                            stop.clone(),
-                        )),
-                        tokio::spawn(controllers::workspaces::run(
-                            store.clone(),
-                            tenancy,
-                            external_url,
-                            stop.clone(),
-                        )),
-                        tokio::spawn(controllers::clusterrole_aggregation::run(
-                            store.clone(),
-                            stop.clone(),
-                        )),
-                        tokio::spawn(controllers::namespace_defaults::run(
-                            store,
-                            root_ca_pem,
-                            stop,
-                        )),
-                    ];
-                    for task in tasks {
-                        let _ = task.await;
-                    }
-                }
-            };
-            tokio::spawn(controllers::election::run(
-                app.store.clone(),
-                app.config.controllers.clone(),
-                app.shutdown.clone(),
-                run_all,
-            ))
-        };
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -280,11 +207,9 @@ impl ApiServer {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
-        for task in caches.into_iter().chain([controller_task]) {
+        for task in caches {
             let _ = task.await;
         }
-        storage.close().await.map_err(ServeError::Close)?;
-        tracing::info!("shutdown complete");
         Ok(())
     }
 }

@@ -31,16 +31,17 @@ use crate::filters::authorization::{self, Authorizer};
 use crate::filters::impersonation;
 use crate::handlers::resource::{self, ResourceRequest};
 use crate::handlers::response::{self, Body};
-use crate::handlers::{discovery, health, openapi};
-use crate::registry::Registry;
-use crate::registry::store::RestStore;
+use crate::handlers::{self, Scope, discovery, health, openapi};
+use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
 use crate::request::path::percent_decode;
 use crate::request::query::Query;
-use crate::request::{ClusterTarget, RequestInfo};
-use crate::storage::ObjectStore;
-use crate::tenancy::TenancyIndex;
-use crate::tenancy::index::Unresolved;
+use kcp_controllers::TenancyIndex;
+use kcp_controllers::tenancy_index::Unresolved;
+use kcp_registry::ClusterTarget;
+use kcp_registry::Registry;
+use kcp_registry::storage::ObjectStore;
+use kcp_registry::store::RestStore;
 
 /// The Kubernetes version this server speaks (its built-in types are those of this release).
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
@@ -73,9 +74,6 @@ pub struct ServerConfig {
     pub external_url: Option<String>,
     /// How long in-flight requests may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
-    /// Whether this replica runs the controllers (`--run-controllers`,
-    /// `--enable-leader-election`).
-    pub controllers: crate::controllers::election::ControllerMode,
 }
 
 /// State shared by every request.
@@ -110,14 +108,16 @@ impl App {
             .map(Webhook::new)
             .transpose()?;
         let tenancy = Arc::new(TenancyIndex::default());
+        let policies = Arc::new(PolicyCache::new(objects.clone()));
+        let store = RestStore::new(objects, registry).with_hook(policies.clone());
         let authorizer = Authorizer::new(
-            Arc::new(PolicyCache::new(objects.clone())),
+            policies,
             tenancy.clone(),
             webhook,
             config.always_allow_paths.clone(),
         );
         Ok(App {
-            store: RestStore::new(objects, registry),
+            store,
             tenancy,
             authentication,
             authorizer,
@@ -130,6 +130,17 @@ impl App {
 
     pub fn bootstrapped(&self) -> bool {
         self.bootstrapped.load(Ordering::Acquire)
+    }
+
+    /// What handlers may use of the server.
+    fn scope(&self) -> Scope<'_> {
+        Scope {
+            store: &self.store,
+            tenancy: &self.tenancy,
+            authentication: &self.authentication,
+            authorizer: &self.authorizer,
+            shutdown: &self.shutdown,
+        }
     }
 
     pub(crate) fn mark_bootstrapped(&self) {
@@ -239,7 +250,14 @@ impl App {
                     parts.method.as_str(),
                 ));
             }
-            if let Some(response) = health::serve(self, &path, raw_query.as_deref()).await {
+            if let Some(response) = health::serve(
+                &self.scope(),
+                self.bootstrapped(),
+                &path,
+                raw_query.as_deref(),
+            )
+            .await
+            {
                 return Ok(response);
             }
             if path == "/version" {
@@ -276,8 +294,8 @@ impl App {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        resource::handle(
-            self,
+        handlers::serve_resource(
+            &self.scope(),
             ResourceRequest {
                 cluster,
                 info,

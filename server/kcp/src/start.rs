@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use kcp_apiserver::controllers::election::{ControllerMode, Election};
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
+use kcp_controllers::{ControllerMode, Election};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -35,6 +35,8 @@ pub enum StartError {
     Storage(#[from] kcp_storage::StorageError),
     #[error(transparent)]
     Serve(#[from] ServeError),
+    #[error("closing the store: {0}")]
+    Close(kcp_storage::StorageError),
     #[error("--requestheader-client-ca-file: {0}")]
     RequestHeaderCa(std::io::Error),
     #[error("installing signal handlers: {0}")]
@@ -90,9 +92,14 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             .as_ref()
             .map(|url| url.to_string().trim_end_matches('/').to_string()),
         shutdown_grace: SHUTDOWN_GRACE,
-        controllers: controller_mode(&options),
     };
-    let server = ApiServer::bind(config, authentication, storage).await?;
+    let server = ApiServer::bind(config, authentication, storage.clone()).await?;
+    // The controllers stop when the server starts shutting down, like its watches.
+    let controllers = tokio::spawn(kcp_controllers::run(
+        server.controller_context(),
+        controller_mode(&options),
+        server.stopping(),
+    ));
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());
@@ -107,12 +114,16 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     info!(address = %SocketAddr::new(options.bind_address, port), "serving");
     let signals = shutdown_signal().map_err(StartError::Signals)?;
     let result = server.run(signals).await;
+    let _ = controllers.await;
     stop_background.cancel();
     let _ = trimmer.await;
     if let Some(compactor) = compactor {
         let _ = compactor.await;
     }
+    let closed = storage.close().await;
     result?;
+    closed.map_err(StartError::Close)?;
+    info!("shutdown complete");
     Ok(())
 }
 

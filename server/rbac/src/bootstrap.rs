@@ -25,6 +25,9 @@ pub const AGGREGATE_TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view
 /// kcp's global admin group: bound to `cluster-admin` by the bootstrap policy in `system:admin`,
 /// which applies to every logical cluster.
 pub const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
+/// The logical cluster holding the bootstrap policy, whose ClusterRoles and bindings apply in
+/// every logical cluster (upstream kcp's `system:admin`).
+pub const BOOTSTRAP_CLUSTER: &str = "system:admin";
 /// The ClusterRole granting entry into a workspace (non-resource verb `access` on `/`).
 pub const WORKSPACE_ACCESS_ROLE: &str = "system:kcp:workspace:access";
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";

@@ -14,8 +14,8 @@ use rustls_pki_types::CertificateDer;
 
 pub use kcp_authn::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, UserInfo};
 
-use crate::registry::store::{Location, RestStore};
-use crate::request::{ClusterTarget, LogicalClusterName};
+use kcp_registry::store::{Location, RestStore};
+use kcp_registry::{ClusterTarget, LogicalClusterName};
 
 /// How the server authenticates requests and issues service-account tokens.
 pub struct Authentication {

@@ -14,7 +14,7 @@ use super::authentication::{
     ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, rbac_user,
 };
 use super::authorization::Authorizer;
-use crate::request::ClusterTarget;
+use kcp_registry::ClusterTarget;
 
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::negotiation::accept_ranges;
 use super::resource::no_such_resource;
 use super::response::{self, Body};
-use crate::registry::{ApiSet, ResourceType};
+use kcp_registry::{ApiSet, ResourceType};
 
 /// Which aggregated discovery version a client asked for, if any.
 fn aggregated_version(accept: Option<&str>) -> Option<&'static str> {
@@ -231,7 +231,7 @@ mod tests {
 
     #[tokio::test]
     async fn legacy_documents() {
-        let registry = crate::registry::Registry::new();
+        let registry = kcp_registry::Registry::new();
         let registry = registry.builtin();
         let (_, api) = body(serve(registry, "/api", None, "x:1").unwrap().unwrap()).await;
         assert_eq!(api["versions"], json!(["v1"]));
@@ -263,7 +263,7 @@ mod tests {
 
     #[tokio::test]
     async fn aggregated_documents() {
-        let registry = crate::registry::Registry::new();
+        let registry = kcp_registry::Registry::new();
         let registry = registry.builtin();
         let accept =
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use http::Response;
 
+use super::Scope;
 use super::response::{self, Body};
-use crate::server::App;
 
 /// One named check and whether it passed.
 struct Check {
@@ -15,11 +15,11 @@ struct Check {
     ok: bool,
 }
 
-async fn checks(app: &App, endpoint: &str) -> Vec<Check> {
+async fn checks(scope: &Scope<'_>, bootstrapped: bool, endpoint: &str) -> Vec<Check> {
     let storage_ok = matches!(
         tokio::time::timeout(
             Duration::from_secs(2),
-            app.store.objects().current_revision()
+            scope.store.objects().current_revision()
         )
         .await,
         Ok(Ok(_))
@@ -40,25 +40,31 @@ async fn checks(app: &App, endpoint: &str) -> Vec<Check> {
     });
     checks.push(Check {
         name: "poststarthook/bootstrap-root-logical-cluster",
-        ok: app.bootstrapped(),
+        ok: bootstrapped,
     });
     if endpoint == "readyz" {
         checks.push(Check {
             name: "shutdown",
-            ok: !app.shutdown.is_cancelled(),
+            ok: !scope.shutdown.is_cancelled(),
         });
     }
     checks
 }
 
-/// Serves `/<endpoint>` and `/<endpoint>/<check>`; `None` if the path is not a health path.
-pub async fn serve(app: &App, path: &str, query: Option<&str>) -> Option<Response<Body>> {
+/// Serves `/<endpoint>` and `/<endpoint>/<check>` (`bootstrapped`: whether what must exist before
+/// the first request does); `None` if the path is not a health path.
+pub async fn serve(
+    scope: &Scope<'_>,
+    bootstrapped: bool,
+    path: &str,
+    query: Option<&str>,
+) -> Option<Response<Body>> {
     let mut parts = path.trim_matches('/').splitn(2, '/');
     let endpoint = parts.next()?;
     if !matches!(endpoint, "healthz" | "livez" | "readyz") {
         return None;
     }
-    let checks = checks(app, endpoint).await;
+    let checks = checks(scope, bootstrapped, endpoint).await;
     if let Some(single) = parts.next() {
         return Some(match checks.iter().find(|c| c.name == single) {
             Some(check) if check.ok => response::text(200, "ok"),

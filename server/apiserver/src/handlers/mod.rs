@@ -1,8 +1,77 @@
-//! HTTP handlers: resource verbs, discovery, OpenAPI, health and version.
+//! HTTP handlers: resource verbs, reviews, TokenRequest, the home workspace, discovery, OpenAPI,
+//! health and version.
+//!
+//! Like k8s.io/apiserver's `endpoints/handlers`, a handler receives a narrow [`Scope`] (the
+//! registry's store and the services a request may consult), never the server itself. A resource
+//! request goes to exactly one handler, chosen in [`serve_resource`]: the generic object verbs in
+//! [`resource`], or an endpoint that is not an object.
 
 pub mod discovery;
 pub mod health;
+mod home;
 pub mod negotiation;
 pub mod openapi;
 pub mod resource;
 pub mod response;
+mod review;
+mod token_request;
+
+use http::Response;
+use kcp_apimachinery::ApiError;
+use kcp_controllers::TenancyIndex;
+use kcp_registry::store::RestStore;
+use tokio_util::sync::CancellationToken;
+
+use crate::filters::authentication::Authentication;
+use crate::filters::authorization::Authorizer;
+use crate::request::Verb;
+use resource::ResourceRequest;
+use response::Body;
+
+/// What a handler may use: the store and the request-independent services.
+#[derive(Clone, Copy)]
+pub struct Scope<'a> {
+    pub store: &'a RestStore,
+    /// LogicalClusters and WorkspaceTypes (admission and the home workspace read them).
+    pub tenancy: &'a TenancyIndex,
+    /// Token issuing and reviews.
+    pub authentication: &'a Authentication,
+    /// Access reviews and escalation checks.
+    pub authorizer: &'a Authorizer,
+    /// Cancelled when the server shuts down; watches end on it.
+    pub shutdown: &'a CancellationToken,
+}
+
+/// Serves a request for `/api/...` or `/apis/...` (after authorization) with the handler of the
+/// endpoint it addresses.
+pub async fn serve_resource(
+    scope: &Scope<'_>,
+    request: ResourceRequest,
+) -> Result<Response<Body>, ApiError> {
+    let resolved = resource::resolve(scope, &request)?;
+    let verb = request.info.verb;
+    if home::addressed(&resolved) {
+        return home::serve(&resolved).await;
+    }
+    if token_request::addressed(&resolved) {
+        return match verb {
+            Verb::Create => token_request::create(&resolved).await,
+            verb => Err(ApiError::method_not_supported(
+                "authentication.k8s.io",
+                "tokenrequests",
+                verb.as_str(),
+            )),
+        };
+    }
+    if let Some(review) = resolved.rt.strategy.review() {
+        return match verb {
+            Verb::Create if request.info.name.is_none() => review::create(&resolved, review).await,
+            verb => Err(ApiError::method_not_supported(
+                &resolved.rt.group,
+                &resolved.rt.plural,
+                verb.as_str(),
+            )),
+        };
+    }
+    resource::serve(&resolved).await
+}

@@ -6,7 +6,7 @@
 
 use kcp_apimachinery::{ApiError, protobuf};
 
-use crate::registry::table::IncludeObject;
+use kcp_registry::table::IncludeObject;
 
 /// How a response is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,5 +10,4 @@ pub mod info;
 pub mod path;
 pub mod query;
 
-pub use cluster::{ClusterTarget, LogicalClusterName};
 pub use info::{RequestInfo, Verb};

@@ -18,8 +18,9 @@ use http::Method;
 use kcp_apimachinery::ApiError;
 use kcp_rbac::{Attributes, Decision, MASTERS_GROUP, Policy, ResourceAttributes, User};
 
-use crate::request::{ClusterTarget, LogicalClusterName, RequestInfo};
-use crate::tenancy::TenancyIndex;
+use crate::request::RequestInfo;
+use kcp_controllers::TenancyIndex;
+use kcp_registry::{ClusterTarget, LogicalClusterName};
 use kcp_tenancy::access;
 pub use policies::PolicyCache;
 pub use webhook::Webhook;

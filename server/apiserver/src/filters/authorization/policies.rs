@@ -22,17 +22,15 @@ use kcp_rbac::{PolicyIndex, bootstrap};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::request::LogicalClusterName;
-use crate::sparse::remove_and_shrink;
-use crate::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
-use crate::storage::{KeyLayout, ObjectStore};
+use kcp_registry::LogicalClusterName;
+use kcp_registry::sparse::remove_and_shrink;
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
+use kcp_registry::storage::{KeyLayout, ObjectStore};
 use kcp_storage::Revision;
 
-/// The API group of RBAC objects.
-pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
-
-/// The logical cluster whose RBAC applies everywhere.
-pub const BOOTSTRAP_CLUSTER: &str = "system:admin";
+use kcp_rbac::bootstrap::BOOTSTRAP_CLUSTER;
+use kcp_rbac::escalation::RBAC_GROUP;
+use kcp_registry::hooks::{AfterWrite, Written};
 
 /// The four RBAC resources and the kind of their objects.
 pub const RBAC_RESOURCES: [(&str, &str); 4] = [
@@ -171,6 +169,8 @@ impl PolicyCache {
     }
 
     /// Forgets what is known of a logical cluster's RBAC (all clusters' for `system:admin`).
+    /// Called after every RBAC write through the store (see the [`AfterWrite`] impl), so the
+    /// next request does not see the old policy while the RBAC watch catches up.
     pub fn invalidate(&self, cluster: &LogicalClusterName) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         if *cluster == self.bootstrap_cluster {
@@ -254,4 +254,14 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A write to RBAC changes who may do what in its logical cluster: a registry hook, so writes by
+/// controllers and bootstrap count as much as clients'.
+impl AfterWrite for PolicyCache {
+    fn after_write(&self, written: &Written<'_>) {
+        if written.rt.group == RBAC_GROUP {
+            self.invalidate(written.cluster);
+        }
+    }
 }

@@ -17,7 +17,7 @@ use kcp_rbac::{Attributes, Decision, Target};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::request::ClusterTarget;
+use kcp_registry::ClusterTarget;
 
 /// The extra key carrying the logical cluster of the request.
 pub const CLUSTER_NAME_EXTRA: &str = "authorization.kcp.io/cluster-name";
@@ -304,7 +304,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let cluster = ClusterTarget::One(crate::request::LogicalClusterName::root());
+        let cluster = ClusterTarget::One(kcp_registry::LogicalClusterName::root());
         let v1 = review("v1", &cluster, &attributes);
         assert_eq!(v1["spec"]["groups"], json!(["dev"]));
         assert_eq!(v1["spec"]["extra"][CLUSTER_NAME_EXTRA], json!(["root"]));

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use super::Resolved;
 use crate::handlers::negotiation;
 use crate::handlers::response::Body;
-use crate::registry::store::{DeleteOptions, Deleted, Propagation};
 use crate::request::query::ListOptions;
-use crate::storage::objects::ListRequest;
+use kcp_registry::storage::objects::ListRequest;
+use kcp_registry::store::{DeleteOptions, Deleted, Propagation};
 
 /// Parses metav1.DeleteOptions (body first, query parameters as fallback, like kube-apiserver).
 fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
@@ -90,7 +90,7 @@ pub async fn delete(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = delete_options(r)?;
     r.admit_delete(r.name()).await?;
     match r
-        .app
+        .scope
         .store
         .delete(&r.rt, r.location()?, r.name(), &options)
         .await?
@@ -116,7 +116,7 @@ pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiEr
     let keep = r.selector(&list_options)?;
     let prefix = r.list_prefix();
     let page = r
-        .app
+        .scope
         .store
         .list(&r.rt, ListRequest::everything(&prefix), &keep)
         .await?;
@@ -126,11 +126,11 @@ pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiEr
     for object in page.items {
         admission.admit_delete(&object)?;
         let name = meta::name(&object).unwrap_or_default().to_string();
-        let at = crate::registry::store::Location {
+        let at = kcp_registry::store::Location {
             namespace: meta::namespace(&object).or(at.namespace),
             ..at
         };
-        match r.app.store.delete(&r.rt, at, &name, &options).await {
+        match r.scope.store.delete(&r.rt, at, &name, &options).await {
             Ok(Deleted::Gone(object) | Deleted::Pending(object)) => deleted.push(object),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

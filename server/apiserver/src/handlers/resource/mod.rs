@@ -1,15 +1,15 @@
 //! Resource requests: `/api/v1/...` and `/apis/<group>/<version>/...` after authorization.
 //!
 //! This module checks that the URL addresses something that exists (type, scope, subresource, cluster
-//! target) and dispatches by verb; the verb modules decode the request, call the generic
-//! [`RestStore`](crate::registry::store::RestStore) and render the result in the negotiated encoding.
+//! target) and dispatches object verbs; the verb modules decode the request, call the generic
+//! [`RestStore`](kcp_registry::store::RestStore) and render the result in the negotiated encoding.
+//! Endpoints that are not objects (reviews, TokenRequest, the home workspace) have their own
+//! handlers, chosen in [`crate::handlers`].
 
 mod admission;
 mod delete;
 mod read;
 mod render;
-mod review;
-mod token_request;
 mod watch;
 mod write;
 
@@ -19,14 +19,14 @@ use bytes::Bytes;
 use http::Response;
 use kcp_apimachinery::{ApiError, StatusReason};
 
+use super::Scope;
 use super::response::Body;
 use crate::filters::UserInfo;
-use crate::filters::authorization::policies::RBAC_GROUP;
-use crate::registry::ResourceType;
-use crate::registry::store::Location;
 use crate::request::query::Query;
-use crate::request::{ClusterTarget, RequestInfo, Verb};
-use crate::server::App;
+use crate::request::{RequestInfo, Verb};
+use kcp_registry::ClusterTarget;
+use kcp_registry::ResourceType;
+use kcp_registry::store::Location;
 
 /// Everything a verb handler needs about the request.
 pub struct ResourceRequest {
@@ -44,7 +44,7 @@ pub struct ResourceRequest {
 
 /// A request resolved to a resource type.
 pub(crate) struct Resolved<'a> {
-    pub app: &'a App,
+    pub scope: &'a Scope<'a>,
     pub request: &'a ResourceRequest,
     pub rt: Arc<ResourceType>,
 }
@@ -90,9 +90,14 @@ pub fn no_such_resource() -> ApiError {
     }
 }
 
-pub async fn handle(app: &App, request: ResourceRequest) -> Result<Response<Body>, ApiError> {
+/// Resolves a resource request to its type, checking that the URL addresses something that exists
+/// (type, subresource, scope) and that only list and watch span every logical cluster.
+pub(crate) fn resolve<'a>(
+    scope: &'a Scope<'a>,
+    request: &'a ResourceRequest,
+) -> Result<Resolved<'a>, ApiError> {
     let info = &request.info;
-    let rt = app
+    let rt = scope
         .store
         .registry()
         .for_target(&request.cluster)
@@ -125,69 +130,25 @@ pub async fn handle(app: &App, request: ResourceRequest) -> Result<Response<Body
             info.verb.as_str(),
         ));
     }
-    let review = rt.strategy.review();
-    let resolved = Resolved {
-        app,
-        request: &request,
-        rt,
-    };
-    if resolved.rt.group == kcp_tenancy::workspace::GROUP
-        && resolved.rt.plural == kcp_tenancy::workspace::RESOURCE
-        && info.name.as_deref() == Some("~")
-        && info.subresource.is_none()
-    {
-        return match (info.verb, &request.cluster) {
-            (Verb::Get, ClusterTarget::One(cluster))
-                if *cluster == crate::request::LogicalClusterName::root() =>
-            {
-                let home = crate::tenancy::home::home(app, &request.user).await?;
-                resolved.render_object(200, home)
-            }
-            _ => Err(no_such_resource()),
-        };
-    }
-    if info.subresource.as_deref() == Some("token") {
-        return match info.verb {
-            Verb::Create => token_request::create(&resolved).await,
-            verb => Err(ApiError::method_not_supported(
-                "authentication.k8s.io",
-                "tokenrequests",
-                verb.as_str(),
-            )),
-        };
-    }
-    if let Some(review) = review {
-        return match info.verb {
-            Verb::Create if info.name.is_none() => review::create(&resolved, review).await,
-            verb => Err(ApiError::method_not_supported(
-                &resolved.rt.group,
-                &resolved.rt.plural,
-                verb.as_str(),
-            )),
-        };
-    }
-    let result = match info.verb {
-        Verb::Get => read::get(&resolved).await,
-        Verb::List => read::list(&resolved).await,
-        Verb::Watch => watch::watch(&resolved).await,
-        Verb::Create => write::create(&resolved).await,
-        Verb::Update => write::update(&resolved).await,
-        Verb::Patch => write::patch(&resolved).await,
-        Verb::Delete => delete::delete(&resolved).await,
-        Verb::DeleteCollection => delete::delete_collection(&resolved).await,
+    Ok(Resolved { scope, request, rt })
+}
+
+/// Serves a verb on objects (or their status, scale and finalize subresources) through the
+/// generic store.
+pub(crate) async fn serve(resolved: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
+    match resolved.request.info.verb {
+        Verb::Get => read::get(resolved).await,
+        Verb::List => read::list(resolved).await,
+        Verb::Watch => watch::watch(resolved).await,
+        Verb::Create => write::create(resolved).await,
+        Verb::Update => write::update(resolved).await,
+        Verb::Patch => write::patch(resolved).await,
+        Verb::Delete => delete::delete(resolved).await,
+        Verb::DeleteCollection => delete::delete_collection(resolved).await,
         Verb::Other => Err(ApiError::method_not_supported(
             &resolved.rt.group,
             &resolved.rt.plural,
             "other",
         )),
-    };
-    // A write to RBAC changes who may do what here: the next request must not see the old policy
-    // (the RBAC watch would catch up a moment later; this closes that window for this server).
-    if resolved.rt.group == RBAC_GROUP
-        && !info.verb.is_read_only()
-        && let ClusterTarget::One(cluster) = &request.cluster
-    {
-        app.authorizer.policies.invalidate(cluster);
     }
-    result
 }

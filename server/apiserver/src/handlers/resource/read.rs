@@ -7,13 +7,13 @@ use serde_json::{Value, json};
 
 use super::Resolved;
 use crate::handlers::response::Body;
-use crate::request::ClusterTarget;
 use crate::request::query::{ListOptions, ResourceVersionMatch};
-use crate::storage::continuation::Continuation;
-use crate::storage::objects::ListRequest;
+use kcp_registry::ClusterTarget;
+use kcp_registry::storage::continuation::Continuation;
+use kcp_registry::storage::objects::ListRequest;
 
 pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
-    let stored = r.app.store.get(&r.rt, r.location()?, r.name()).await?;
+    let stored = r.scope.store.get(&r.rt, r.location()?, r.name()).await?;
     if r.request.info.subresource.as_deref() == Some("scale") {
         let scale =
             r.rt.strategy
@@ -27,7 +27,7 @@ pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
 impl Resolved<'_> {
     /// The storage prefix a list or watch covers: one namespace, one logical cluster, or all of them.
     pub fn list_prefix(&self) -> String {
-        let keys = self.app.store.keys(&self.rt);
+        let keys = self.scope.store.keys(&self.rt);
         match &self.request.cluster {
             ClusterTarget::Wildcard => keys.all_clusters().to_string(),
             ClusterTarget::One(cluster) => keys.scope(cluster, self.namespace()),
@@ -73,7 +73,7 @@ async fn list_revision(r: &Resolved<'_>, options: &ListOptions) -> Result<Revisi
         )),
         Some(ResourceVersionMatch::Exact) => Ok(requested),
         _ => {
-            let current = r.app.store.objects().current_revision().await?;
+            let current = r.scope.store.objects().current_revision().await?;
             if requested > current {
                 return Err(ApiError::timeout(
                     &format!("Too large resource version: {requested}, current: {current}"),
@@ -96,7 +96,7 @@ pub async fn list(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let revision = list_revision(r, &options).await?;
     let prefix = r.list_prefix();
     let page = r
-        .app
+        .scope
         .store
         .list(
             &r.rt,

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::Resolved;
 use crate::handlers::negotiation::{self, Output};
 use crate::handlers::response::{self, Body};
-use crate::registry::table;
+use kcp_registry::table;
 
 impl Resolved<'_> {
     pub fn output(&self) -> Result<Output, ApiError> {

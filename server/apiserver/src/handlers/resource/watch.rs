@@ -23,9 +23,9 @@ use tokio::sync::mpsc;
 use super::Resolved;
 use crate::handlers::negotiation::Output;
 use crate::handlers::response::Body;
-use crate::registry::{ResourceType, table};
 use crate::request::query::ListOptions;
-use crate::storage::objects::{Change, ChangeType, ListRequest};
+use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
+use kcp_registry::{ResourceType, table};
 
 /// How often a watch that asked for bookmarks gets one.
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(30);
@@ -122,8 +122,8 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         output,
         rt: rt.clone(),
     };
-    let store = r.app.store.clone();
-    let shutdown = r.app.shutdown.clone();
+    let store = r.scope.store.clone();
+    let shutdown = r.scope.shutdown.clone();
     let (tx, rx) = mpsc::channel::<Bytes>(256);
 
     // Initial state for "" and "0" (and for sendInitialEvents=true), otherwise changes after N.
@@ -267,8 +267,8 @@ mod tests {
 
     #[test]
     fn include_object_none_is_still_a_row() {
-        use crate::registry::table::IncludeObject;
-        let registry = crate::registry::Registry::new();
+        use kcp_registry::table::IncludeObject;
+        let registry = kcp_registry::Registry::new();
         let rt = registry.builtin_type("", "v1", "configmaps").unwrap();
         let encoder = Encoder {
             output: Output::Table(IncludeObject::None),

@@ -11,8 +11,8 @@ use kcp_apiextensions::strict::{self, FieldValidation, find_duplicate_fields};
 
 use crate::handlers::negotiation::{self, BodyFormat, PatchType};
 use crate::handlers::response::{self, Body};
-use crate::registry::store::UpdateFn;
 use crate::request::query::WriteOptions;
+use kcp_registry::store::UpdateFn;
 
 impl Resolved<'_> {
     fn write_options(&self) -> Result<WriteOptions, ApiError> {
@@ -26,7 +26,7 @@ impl Resolved<'_> {
         subresource: Option<&str>,
         dry_run: bool,
     ) -> Result<Response<Body>, ApiError> {
-        let store = &self.app.store;
+        let store = &self.scope.store;
         let admission = self.admission().await?;
         let checked = |current: &Value| {
             let mut new = build(current)?;
@@ -114,7 +114,7 @@ impl Resolved<'_> {
             .ok_or_else(super::no_such_resource)
     }
 
-    pub(super) fn body_object(&self) -> Result<Value, ApiError> {
+    pub(crate) fn body_object(&self) -> Result<Value, ApiError> {
         let format = negotiation::body_format(self.request.content_type.as_deref())?;
         let object = negotiation::decode_body(format, &self.request.body)?;
         if !object.is_object() {
@@ -133,7 +133,7 @@ pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let mut object = r.track(None, &object, &r.manager(&options));
     r.admit_create(&r.admission().await?, &mut object).await?;
     let created = r
-        .app
+        .scope
         .store
         .create(&r.rt, r.location()?, object, options.dry_run)
         .await?;
@@ -345,7 +345,7 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         Ok(merged)
     };
     let at = r.location()?;
-    let exists = match r.app.store.get(&r.rt, at, r.name()).await {
+    let exists = match r.scope.store.get(&r.rt, at, r.name()).await {
         Ok(_) => true,
         Err(e) if e.code == 404 && subresource.is_none() => false,
         Err(e) => return Err(e),
@@ -355,7 +355,7 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         meta::set_name(&mut object, r.name());
         r.admit_create(&r.admission().await?, &mut object).await?;
         let created = r
-            .app
+            .scope
             .store
             .create(&r.rt, at, object, options.dry_run)
             .await?;

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::filters::authentication::rbac_user;
-use crate::filters::authorization::policies::{ClusterPolicy, RBAC_GROUP};
+use crate::filters::authorization::policies::ClusterPolicy;
 use crate::handlers::resource::Resolved;
-use crate::request::ClusterTarget;
+use kcp_rbac::escalation::RBAC_GROUP;
+use kcp_registry::ClusterTarget;
 
 /// The check for writes of one RBAC type by one user.
 pub struct EscalationCheck {
@@ -39,7 +40,7 @@ impl Resolved<'_> {
             return Ok(None);
         }
         Ok(Some(EscalationCheck {
-            policy: self.app.authorizer.policies.policy(cluster).await?,
+            policy: self.scope.authorizer.policies.policy(cluster).await?,
             user: rbac_user(&self.request.user),
             kind: rt.kind.clone(),
             binding: rt.kind.ends_with("Binding"),

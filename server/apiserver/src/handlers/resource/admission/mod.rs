@@ -54,7 +54,11 @@ impl Resolved<'_> {
     pub(super) async fn admit_delete(&self, name: &str) -> Result<(), ApiError> {
         let admission = self.admission().await?;
         if matches!(admission, Admission::LogicalCluster(_)) {
-            let current = self.app.store.get(&self.rt, self.location()?, name).await?;
+            let current = self
+                .scope
+                .store
+                .get(&self.rt, self.location()?, name)
+                .await?;
             admission.admit_delete(&current.object)?;
         }
         Ok(())

@@ -16,7 +16,7 @@ use super::Admission;
 use crate::filters::UserInfo;
 use crate::filters::authentication::rbac_user;
 use crate::handlers::resource::Resolved;
-use crate::request::{ClusterTarget, LogicalClusterName};
+use kcp_registry::{ClusterTarget, LogicalClusterName};
 
 pub(crate) struct WorkspaceWrite {
     cluster: LogicalClusterName,
@@ -89,7 +89,7 @@ impl WorkspaceWrite {
                 errors,
             ));
         }
-        let index = &r.app.tenancy;
+        let index = &r.scope.tenancy;
         let Some(parent) = index.logical_cluster(&self.cluster) else {
             return Err(ApiError::forbidden(
                 workspace::GROUP,
@@ -141,7 +141,7 @@ impl WorkspaceWrite {
         let Some(reference) = object.pointer("/spec/type").and_then(TypeRef::from_json) else {
             return Ok(usable);
         };
-        let index = &r.app.tenancy;
+        let index = &r.scope.tenancy;
         let Ok(parent_path) = kcp_tenancy::Path::parse(&index.path(&self.cluster)) else {
             return Ok(usable);
         };
@@ -165,7 +165,7 @@ impl WorkspaceWrite {
                     ..ResourceAttributes::default()
                 },
             );
-            if r.app
+            if r.scope
                 .authorizer
                 .decide(&ClusterTarget::One(cluster), &attributes)
                 .await?

@@ -1,0 +1,83 @@
+//! The in-process controllers of a kcp shard, and what they need around them: the runner (work
+//! queues keyed by logical cluster, namespace and name), leader election, what exists before the
+//! first request ([`bootstrap`]) and the [`tenancy_index`] of LogicalClusters and WorkspaceTypes.
+//!
+//! Each controller is cluster-aware: one controller and one queue for all logical clusters, never
+//! one per workspace (that is what keeps a workspace cheap), as upstream kcp's controllers are.
+//! They read and write through the registry's [`RestStore`] like any client, so they obey the same
+//! rules and trigger the same hooks; nothing here knows HTTP. [`run_all`] owns the list of
+//! controllers a shard runs; [`election::run`] decides whether this replica runs them.
+
+pub mod bootstrap;
+pub mod clusterrole_aggregation;
+pub mod crd;
+pub mod election;
+pub mod garbage_collector;
+pub mod logical_clusters;
+pub mod namespace;
+pub mod namespace_defaults;
+mod runner;
+pub mod tenancy_index;
+pub mod workspaces;
+
+use std::sync::Arc;
+
+use kcp_registry::store::RestStore;
+use tokio_util::sync::CancellationToken;
+
+pub use election::{ControllerMode, Election};
+pub use tenancy_index::TenancyIndex;
+
+/// What the controllers of a shard work with.
+#[derive(Clone)]
+pub struct Context {
+    pub store: RestStore,
+    pub tenancy: Arc<TenancyIndex>,
+    /// The URL users reach this shard at, for `Workspace.spec.URL`.
+    pub external_url: String,
+    /// The CA bundle published to every namespace as `kube-root-ca.crt`.
+    pub root_ca_pem: String,
+}
+
+/// Runs the controllers of a shard as `mode` says (always, never, or while this replica holds
+/// the Lease) until `stop`.
+pub async fn run(context: Context, mode: ControllerMode, stop: CancellationToken) {
+    let store = context.store.clone();
+    election::run(store, mode, stop, move |stop| {
+        run_all(context.clone(), stop)
+    })
+    .await
+}
+
+/// Runs every controller of a shard until `stop`, each as its own task so that they run in
+/// parallel on the runtime's threads rather than taking turns inside one.
+pub async fn run_all(context: Context, stop: CancellationToken) {
+    let Context {
+        store,
+        tenancy,
+        external_url,
+        root_ca_pem,
+    } = context;
+    let tasks = [
+        tokio::spawn(namespace::run(store.clone(), stop.clone())),
+        tokio::spawn(garbage_collector::run(store.clone(), stop.clone())),
+        tokio::spawn(crd::run(store.clone(), stop.clone())),
+        tokio::spawn(logical_clusters::run(
+            store.clone(),
+            tenancy.clone(),
+            external_url.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(workspaces::run(
+            store.clone(),
+            tenancy,
+            external_url,
+            stop.clone(),
+        )),
+        tokio::spawn(clusterrole_aggregation::run(store.clone(), stop.clone())),
+        tokio::spawn(namespace_defaults::run(store, root_ca_pem, stop)),
+    ];
+    for task in tasks {
+        let _ = task.await;
+    }
+}

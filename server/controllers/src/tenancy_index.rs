@@ -1,0 +1,301 @@
+//! What the server knows of every logical cluster and WorkspaceType without reading the store:
+//! each cluster's LogicalCluster (its path, phase and type) and every WorkspaceType, kept up to
+//! date by one watch (and by the tenancy controllers' own writes, so a workspace is reachable by
+//! path the moment it is scheduled).
+//!
+//! Three decisions need this on every request or admission and cannot wait for storage: turning
+//! `/clusters/root:org:team` into a logical cluster name, the workspace content authorizer (does
+//! the cluster exist, is it Ready), and type resolution during Workspace admission (types live in
+//! other logical clusters, looked up by path).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::select_all;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_tenancy::logical_cluster::PATH_ANNOTATION;
+use kcp_tenancy::paths::rewrite_home;
+use kcp_tenancy::{Path, TypeRef};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use kcp_registry::LogicalClusterName;
+use kcp_registry::ResourceType;
+use kcp_registry::sparse::remove_and_shrink;
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
+use kcp_registry::store::RestStore;
+
+#[derive(Default)]
+struct Inner {
+    /// The LogicalCluster of each cluster that has one.
+    clusters: HashMap<LogicalClusterName, Arc<Value>>,
+    /// Canonical path (`kcp.io/path`) to cluster.
+    paths: HashMap<String, LogicalClusterName>,
+    /// WorkspaceTypes by cluster and name.
+    types: HashMap<(LogicalClusterName, String), Arc<Value>>,
+}
+
+/// LogicalClusters and WorkspaceTypes of every logical cluster.
+#[derive(Default)]
+pub struct TenancyIndex {
+    inner: RwLock<Inner>,
+}
+
+/// Why a `/clusters/<path>` does not name a logical cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// Not a path at all.
+    Invalid(String),
+    /// A valid path no workspace has.
+    NotFound(String),
+}
+
+fn path_of(logical_cluster: &Value, cluster: &LogicalClusterName) -> String {
+    meta::annotations(logical_cluster)
+        .get(PATH_ANNOTATION)
+        .filter(|p| !p.is_empty())
+        .cloned()
+        .unwrap_or_else(|| cluster.to_string())
+}
+
+fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
+    LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
+}
+
+impl TenancyIndex {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The logical cluster `/clusters/<reference>` addresses: a cluster name as it is, a path
+    /// (`root:org`, `user:alice:child`) through the workspaces' canonical paths.
+    pub fn resolve(&self, reference: &str) -> Result<LogicalClusterName, Unresolved> {
+        let path = Path::parse(reference).map_err(|_| Unresolved::Invalid(reference.into()))?;
+        if let Ok(name) = path.cluster_name()
+            && let Some(name) = LogicalClusterName::parse(name)
+        {
+            return Ok(name);
+        }
+        if let Some(cluster) = self.read().paths.get(reference) {
+            return Ok(cluster.clone());
+        }
+        // `user:<name>[:rest]` is also reachable through the home cluster's name.
+        let rewritten = rewrite_home(reference);
+        if rewritten != reference {
+            return self.resolve(&rewritten);
+        }
+        Err(Unresolved::NotFound(reference.into()))
+    }
+
+    /// The LogicalCluster of a cluster, if it has one.
+    pub fn logical_cluster(&self, cluster: &LogicalClusterName) -> Option<Arc<Value>> {
+        self.read().clusters.get(cluster).cloned()
+    }
+
+    /// The canonical path of a cluster (its name when it has no LogicalCluster or path).
+    pub fn path(&self, cluster: &LogicalClusterName) -> String {
+        match self.read().clusters.get(cluster) {
+            Some(logical_cluster) => path_of(logical_cluster, cluster),
+            None => cluster.to_string(),
+        }
+    }
+
+    /// A WorkspaceType by reference (`path` resolved like a request path).
+    pub fn workspace_type(&self, reference: &TypeRef) -> Option<Value> {
+        let cluster = self.resolve(&reference.path).ok()?;
+        let inner = self.read();
+        let object = inner
+            .types
+            .get(&(cluster.clone(), reference.name.clone()))?;
+        let mut object = object.as_ref().clone();
+        // Types are known by their workspace's canonical path (what initializer names use).
+        let path = inner
+            .clusters
+            .get(&cluster)
+            .map_or_else(|| cluster.to_string(), |lc| path_of(lc, &cluster));
+        meta::metadata_mut(&mut object)
+            .entry("annotations")
+            .or_insert_with(|| serde_json::json!({}))
+            .as_object_mut()
+            .map(|a| a.insert(PATH_ANNOTATION.into(), Value::String(path)));
+        Some(object)
+    }
+
+    /// Records a LogicalCluster as stored (or its deletion with `None`).
+    pub fn set_logical_cluster(&self, cluster: &LogicalClusterName, object: Option<Value>) {
+        let mut inner = self.write();
+        if let Some(old) = remove_and_shrink(&mut inner.clusters, cluster) {
+            let path = path_of(&old, cluster);
+            if inner.paths.get(&path) == Some(cluster) {
+                remove_and_shrink(&mut inner.paths, &path);
+            }
+        }
+        if let Some(object) = object {
+            inner
+                .paths
+                .insert(path_of(&object, cluster), cluster.clone());
+            inner.clusters.insert(cluster.clone(), Arc::new(object));
+        }
+    }
+
+    fn set_workspace_type(&self, cluster: LogicalClusterName, name: String, object: Option<Value>) {
+        let mut inner = self.write();
+        match object {
+            Some(object) => inner.types.insert((cluster, name), Arc::new(object)),
+            None => remove_and_shrink(&mut inner.types, &(cluster, name)),
+        };
+    }
+
+    fn apply(&self, kind: ChangeType, object: Value) {
+        let (Some(cluster), Some(name)) = (cluster_of(&object), meta::name(&object)) else {
+            return;
+        };
+        let name = name.to_string();
+        let deleted = kind == ChangeType::Deleted;
+        match object.get("kind").and_then(Value::as_str) {
+            Some("LogicalCluster") => {
+                self.set_logical_cluster(&cluster, (!deleted).then_some(object))
+            }
+            Some("WorkspaceType") => {
+                self.set_workspace_type(cluster, name, (!deleted).then_some(object))
+            }
+            _ => {}
+        }
+    }
+
+    /// The two types this index follows, LogicalClusters and WorkspaceTypes (registered with the
+    /// built-ins, so only a broken build lacks them).
+    pub fn types(store: &RestStore) -> Result<[Arc<ResourceType>; 2], ApiError> {
+        let registry = store.registry();
+        match (
+            registry.builtin_type("core.kcp.io", "v1alpha1", "logicalclusters"),
+            registry.builtin_type("tenancy.kcp.io", "v1alpha1", "workspacetypes"),
+        ) {
+            (Some(logical_clusters), Some(workspace_types)) => {
+                Ok([logical_clusters, workspace_types])
+            }
+            _ => Err(ApiError::internal_error("tenancy types are not registered")),
+        }
+    }
+
+    /// Loads everything, then follows changes until `shutdown`.
+    pub async fn run(
+        self: Arc<Self>,
+        store: RestStore,
+        logical_clusters: Arc<ResourceType>,
+        workspace_types: Arc<ResourceType>,
+        shutdown: CancellationToken,
+    ) {
+        while !shutdown.is_cancelled() {
+            let follow = self.follow(&store, &logical_clusters, &workspace_types);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                result = follow => if let Err(error) = result {
+                    tracing::warn!(%error, "tenancy watch ended, restarting");
+                },
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+
+    /// Reads every LogicalCluster and WorkspaceType (before the server takes requests).
+    pub async fn load(
+        &self,
+        store: &RestStore,
+        types: [&ResourceType; 2],
+    ) -> Result<i64, ApiError> {
+        let mut revision = i64::MAX;
+        for rt in types {
+            let prefix = store.keys(rt).all_clusters().to_string();
+            let page = store
+                .list(rt, ListRequest::everything(&prefix), &|_| true)
+                .await?;
+            revision = revision.min(page.revision);
+            for object in page.items {
+                self.apply(ChangeType::Added, object);
+            }
+        }
+        Ok(revision)
+    }
+
+    async fn follow(
+        &self,
+        store: &RestStore,
+        logical_clusters: &ResourceType,
+        workspace_types: &ResourceType,
+    ) -> Result<(), ApiError> {
+        let revision = self
+            .load(store, [logical_clusters, workspace_types])
+            .await?;
+        let mut changes = select_all([
+            Box::pin(
+                store
+                    .objects()
+                    .watch(store.keys(logical_clusters).all_clusters(), revision + 1)
+                    .await?,
+            ),
+            Box::pin(
+                store
+                    .objects()
+                    .watch(store.keys(workspace_types).all_clusters(), revision + 1)
+                    .await?,
+            ),
+        ]);
+        while let Some(change) = changes.next().await {
+            let change = change?;
+            self.apply(change.kind, change.object);
+        }
+        Err(ApiError::service_unavailable("tenancy watch closed"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lc(cluster: &str, path: &str) -> Value {
+        json!({"kind": "LogicalCluster", "metadata": {"name": "cluster",
+            "annotations": {"kcp.io/cluster": cluster, "kcp.io/path": path}}})
+    }
+
+    #[test]
+    fn paths_resolve_through_logical_clusters() {
+        let index = TenancyIndex::default();
+        index.apply(ChangeType::Added, lc("abc", "root:org"));
+        let abc = LogicalClusterName::parse("abc").unwrap();
+        assert_eq!(index.resolve("root:org"), Ok(abc.clone()));
+        assert_eq!(index.resolve("abc"), Ok(abc.clone()));
+        assert_eq!(index.resolve("root"), Ok(LogicalClusterName::root()));
+        assert_eq!(
+            index.resolve("root:nope"),
+            Err(Unresolved::NotFound("root:nope".into()))
+        );
+        assert_eq!(
+            index.resolve("root:Bad"),
+            Err(Unresolved::Invalid("root:Bad".into()))
+        );
+        assert_eq!(index.path(&abc), "root:org");
+        index.apply(ChangeType::Deleted, lc("abc", "root:org"));
+        assert!(index.resolve("root:org").is_err());
+    }
+
+    #[test]
+    fn homes_resolve_by_user_path_and_below() {
+        let index = TenancyIndex::default();
+        let home = kcp_tenancy::names::home_cluster_name("alice");
+        index.apply(ChangeType::Added, lc(&home, "user:alice"));
+        index.apply(ChangeType::Added, lc("child1", "user:alice:dev"));
+        assert_eq!(index.resolve("user:alice").unwrap().as_str(), home);
+        assert_eq!(index.resolve("user:alice:dev").unwrap().as_str(), "child1");
+    }
+}

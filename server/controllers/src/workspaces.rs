@@ -1,0 +1,335 @@
+//! Workspaces: scheduling, status and deletion (upstream's workspace scheduler, phase and deletion
+//! reconcilers). This server is one shard, so scheduling is local: a Workspace gets a random
+//! logical cluster name (recorded on it first, so a crash never makes two), its LogicalCluster is
+//! created there with the initializers and terminators of its type, and `spec.cluster` and
+//! `spec.URL` are set. From then on the Workspace mirrors its LogicalCluster's phase. Deleting a
+//! Workspace deletes its LogicalCluster (which empties the cluster); the Workspace's finalizer
+//! goes when the LogicalCluster is gone.
+//!
+//! The key is the Workspace's logical cluster and name; LogicalCluster changes are routed to their
+//! owning Workspace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::select_all;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_tenancy::logical_cluster::{self as lc, NAME, Placement};
+use kcp_tenancy::workspace::{self, LOGICAL_CLUSTER_FINALIZER, SCHEDULED_CLUSTER_ANNOTATION};
+use kcp_tenancy::{Path, TypeRef, names, types};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::logical_clusters::DELETION_FINALIZER;
+use super::runner::{self, Controller, Pass, Queue};
+use crate::tenancy_index::TenancyIndex;
+use kcp_registry::LogicalClusterName;
+use kcp_registry::ResourceType;
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
+use kcp_registry::store::{DeleteOptions, Location, RestStore};
+
+type Key = (LogicalClusterName, String);
+
+const RETRY_AFTER: Duration = Duration::from_millis(200);
+
+/// Upstream's logical cluster names are 16 base36 characters.
+const CLUSTER_NAME_LENGTH: usize = 16;
+
+pub async fn run(
+    store: RestStore,
+    index: Arc<TenancyIndex>,
+    external_url: String,
+    shutdown: CancellationToken,
+) {
+    let registry = store.registry().clone();
+    let (Some(workspaces), Some(logical_clusters)) = (
+        registry.builtin_type(workspace::GROUP, "v1alpha1", workspace::RESOURCE),
+        registry.builtin_type(lc::GROUP, "v1alpha1", lc::RESOURCE),
+    ) else {
+        return;
+    };
+    let controller = Workspaces {
+        store,
+        index,
+        external_url,
+        workspaces,
+        logical_clusters,
+    };
+    runner::run(controller, shutdown).await;
+}
+
+struct Workspaces {
+    store: RestStore,
+    index: Arc<TenancyIndex>,
+    external_url: String,
+    workspaces: Arc<ResourceType>,
+    logical_clusters: Arc<ResourceType>,
+}
+
+fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
+    LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
+}
+
+/// The Workspace a LogicalCluster belongs to.
+fn owner_of(logical_cluster: &Value) -> Option<Key> {
+    let owner = logical_cluster.pointer("/spec/owner")?;
+    let cluster = LogicalClusterName::parse(owner.get("cluster")?.as_str()?)?;
+    Some((cluster, owner.get("name")?.as_str()?.to_string()))
+}
+
+impl Controller for Workspaces {
+    type Key = Key;
+    const NAME: &'static str = "workspace";
+    const RETRY_AFTER: Duration = RETRY_AFTER;
+
+    async fn follow(&self, queue: &Queue<Key>) -> Result<(), ApiError> {
+        let prefix = self.store.keys(&self.workspaces).all_clusters().to_string();
+        let page = self
+            .store
+            .list(&self.workspaces, ListRequest::everything(&prefix), &|_| {
+                true
+            })
+            .await?;
+        for object in &page.items {
+            if let (Some(cluster), Some(name)) = (cluster_of(object), meta::name(object)) {
+                queue.add((cluster, name.to_string()));
+            }
+        }
+        let from = page.revision + 1;
+        let lc_prefix = self
+            .store
+            .keys(&self.logical_clusters)
+            .all_clusters()
+            .to_string();
+        let mut changes = select_all([
+            Box::pin(self.store.objects().watch(&prefix, from).await?),
+            Box::pin(self.store.objects().watch(&lc_prefix, from).await?),
+        ]);
+        while let Some(change) = changes.next().await {
+            let object = change?.object;
+            let key = match object.get("kind").and_then(Value::as_str) {
+                Some("LogicalCluster") => owner_of(&object),
+                _ => cluster_of(&object).zip(meta::name(&object).map(str::to_string)),
+            };
+            if let Some(key) = key {
+                queue.add(key);
+            }
+        }
+        Err(ApiError::service_unavailable("Workspace watch closed"))
+    }
+
+    async fn reconcile(&self, (cluster, name): &Key) -> Result<Pass, ApiError> {
+        let at = Location {
+            cluster,
+            namespace: None,
+        };
+        let current = match self.store.get(&self.workspaces, at, name).await {
+            Ok(stored) => stored.object,
+            Err(e) if e.code == 404 => return Ok(Pass::Done),
+            Err(e) => return Err(e),
+        };
+        if meta::deletion_timestamp(&current).is_some() {
+            return self.delete(cluster, name, &current).await;
+        }
+        if current
+            .pointer("/spec/cluster")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return self.schedule(cluster, name, &current).await;
+        }
+        self.mirror_status(cluster, name, &current).await
+    }
+}
+
+impl Workspaces {
+    async fn update(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+        new: Value,
+        subresource: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        let replace = move |_: &Value| Ok(new.clone());
+        self.store
+            .update(
+                &self.workspaces,
+                Location {
+                    cluster,
+                    namespace: None,
+                },
+                name,
+                &replace,
+                subresource,
+                false,
+            )
+            .await
+    }
+
+    /// Picks the logical cluster, creates its LogicalCluster, sets `spec.cluster` and `spec.URL`.
+    async fn schedule(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+        current: &Value,
+    ) -> Result<Pass, ApiError> {
+        // The cluster name follows from the Workspace's UID (as random as upstream's random bytes,
+        // but the same on every retry), so scheduling is one write of the Workspace after its
+        // LogicalCluster exists, and a crash in between never makes a second cluster.
+        let workspace = current.clone();
+        let target = meta::annotations(current)
+            .get(SCHEDULED_CLUSTER_ANNOTATION)
+            .cloned()
+            .unwrap_or_else(|| {
+                let uid = meta::uid(current).unwrap_or(name);
+                let digest = names::base36_sha224(format!("workspace:{cluster}:{uid}").as_bytes());
+                digest.chars().take(CLUSTER_NAME_LENGTH).collect()
+            });
+        let Some(target_cluster) = LogicalClusterName::parse(&target) else {
+            return Err(ApiError::internal_error("invalid scheduled cluster name"));
+        };
+        let parent_path = Path::parse(&self.index.path(cluster))
+            .map_err(|e| ApiError::internal_error(&e.to_string()))?;
+        let path = parent_path
+            .join(name)
+            .map_err(|e| ApiError::internal_error(&e.to_string()))?;
+        let lookup = |reference: &TypeRef| self.index.workspace_type(reference);
+        let (initializers, terminators) =
+            match workspace.pointer("/spec/type").and_then(TypeRef::from_json) {
+                Some(reference) => {
+                    let resolved = types::resolve_reference(&parent_path, &reference, &lookup)
+                        .map_err(|e| ApiError::internal_error(&e.to_string()))?;
+                    let aliases = types::resolve_aliases(&resolved, &lookup)
+                        .map_err(|e| ApiError::internal_error(&e.to_string()))?;
+                    (types::initializers(&aliases), types::terminators(&aliases))
+                }
+                None => (Vec::new(), Vec::new()),
+            };
+        let mut logical_cluster = lc::for_workspace(&Placement {
+            workspace: &workspace,
+            workspace_cluster: cluster.as_str(),
+            path: &path,
+            shard: None,
+            initializers: &initializers,
+            terminators: &terminators,
+        });
+        meta::set_finalizers(&mut logical_cluster, [DELETION_FINALIZER]);
+        let at = Location {
+            cluster: &target_cluster,
+            namespace: None,
+        };
+        match self
+            .store
+            .create(&self.logical_clusters, at, logical_cluster, false)
+            .await
+        {
+            Ok(created) => self
+                .index
+                .set_logical_cluster(&target_cluster, Some(created)),
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+        let mut scheduled = workspace.clone();
+        meta::metadata_mut(&mut scheduled)
+            .entry("annotations")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .map(|a| a.insert(SCHEDULED_CLUSTER_ANNOTATION.into(), json!(target)));
+        let mut finalizers = meta::finalizers(&scheduled);
+        if !finalizers.iter().any(|f| f == LOGICAL_CLUSTER_FINALIZER) {
+            finalizers.push(LOGICAL_CLUSTER_FINALIZER.to_string());
+        }
+        meta::set_finalizers(&mut scheduled, finalizers);
+        scheduled["spec"]["cluster"] = json!(target);
+        scheduled["spec"]["URL"] = json!(workspace::url(&self.external_url, &path));
+        let scheduled = self.update(cluster, name, scheduled, None).await?;
+        self.mirror_status(cluster, name, &scheduled).await
+    }
+
+    /// Moves the Workspace's status (and phase label) along with its LogicalCluster.
+    async fn mirror_status(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+        current: &Value,
+    ) -> Result<Pass, ApiError> {
+        let target = current
+            .pointer("/spec/cluster")
+            .and_then(Value::as_str)
+            .and_then(LogicalClusterName::parse);
+        let logical_cluster = target.and_then(|t| self.index.logical_cluster(&t));
+        let mut new = current.clone();
+        if workspace::reconcile_status(&mut new, logical_cluster.as_deref()) {
+            new = self.update(cluster, name, new, Some("status")).await?;
+        }
+        if workspace::sync_phase_label(&mut new) {
+            self.update(cluster, name, new, None).await?;
+        }
+        Ok(Pass::Done)
+    }
+
+    /// Deletes the LogicalCluster; drops the finalizer once it is gone.
+    async fn delete(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+        current: &Value,
+    ) -> Result<Pass, ApiError> {
+        if !meta::finalizers(current)
+            .iter()
+            .any(|f| f == LOGICAL_CLUSTER_FINALIZER)
+        {
+            return Ok(Pass::Done);
+        }
+        let annotations = meta::annotations(current);
+        let target = current
+            .pointer("/spec/cluster")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .or_else(|| {
+                annotations
+                    .get(SCHEDULED_CLUSTER_ANNOTATION)
+                    .map(String::as_str)
+            })
+            .and_then(LogicalClusterName::parse);
+        if let Some(target) = target {
+            let at = Location {
+                cluster: &target,
+                namespace: None,
+            };
+            match self
+                .store
+                .delete(&self.logical_clusters, at, NAME, &DeleteOptions::default())
+                .await
+            {
+                // Still there (its content is being removed): the LogicalCluster's removal
+                // brings this Workspace back.
+                Ok(kcp_registry::store::Deleted::Pending(_)) => {
+                    let mut new = current.clone();
+                    if workspace::reconcile_status(
+                        &mut new,
+                        self.index.logical_cluster(&target).as_deref(),
+                    ) {
+                        self.update(cluster, name, new, Some("status")).await?;
+                    }
+                    return Ok(Pass::Done);
+                }
+                Ok(kcp_registry::store::Deleted::Gone(_)) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut new = current.clone();
+        let finalizers: Vec<String> = meta::finalizers(current)
+            .into_iter()
+            .filter(|f| f != LOGICAL_CLUSTER_FINALIZER)
+            .collect();
+        meta::set_finalizers(&mut new, finalizers);
+        match self.update(cluster, name, new, None).await {
+            Ok(_) => Ok(Pass::Done),
+            Err(e) if e.code == 404 => Ok(Pass::Done),
+            Err(e) => Err(e),
+        }
+    }
+}

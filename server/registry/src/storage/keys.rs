@@ -1,0 +1,117 @@
+//! Upstream kcp's etcd key layout: `/<prefix>/<group>/<resource>/<logical-cluster>/[<namespace>/]<name>`,
+//! with `core` standing for the legacy group, and custom resources (types a CRD defines) one level
+//! deeper, under `/<prefix>/<group>/<resource>/customresources/<logical-cluster>/...`, so a built-in type
+//! and a CRD of the same group and resource never share keys.
+//!
+//! Every list is a prefix range over this layout: one namespace, one logical cluster, or (for the `*`
+//! wildcard) every logical cluster of the resource.
+
+use crate::LogicalClusterName;
+
+/// Whether a type is built in or defined by a CustomResourceDefinition (which decides its keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLayout {
+    BuiltIn,
+    CustomResource,
+}
+
+/// The path segment that puts custom resources beside built-in types of the same name.
+pub const CUSTOM_RESOURCES_SEGMENT: &str = "customresources";
+
+/// The keys of one resource type (group + plural) under a storage prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceKeys {
+    /// `/<prefix>/<group>/<resource>/`
+    root: String,
+}
+
+impl ResourceKeys {
+    pub fn new(prefix: &str, group: &str, resource: &str, layout: KeyLayout) -> Self {
+        let group = if group.is_empty() { "core" } else { group };
+        let prefix = prefix.trim_end_matches('/');
+        let root = match layout {
+            KeyLayout::BuiltIn => format!("{prefix}/{group}/{resource}/"),
+            KeyLayout::CustomResource => {
+                format!("{prefix}/{group}/{resource}/{CUSTOM_RESOURCES_SEGMENT}/")
+            }
+        };
+        ResourceKeys { root }
+    }
+
+    /// Every object of this resource in every logical cluster.
+    pub fn all_clusters(&self) -> &str {
+        &self.root
+    }
+
+    /// Every object in one logical cluster, or in one of its namespaces.
+    pub fn scope(&self, cluster: &LogicalClusterName, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) => format!("{}{cluster}/{ns}/", self.root),
+            None => format!("{}{cluster}/", self.root),
+        }
+    }
+
+    /// The key of one object.
+    pub fn object(
+        &self,
+        cluster: &LogicalClusterName,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> String {
+        format!("{}{name}", self.scope(cluster, namespace))
+    }
+
+    /// The logical cluster a key of this resource belongs to.
+    pub fn cluster_of(&self, key: &str) -> Option<LogicalClusterName> {
+        let rest = key.strip_prefix(&self.root)?;
+        LogicalClusterName::parse(rest.split('/').next()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_upstream() {
+        let keys = ResourceKeys::new("/registry", "", "configmaps", KeyLayout::BuiltIn);
+        let root = LogicalClusterName::root();
+        assert_eq!(
+            keys.object(&root, Some("default"), "x"),
+            "/registry/core/configmaps/root/default/x"
+        );
+        assert_eq!(keys.scope(&root, None), "/registry/core/configmaps/root/");
+        let leases = ResourceKeys::new(
+            "/registry/",
+            "coordination.k8s.io",
+            "leases",
+            KeyLayout::BuiltIn,
+        );
+        assert_eq!(
+            leases.all_clusters(),
+            "/registry/coordination.k8s.io/leases/"
+        );
+        assert_eq!(
+            leases
+                .cluster_of("/registry/coordination.k8s.io/leases/abc/kube-system/l")
+                .unwrap()
+                .as_str(),
+            "abc"
+        );
+        let widgets = ResourceKeys::new(
+            "/registry",
+            "example.com",
+            "widgets",
+            KeyLayout::CustomResource,
+        );
+        let cluster = LogicalClusterName::parse("abc").unwrap();
+        assert_eq!(
+            widgets.object(&cluster, Some("default"), "w"),
+            "/registry/example.com/widgets/customresources/abc/default/w"
+        );
+        assert_eq!(
+            widgets.cluster_of("/registry/example.com/widgets/customresources/abc/default/w"),
+            Some(cluster)
+        );
+    }
+}

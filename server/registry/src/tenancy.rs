@@ -1,0 +1,50 @@
+//! `tenancy.kcp.io/v1alpha1` Workspaces and WorkspaceTypes and `core.kcp.io/v1alpha1`
+//! LogicalClusters, served in every logical cluster.
+//!
+//! Upstream kcp serves them from CRDs (system CRDs and APIExports of `root`); here they are built
+//! from kcp-tenancy's CRD definitions with the same machinery as any CRD (schema validation and
+//! defaults, status subresource, printer columns), but registered with the built-ins, so they
+//! exist before the first request and cost nothing per logical cluster. What is special about them
+//! (admission, scheduling, phases) lives in kcp-tenancy (the rules), the API server (admission) and kcp-controllers (scheduling, phases).
+
+use std::sync::Arc;
+
+use kcp_apiextensions::CrdInfo;
+
+use super::{ResourceType, custom};
+
+/// The served versions of the three types.
+pub fn resource_types() -> Vec<Arc<ResourceType>> {
+    kcp_tenancy::crds::crds()
+        .iter()
+        .filter_map(|crd| match CrdInfo::from_crd(crd) {
+            Ok(info) => Some(custom::resource_types(&info)),
+            Err(error) => {
+                tracing::error!(?error, "a built-in tenancy CRD is invalid; not serving it");
+                None
+            }
+        })
+        .flatten()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_types_are_served() {
+        let types = resource_types();
+        let served: Vec<(&str, &str)> = types
+            .iter()
+            .map(|t| (t.group.as_str(), t.plural.as_str()))
+            .collect();
+        for wanted in [
+            ("tenancy.kcp.io", "workspaces"),
+            ("tenancy.kcp.io", "workspacetypes"),
+            ("core.kcp.io", "logicalclusters"),
+        ] {
+            assert!(served.contains(&wanted), "{wanted:?} in {served:?}");
+        }
+    }
+}
