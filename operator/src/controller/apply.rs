@@ -8,17 +8,15 @@
 
 use std::fmt::Debug;
 
-use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::naming::FIELD_MANAGER;
 use crate::render::children::Child;
 
-use super::Error;
+use super::{Error, Watched};
 
 /// What applying one object did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,11 +56,7 @@ pub fn contains(live: &Value, desired: &Value) -> bool {
 /// Reads `object`, and applies it unless the live object already contains it.
 pub async fn apply<K>(client: &Client, object: &K) -> Result<Applied<K>, Error>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Serialize
-        + DeserializeOwned
-        + Clone
-        + Debug,
+    K: Watched + Serialize,
 {
     let meta = object.meta();
     let name = meta.name.clone().unwrap_or_default();

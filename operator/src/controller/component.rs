@@ -31,7 +31,7 @@ use crate::validate::{ManagedEtcd, Owner};
 use super::apply::{AppliedChildren, apply_children};
 use super::certificates::{self, Certificates};
 use super::status::{self, Observation, Problem};
-use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE};
+use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE, Watched};
 
 /// A Secret that concatenates CA certificates (`tls.crt` of each source, in order).
 #[derive(Clone, Debug)]
@@ -69,10 +69,7 @@ pub async fn reconcile<K>(
     workload: Workload<'_>,
 ) -> Result<Action, Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     let version = workload.version.clone();
     match run_pipeline(ctx, object, previous, workload).await {
@@ -94,10 +91,7 @@ async fn run_pipeline<K>(
     workload: Workload<'_>,
 ) -> Result<Action, Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     let now = Timestamp::now();
     let client = &ctx.client;
@@ -414,10 +408,7 @@ pub async fn invalid<K>(
     version: String,
 ) -> Result<Action, Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     let known = previous.conditions.iter().any(|c| {
         c.type_ == REFERENCES_VALID && c.status == "False" && c.message == problem.message

@@ -11,10 +11,9 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{Context, Error, backoff};
+use super::{Context, Error, Watched, backoff};
 
 /// Failed cleanups of a deleted object before its finalizer is removed regardless.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -35,10 +34,7 @@ pub async fn release<K>(
     cleanup: Result<Cleaned, Error>,
 ) -> Result<Action, Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     let (type_, reason, note) = match cleanup {
         Ok(Cleaned { reason, note }) => (EventType::Normal, reason, note),
@@ -77,10 +73,7 @@ pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
 /// Adds `finalizer` unless `object` carries it already.
 pub async fn add<K>(client: &kube::Client, object: &K, finalizer: &str) -> Result<(), Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     if has(object, finalizer) {
         return Ok(());
@@ -93,10 +86,7 @@ where
 /// Removes `finalizer` from `object`.
 pub async fn remove<K>(client: &kube::Client, object: &K, finalizer: &str) -> Result<(), Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     if !has(object, finalizer) {
         return Ok(());
@@ -112,10 +102,7 @@ where
 
 async fn write<K>(client: &kube::Client, object: &K, finalizers: Vec<String>) -> Result<(), Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
     let patch = json!({"metadata": {

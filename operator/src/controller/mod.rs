@@ -22,11 +22,14 @@ pub mod server;
 pub mod status;
 pub mod upgrade;
 
+use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
 
 use crate::naming::FIELD_MANAGER;
 
@@ -102,6 +105,31 @@ impl Error {
             Error::Invalid(_) => "InvalidSpec",
         }
     }
+}
+
+/// A kind the controllers read, watch and write: namespaced, with a static type (no dynamic
+/// type), and everything kube-runtime and the typed `Api` calls ask of it. Implemented for every
+/// such type, so a generic helper names this one trait instead of the whole list.
+pub trait Watched:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// State shared by every reconcile.

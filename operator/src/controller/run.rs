@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 
 use super::backoff::key;
-use super::{Context, Error, cacheserver, frontproxy, kubeconfig, server};
+use super::{Context, Error, Watched, cacheserver, frontproxy, kubeconfig, server};
 
 /// A reconcile function as the loops drive it.
 type Reconciler<K> =
@@ -65,29 +65,6 @@ fn error_policy<K: Resource<DynamicType = ()>>(
     ctx: Arc<Context>,
 ) -> Action {
     ctx.backoff.retry(&key(&*object))
-}
-
-/// What a controller can watch.
-trait Watched:
-    Resource<DynamicType = ()>
-    + Clone
-    + serde::de::DeserializeOwned
-    + std::fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Watched for K where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static
-{
 }
 
 /// A controller for `K` that owns the child kinds of every workload.

@@ -16,7 +16,7 @@ use crate::validate::{self, Etcd, Image, ServerConfig, ServerRole};
 use super::component::{self, Bundle, Workload};
 use super::status::Problem;
 use super::upgrade::{self, Earlier};
-use super::{Context, Error, deregister, finalizer};
+use super::{Context, Error, Watched, deregister, finalizer};
 
 pub async fn reconcile_root_shard(
     root: Arc<RootShard>,
@@ -112,10 +112,7 @@ async fn reconcile<K>(
     earlier: Earlier<'_>,
 ) -> Result<Action, Error>
 where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
 {
     let stage = match config.role {
         ServerRole::Root => Stage::RootShard,

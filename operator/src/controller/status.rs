@@ -7,8 +7,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::{Api, Client};
 use serde_json::json;
 
 use crate::api::common::{ComponentStatus, Phase};
@@ -18,7 +17,7 @@ use crate::api::conditions::{
 };
 use crate::upgrade::Decision;
 
-use super::Error;
+use super::{Error, Watched};
 
 /// How far a Deployment's rollout has come.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -290,10 +289,7 @@ pub fn component_status(
 /// Writes `status` to the status subresource unless it is already stored.
 pub async fn write<K, S>(client: &Client, object: &K, previous: &S, status: &S) -> Result<(), Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: Watched,
     S: PartialEq + serde::Serialize,
 {
     if previous == status {
