@@ -8,12 +8,14 @@
 //! and the tenancy index live in kcp-controllers; this crate reads the index and runs bootstrap
 //! before serving, and the binary runs the controllers beside it.
 
-pub mod filters;
-pub mod handlers;
-pub mod request;
-pub mod serve;
-pub mod server;
-pub mod tls;
+mod filters;
+mod handlers;
+mod request;
+mod serve;
+mod server;
+mod tls;
 
+pub use filters::authentication::Authentication;
+pub use filters::authorization::webhook::WebhookConfig;
 pub use serve::{ApiServer, ServeError};
 pub use server::ServerConfig;

@@ -9,13 +9,13 @@
 //! controllers a shard runs; [`election::run`] decides whether this replica runs them.
 
 pub mod bootstrap;
-pub mod clusterrole_aggregation;
+mod clusterrole_aggregation;
 pub mod crd;
 pub mod election;
-pub mod garbage_collector;
+mod garbage_collector;
 pub mod logical_clusters;
 pub mod namespace;
-pub mod namespace_defaults;
+mod namespace_defaults;
 mod runner;
 pub mod tenancy_index;
 pub mod workspaces;

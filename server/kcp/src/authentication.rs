@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kcp_apiserver::filters::authentication::Authentication;
+use kcp_apiserver::Authentication;
 use kcp_authn::{
     Authenticators, CertificateAuthenticator, OidcAuthenticator, OidcConfig,
     RequestHeaderAuthenticator, RequestHeaderConfig, ServiceAccountAuthenticator, SigningKey,

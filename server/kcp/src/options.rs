@@ -23,7 +23,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
 use http::Uri;
-use kcp_apiserver::filters::authorization::webhook::WebhookConfig;
+use kcp_apiserver::WebhookConfig;
 use kcp_authn::OidcConfig;
 use kcp_storage::StorageConfig;
 use kcp_storage::etcd::EtcdConfig;

@@ -9,8 +9,8 @@
 //! `AfterCreate`/`AfterUpdate`/`AfterDelete`. No HTTP here: the API server turns requests into calls
 //! on this crate, and the controllers call it like any client.
 
-pub mod apiset;
-pub mod cluster;
+mod apiset;
+mod cluster;
 mod configmaps;
 pub mod crds;
 pub mod custom;
@@ -26,7 +26,7 @@ pub mod sparse;
 pub mod storage;
 pub mod store;
 pub mod table;
-pub mod tenancy;
+mod tenancy;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

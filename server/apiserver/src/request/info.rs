@@ -35,11 +35,6 @@ impl Verb {
             Verb::Other => "other",
         }
     }
-
-    /// Verbs that never change anything.
-    pub fn is_read_only(self) -> bool {
-        matches!(self, Verb::Get | Verb::List | Verb::Watch)
-    }
 }
 
 /// What a request path (after the `/clusters/<name>` prefix) refers to.
