@@ -1,5 +1,6 @@
 //! Builder tests from inline YAML custom resources: the flags, mounts, SANs, ports and labels
 //! that matter to kcp, asserted one concern at a time.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_operator::api::{CacheServer, FrontProxy, RootShard, Shard};
 use kcp_operator::naming::Certificate;

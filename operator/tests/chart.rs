@@ -12,6 +12,7 @@
 //! `UPDATE_CHART=1 cargo test -p kcp-operator --test chart` rewrites the copied CRDs and the
 //! rules files. Helm comes from `$HELM` or `PATH`; without it the tests fail (run
 //! `bash e2e/tools/install-helm.sh`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
 //! The CRDs under `crds/` must equal what the API types render. Run with `UPDATE_CRDS=1` to rewrite them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 

@@ -1,5 +1,6 @@
 //! The HTTP endpoints in process: `/metrics`, `/healthz` and `/readyz` served by hyper on
 //! 127.0.0.1 port 0, asked with plain HTTP/1.1 requests, then shut down gracefully.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Managed etcd objects from inline YAML custom resources: TLS for clients and peers, stable
 //! member names, volumes and the membership a starting member reads.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kcp_operator::api::RootShard;

@@ -1,5 +1,6 @@
 //! A reference RootShard, Shard, FrontProxy and CacheServer render to the manifests checked in
 //! under `tests/golden/`. Run with `UPDATE_GOLDEN=1` to rewrite them after an intended change.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 

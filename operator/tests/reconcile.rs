@@ -4,6 +4,7 @@
 //!
 //! The mock keeps objects in memory: GET returns what was applied, server-side apply stores
 //! the applied object, a status merge patch replaces the status, and events are accepted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -10,6 +10,7 @@
 //!
 //! Needs root (network namespaces, bridge, mounts), python3 and iproute2. Names derive from the
 //! PID so parallel runs do not collide; every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};

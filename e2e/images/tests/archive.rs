@@ -5,6 +5,7 @@
 //!
 //! skopeo is required, not optional: install it with
 //! `apt-get update && apt-get install -y skopeo`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::Read;

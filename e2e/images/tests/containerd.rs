@@ -6,6 +6,7 @@
 //! `containerd` and `runc` packages and a kernel that lets runc create namespaces, which not every
 //! machine grants, so the test is opt-in:
 //! `apt-get install -y containerd && cargo test -p kcp-images --test containerd -- --ignored`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -3,6 +3,7 @@
 //!
 //! `E2E_HOST=local` (default) starts everything here; `E2E_HOST=kubeconfig E2E_KUBECONFIG=…` runs
 //! the same scenarios against a real cluster.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::ExitCode;
 

@@ -1,4 +1,5 @@
 //! `x-kubernetes-validations` on custom resources: messages, reasons, transition rules, budget.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_apiextensions::StructuralSchema;
 use serde_json::{Value, json};

@@ -1,5 +1,6 @@
 //! CRD admission: names, versions, structural schemas, CEL compilation, subresources, columns,
 //! selectable fields, conversion, updates, and the typed `CrdInfo`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_apiextensions::{CrdError, CrdInfo, validate_crd, validate_crd_update};
 use serde_json::{Value, json};

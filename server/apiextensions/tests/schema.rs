@@ -1,4 +1,5 @@
 //! Structural schema behaviour on custom resources: validation messages, pruning, defaulting.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_apiextensions::StructuralSchema;
 use serde_json::{Value, json};

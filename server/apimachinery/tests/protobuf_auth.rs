@@ -3,6 +3,7 @@
 //! `kubectl auth can-i|whoami` send, and bodies for some of them assembled by hand from the
 //! `.proto` field numbers and Go's marshalling rules (fields by number, value fields always
 //! written, map keys sorted, `ExtraValue` as a message of repeated strings).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod protobuf_fuzz;
 mod protobuf_wire;

@@ -1,5 +1,6 @@
 //! JSON → protobuf → JSON for realistic objects of every supported kind, the encoder's error
 //! reporting, watch frames, and a mutation loop showing that no input makes `decode` panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod protobuf_fuzz;
 

@@ -2,6 +2,7 @@
 //! (`tests/protobuf_data/`, recorded by a TLS listener standing in for the API server), and
 //! bodies assembled by hand here from the `.proto` field numbers and Go's marshalling rules
 //! (fields by number, value fields always written, map keys sorted).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod protobuf_wire;
 

@@ -3,6 +3,7 @@
 //! discovery.k8s.io/v1, autoscaling/v1 Scale), with pod specs that use every common part:
 //! embedded structs (volume sources, probe handlers, key selectors), quantities and
 //! int-or-strings.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod protobuf_fuzz;
 

@@ -1,6 +1,7 @@
 //! Strategic merge patch scenarios modelled on the kinds of cases Kubernetes' own strategic
 //! patch tests cover: map merging and deletion, replaced and merged lists, every directive,
 //! nested merge lists, primitive sets and the resulting element order.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_apimachinery::patch::{PatchError, PatchSchema, apply_strategic_merge_patch};
 use serde_json::{Value, json};

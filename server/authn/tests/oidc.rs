@@ -1,5 +1,6 @@
 //! OIDC authentication against a real HTTPS issuer (kcp-testing's `OidcIssuer`): discovery, key
 //! caching and rotation, an issuer that is down, and the chain's use of it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,5 +1,6 @@
 //! The classic structured-merge-diff scenarios, end to end through `apply` and `update`, with
 //! assertions on the resulting object and on `metadata.managedFields` as Kubernetes writes it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_fieldmanager::{ApplyError, Request, TypeSchema, apply, update};
 use serde_json::{Value, json};

@@ -5,6 +5,7 @@
 //! invalid objects), because clients branch on those, and must leave the server serving: after
 //! every bad request the test checks `/readyz` and a normal read. The scenarios share one server;
 //! each writes only into its own namespace.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_testing::{KcpProcess, Response, SharedKcp};
 use reqwest::Method;

@@ -6,6 +6,7 @@
 //! feature) in logical cluster `crd-schema`, each with objects of its own names; tests that change
 //! a CRD or need another one use a logical cluster of their own. The last tests are the bad input:
 //! CRDs that must not be admitted and a CEL rule too expensive to run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 //! columns and short names and categories, explain, edit, scale, field validation, delete).
 //!
 //! Every scenario shares one server and works in a logical cluster of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

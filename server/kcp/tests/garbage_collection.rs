@@ -2,6 +2,7 @@
 //! dependent goes with its owner (background), stays without the reference (orphan), or holds its
 //! owner until it is gone (foreground); a dependent whose owner is another object of the same name
 //! (a different UID) is collected too, and owners never reach across logical clusters.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

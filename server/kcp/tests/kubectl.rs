@@ -6,6 +6,7 @@
 //! and watches in its own ways, and its versions differ in those details. Every scenario shares one
 //! server and uses names (namespaces, logical clusters) no other scenario uses; commands within a
 //! scenario run one after another.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::PermissionsExt;
 

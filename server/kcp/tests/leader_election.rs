@@ -1,6 +1,7 @@
 //! Two `kcp` replicas on one etcd with `--enable-leader-election`: both serve requests, exactly
 //! one runs the controllers (it holds the `kcp-controllers` Lease in root's kube-system), and when
 //! it stops the other takes the Lease over and workspaces keep becoming Ready.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::time::Duration;

@@ -6,6 +6,7 @@
 //! Clients (controllers, kubectl) keep resourceVersions across server restarts and resume from
 //! them, so a restart that renumbers, drops or replays anything breaks them silently. Every test
 //! here owns its server, because it stops it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::time::Duration;

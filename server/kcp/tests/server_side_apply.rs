@@ -9,6 +9,7 @@
 //! `e2e/workload-crds`, installed into the scenario's logical cluster.
 //!
 //! All scenarios share one server; each works in a logical cluster of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 //! that serves exactly the endpoints upstream's plugins call: discovery, Workspaces in
 //! `/clusters/<path>/apis/tenancy.kcp.io/v1alpha1/workspaces`, the `~` home workspace and the
 //! `cluster` LogicalCluster.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,6 +1,7 @@
 //! The generated workload CRDs: structural schemas, the merge extensions server-side apply and
 //! strategic merge patch need, subresources and columns that point at real fields, and the
 //! checked-in copy under `e2e/workload-crds/` (rewrite it with `UPDATE_WORKLOAD_CRDS=1`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

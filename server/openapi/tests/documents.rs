@@ -1,5 +1,6 @@
 //! The documents as kubectl reads them: index → group-version document → schema by GVK, paths
 //! carrying the GVK and the PATCH content types, v2 obeying kube-openapi's proto parser rules.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kcp_openapi::{
     Definitions, OpenApiDocuments, ServedKind, builtin, custom_resource_definition_name,

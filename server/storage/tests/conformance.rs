@@ -6,6 +6,7 @@
 //! their own key prefix, so the ones marked `Shared` can use one etcd together; cases that compact or
 //! restart the store change it for everybody and run `Exclusive`ly. The etcd cases need the etcd
 //! binary (`/usr/bin/etcd` or `$ETCD_BIN`) and fail, not skip, without it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

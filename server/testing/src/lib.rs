@@ -9,6 +9,7 @@
 //!
 //! Every wait in here is bounded, and generously so: the bounds only stop a hung peer from hanging
 //! the suite on a loaded CI machine; nothing asserts how fast anything is.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod answers;
 pub mod binaries;

@@ -232,7 +232,7 @@ async fn token_review(r: &Resolved<'_>, spec: &Value) -> Result<Value, ApiError>
     Ok(
         match authenticate(
             authentication,
-            &r.scope.store,
+            r.scope.store,
             &[],
             &mut headers,
             &r.request.cluster,

@@ -9,6 +9,7 @@
 //! namespaces and logical clusters; the others start a server with the flags they test. Every
 //! denial is checked to be the Status Kubernetes answers with (401 Unauthorized, 403 Forbidden
 //! naming the user, verb and resource), because clients and people act on those.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

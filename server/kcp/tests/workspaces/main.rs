@@ -8,6 +8,7 @@
 //! side. Users are client certificates signed with the server's generated client CA. Every wait
 //! has a deadline: a server that never gets a workspace Ready (or never deletes one) fails the
 //! test with the last answer it gave.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
