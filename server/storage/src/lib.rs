@@ -186,3 +186,9 @@ pub async fn open(config: &StorageConfig) -> Result<Arc<dyn Storage>> {
         StorageConfig::Etcd(etcd) => Ok(Arc::new(etcd::EtcdStore::connect(etcd).await?)),
     }
 }
+
+/// A new, empty store in memory ([`embedded::EmbeddedStore::in_memory`]), for tests that need the
+/// real storage contract without a file or an etcd.
+pub async fn open_in_memory() -> Result<Arc<dyn Storage>> {
+    Ok(Arc::new(embedded::EmbeddedStore::in_memory().await?))
+}

@@ -7,6 +7,9 @@
 //!
 //! redb is synchronous, so reads run on tokio's blocking pool and writes on the writer thread; the
 //! async runtime never waits on disk I/O.
+//!
+//! [`EmbeddedStore::in_memory`] runs the same code on redb's in-memory backend instead of a file,
+//! so tests get the real store (revisions, compaction, watches) without a directory to clean up.
 
 mod reads;
 mod schema;
@@ -19,7 +22,8 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use redb::{Database, ReadTransaction, ReadableDatabase};
+use redb::backends::InMemoryBackend;
+use redb::{Builder, Database, ReadTransaction, ReadableDatabase};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tracing::info;
 
@@ -39,7 +43,8 @@ pub struct EmbeddedStore {
 /// What the store and its watch streams share.
 #[derive(Debug)]
 struct Inner {
-    path: PathBuf,
+    /// Where the data lives, for logs: the file's path, or `memory`.
+    location: String,
     /// `None` once closed.
     open: RwLock<Option<Open>>,
     published: Arc<Published>,
@@ -84,25 +89,45 @@ impl EmbeddedStore {
             .map_err(task_failed)?
     }
 
+    /// A new, empty store kept in memory (redb's [`InMemoryBackend`]): the same tables, writer and
+    /// watches as a file store, nothing on disk. Its data is gone once the store is closed or
+    /// dropped, so this is for tests and throwaway servers.
+    pub async fn in_memory() -> Result<EmbeddedStore> {
+        tokio::task::spawn_blocking(|| {
+            let db = builder()
+                .create_with_backend(InMemoryBackend::new())
+                .map_err(|e| {
+                    StorageError::Unavailable(format!(
+                        "cannot create in-memory embedded store: {e}"
+                    ))
+                })?;
+            Self::start(db, "memory".to_owned())
+        })
+        .await
+        .map_err(task_failed)?
+    }
+
     fn open_blocking(path: PathBuf) -> Result<EmbeddedStore> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 StorageError::Config(format!("cannot create directory {}: {e}", parent.display()))
             })?;
         }
-        let db = Database::builder()
-            .set_cache_size(PAGE_CACHE_BYTES)
-            .create(&path)
-            .map_err(|e| {
-                StorageError::Unavailable(format!(
-                    "cannot open embedded store {}: {e}",
-                    path.display()
-                ))
-            })?;
+        let db = builder().create(&path).map_err(|e| {
+            StorageError::Unavailable(format!(
+                "cannot open embedded store {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::start(db, path.display().to_string())
+    }
+
+    /// Starts the writer on an open database.
+    fn start(db: Database, location: String) -> Result<EmbeddedStore> {
         let db = Arc::new(db);
         let handle = writer::spawn(db.clone())?;
         info!(
-            path = %path.display(),
+            location = %location,
             revision = handle.published.revision.load(Ordering::SeqCst),
             "opened embedded store"
         );
@@ -113,7 +138,7 @@ impl EmbeddedStore {
             writer: handle.thread,
         };
         let inner = Inner {
-            path,
+            location,
             open: RwLock::new(Some(open)),
             published: handle.published,
         };
@@ -121,6 +146,13 @@ impl EmbeddedStore {
             inner: Arc::new(inner),
         })
     }
+}
+
+/// How every store's database is configured, whatever holds its bytes.
+fn builder() -> Builder {
+    let mut builder = Database::builder();
+    builder.set_cache_size(PAGE_CACHE_BYTES);
+    builder
 }
 
 impl Inner {
@@ -266,7 +298,60 @@ impl Storage for EmbeddedStore {
             .map_err(|_| {
                 StorageError::Unavailable("the embedded store writer panicked".to_owned())
             })?;
-        info!(path = %self.inner.path.display(), "closed embedded store");
+        info!(location = %self.inner.location, "closed embedded store");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::EventKind;
+
+    #[tokio::test]
+    async fn in_memory_store_keeps_revisions_and_watches_without_a_file() {
+        let store = EmbeddedStore::in_memory().await.unwrap();
+        let start = store.current_revision().await.unwrap();
+        let mut changes = store.watch("/a/", 0).await.unwrap();
+
+        let created = store
+            .create("/a/x", Bytes::from_static(b"1"))
+            .await
+            .unwrap();
+        assert_eq!(created.mod_revision, start + 1);
+        let updated = store
+            .update("/a/x", Bytes::from_static(b"2"), created.mod_revision)
+            .await
+            .unwrap();
+        assert_eq!(store.get("/a/x").await.unwrap(), Some(updated.clone()));
+        assert!(matches!(
+            store
+                .update("/a/x", Bytes::from_static(b"3"), created.mod_revision)
+                .await,
+            Err(StorageError::Conflict { .. })
+        ));
+
+        let first = changes.next().await.unwrap().unwrap();
+        assert_eq!((first.kind, first.kv), (EventKind::Put, created.clone()));
+        let second = changes.next().await.unwrap().unwrap();
+        assert_eq!(second.prev.as_ref(), Some(&created));
+
+        store.compact(updated.mod_revision).await.unwrap();
+        assert!(matches!(
+            store.watch("/a/", created.mod_revision).await,
+            Err(StorageError::Compacted { .. })
+        ));
+
+        // Two in-memory stores share nothing.
+        let other = EmbeddedStore::in_memory().await.unwrap();
+        assert_eq!(other.get("/a/x").await.unwrap(), None);
+
+        store.close().await.unwrap();
+        assert!(matches!(
+            store.get("/a/x").await,
+            Err(StorageError::Unavailable(_))
+        ));
     }
 }
