@@ -7,11 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Group every authenticated (non-anonymous) user belongs to.
-pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
-
-/// The only group of the anonymous user.
-pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+/// The groups of authenticated and anonymous users: defined once in kcp-rbac, which names them in
+/// its default bindings, and re-exported here because every authenticator hands them out.
+pub use kcp_rbac::{AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 
 /// User name of requests without credentials, when anonymous requests are allowed.
 pub const ANONYMOUS_USER: &str = "system:anonymous";

@@ -11,6 +11,15 @@ use kcp_apimachinery::ApiError;
 /// The group every member of which may do everything; RBAC escalation checks wave it through.
 pub const MASTERS_GROUP: &str = "system:masters";
 
+/// The group every authenticated (non-anonymous) user is in (upstream `user.AllAuthenticated`).
+///
+/// Defined here, with the other groups RBAC and kcp's default bindings name, and re-used by
+/// kcp-authn (which adds it to every authenticated user) and kcp-tenancy (which binds it).
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+
+/// The only group of the anonymous user (upstream `user.AllUnauthenticated`).
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+
 /// The prefix of every service-account user name.
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 

@@ -13,6 +13,7 @@
 use serde_json::{Value, json};
 
 use crate::aggregation;
+use crate::attributes::{AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use crate::escalation::RBAC_GROUP;
 use crate::rule::PolicyRule;
 
@@ -30,8 +31,6 @@ pub const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
 pub const BOOTSTRAP_CLUSTER: &str = "system:admin";
 /// The ClusterRole granting entry into a workspace (non-resource verb `access` on `/`).
 pub const WORKSPACE_ACCESS_ROLE: &str = "system:kcp:workspace:access";
-pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
-pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];

@@ -20,8 +20,8 @@ mod rule;
 
 pub use aggregation::{effective_rules, has_aggregation_rule};
 pub use attributes::{
-    Attributes, Decision, MASTERS_GROUP, ResourceAttributes, Target, User, service_account_groups,
-    service_account_username,
+    AUTHENTICATED_GROUP, Attributes, Decision, MASTERS_GROUP, ResourceAttributes, Target,
+    UNAUTHENTICATED_GROUP, User, service_account_groups, service_account_username,
 };
 pub use index::{HeldRules, PolicyError, PolicyIndex, RoleRef};
 pub use policy::Policy;

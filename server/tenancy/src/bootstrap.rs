@@ -5,6 +5,7 @@
 //! users into workspaces they are given and lets them use the built-in types are created by the
 //! server at start (upstream's `config/root-phase0/logicalcluster.yaml` and `config/root`).
 
+use kcp_rbac::AUTHENTICATED_GROUP;
 use serde_json::{Value, json};
 
 use crate::logical_cluster::{NAME, PATH_ANNOTATION, TYPE_ANNOTATION};
@@ -26,8 +27,6 @@ pub const HOME_CREATE_ROLE: &str = "system:kcp:home-clusterworkspace-create";
 pub const HOME_CREATE_BINDING: &str = "system:kcp:configured-group:home-clusterworkspace-create";
 /// The user recorded as owner of `root`.
 pub const ROOT_OWNER: &str = "system:kcp-bootstrapper";
-/// The group every authenticated user is in.
-pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// Start-up choices that change root's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
