@@ -6,7 +6,6 @@
 
 pub mod authority;
 pub mod catalog;
-mod der;
 pub mod duration;
 pub mod inspect;
 pub mod material;
@@ -39,7 +38,7 @@ pub enum Error {
     #[error("certificate validity is out of range")]
     TimeOutOfRange,
     #[error("failed to rewrite the certificate subject")]
-    Subject(#[source] der::Malformed),
+    Subject(#[source] kcp_der::DerError),
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! while rcgen on ring reads only PKCS#8. The wrapping is a fixed ASN.1 envelope, so we do it
 //! here instead of asking users to convert their keys.
 
-use super::der;
+use kcp_der as der;
 
 /// `AlgorithmIdentifier { rsaEncryption, NULL }`, DER encoded.
 const RSA_ALGORITHM_IDENTIFIER: [u8; 15] = [

@@ -4,10 +4,10 @@
 //! one written here (CN, then one O per group, each its own RDN like rcgen writes them) and the
 //! changed TBSCertificate is signed again with the same issuer key and algorithm.
 
+use kcp_der::{self as der, DerError};
 use rcgen::SigningKey;
 
 use super::Error;
-use super::der::{self, Malformed};
 
 /// `id-at-commonName` (2.5.4.3) and `id-at-organizationName` (2.5.4.10), DER encoded.
 const COMMON_NAME: [u8; 3] = [0x55, 0x04, 0x03];
@@ -17,7 +17,7 @@ const VERSION_TAG: u8 = 0xa0;
 
 fn attribute(oid: &[u8], value: &str) -> Vec<u8> {
     let pair = [
-        der::element(der::OBJECT_IDENTIFIER, oid),
+        der::element(der::OID, oid),
         der::element(der::UTF8_STRING, value.as_bytes()),
     ]
     .concat();
@@ -43,7 +43,9 @@ pub fn with_organizations(
     let parts = der::elements(der::content(certificate, der::SEQUENCE).map_err(Error::Subject)?)
         .map_err(Error::Subject)?;
     let [tbs, algorithm, _signature] = parts.as_slice() else {
-        return Err(Error::Subject(Malformed));
+        return Err(Error::Subject(DerError::Structure(
+            "certificate is not tbsCertificate, signatureAlgorithm, signature",
+        )));
     };
     let mut fields = der::elements(der::content(tbs, der::SEQUENCE).map_err(Error::Subject)?)
         .map_err(Error::Subject)?;
@@ -54,7 +56,11 @@ pub fn with_organizations(
         4
     };
     let replacement = name(common_name, organizations);
-    let slot = fields.get_mut(subject).ok_or(Error::Subject(Malformed))?;
+    let slot = fields
+        .get_mut(subject)
+        .ok_or(Error::Subject(DerError::Structure(
+            "tbsCertificate has no subject",
+        )))?;
     *slot = &replacement;
     let tbs = der::element(der::SEQUENCE, &fields.concat());
     let signature = issuer_key.sign(&tbs).map_err(Error::Signing)?;

@@ -13,11 +13,11 @@ use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use kcp_der::{self as der, DerError, Reader};
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, RsaPublicKeyComponents};
 use serde_json::{Value, json};
 
-use crate::der::{self, DerError, Reader};
 use crate::jwt::{self, JwtError};
 use crate::pem::{self, PemError};
 
@@ -184,7 +184,7 @@ impl SigningKey {
                 Some(der::CONTEXT_1) => {
                     public = Some(Reader::new(key.read(der::CONTEXT_1)?).read_bit_string()?);
                 }
-                _ => return Err(DerError("unexpected field in EC private key").into()),
+                _ => return Err(DerError::Structure("unexpected field in EC private key").into()),
             }
         }
         let curve = curve.ok_or(KeyError::Unsupported("EC private key without curve"))?;
@@ -414,15 +414,15 @@ impl VerifyingKey {
         match &self.material {
             PublicMaterial::Rsa { n, e } => der::sequence(&[
                 &der::sequence(&[
-                    &der::tlv(der::OID, der::OID_RSA_ENCRYPTION),
-                    &der::tlv(der::NULL, &[]),
+                    &der::element(der::OID, der::OID_RSA_ENCRYPTION),
+                    &der::element(der::NULL, &[]),
                 ]),
                 &der::bit_string(&der::sequence(&[&der::unsigned(n), &der::unsigned(e)])),
             ]),
             PublicMaterial::Ec { curve, point } => der::sequence(&[
                 &der::sequence(&[
-                    &der::tlv(der::OID, der::OID_EC_PUBLIC_KEY),
-                    &der::tlv(der::OID, curve.oid()),
+                    &der::element(der::OID, der::OID_EC_PUBLIC_KEY),
+                    &der::element(der::OID, curve.oid()),
                 ]),
                 &der::bit_string(point),
             ]),

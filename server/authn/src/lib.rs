@@ -7,7 +7,6 @@
 //! per request and answers 401 on any error.
 
 mod chain;
-mod der;
 mod error;
 mod jwt;
 mod keys;
@@ -23,9 +22,9 @@ mod x509;
 mod test_pki;
 
 pub use chain::{Authenticated, Authenticators, Via};
-pub use der::DerError;
 pub use error::AuthnError;
 pub use jwt::{JwtError, unverified_claims, verify};
+pub use kcp_der::DerError;
 pub use keys::{KeyError, SigningKey, VerifyingKey};
 pub use oidc::{OidcAuthenticator, OidcConfig, OidcError};
 pub use pem::PemError;
