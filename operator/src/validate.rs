@@ -561,7 +561,7 @@ pub fn kubeconfig(
             (config.root, url, internal)
         }
     };
-    let validity = crate::pki::duration::parse_go_duration(&spec.validity)
+    let validity = kcp_apimachinery::duration::parse(&spec.validity)
         .map_err(|error| Error::InvalidValidity(error.to_string()))?;
     let mut groups = spec.groups.clone();
     groups.push(naming::kubeconfig_group(&owner.names.instance));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use kcp_apimachinery::duration::parse_or_seconds;
 
 use crate::logging::LogFormat;
 
@@ -68,13 +69,13 @@ pub struct RunArgs {
     #[arg(long, default_value = "cluster.local")]
     pub cluster_domain: String,
     /// Upper bound of the restart back-off (e.g. 5m, 20s, 1500ms).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = parse_or_seconds)]
     pub max_backoff: Duration,
     /// The node name written to spec.nodeName of the pods this agent runs.
     #[arg(long, default_value = "kcp-node-agent")]
     pub node_name: String,
     /// How often everything is reconciled even without watch events.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_or_seconds)]
     pub resync: Duration,
     /// Log lines as text or as JSON objects.
     #[arg(long, value_enum, default_value = "text")]
@@ -106,40 +107,9 @@ pub enum NetworkAction {
     },
 }
 
-/// `90`, `90s`, `5m`, `1h`, `1500ms`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 30s or 5m"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
-    };
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert!(parse_duration("5d").is_err());
-        assert!(parse_duration("x").is_err());
-    }
 
     #[test]
     fn command_line_parses() {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kcp_apimachinery::gofmt::error_chain;
 
 use crate::exec::ExecSpec;
 
@@ -278,17 +279,6 @@ pub fn exec_program(
         .map(|dir| Path::new(dir).join(name))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| name.into())
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

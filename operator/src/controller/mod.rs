@@ -35,6 +35,8 @@ use crate::naming::FIELD_MANAGER;
 
 pub use backoff::Backoff;
 use kcp::{Connector, Direct};
+/// `error: cause: cause` in one line, as conditions, events and logs print errors.
+pub use kcp_apimachinery::gofmt::error_chain;
 pub use metrics::Metrics;
 
 /// Longest time between two reconciles of a healthy object.
@@ -60,7 +62,7 @@ pub enum Error {
     #[error("failed to issue a certificate")]
     Pki(#[source] crate::pki::Error),
     #[error("invalid certificate template")]
-    Template(#[source] crate::pki::duration::ParseDurationError),
+    Template(#[source] kcp_apimachinery::duration::DurationError),
     #[error("CA Secret {0:?} is unreadable; it is never regenerated while it exists")]
     BrokenCa(String),
     #[error("Secret {0:?} does not exist")]
@@ -190,16 +192,4 @@ impl Context {
         )
         .await;
     }
-}
-
-/// `error: cause: cause` in one line.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

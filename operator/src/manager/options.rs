@@ -6,8 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use clap::{ArgAction, Args};
-
-use crate::pki::duration::parse_go_duration;
+use kcp_apimachinery::duration;
 
 /// Where an HTTP endpoint listens: `host:port`, `:port` (every IPv4 interface) or `0` (off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,14 +66,14 @@ pub struct Options {
     pub leader_election_namespace: Option<String>,
     /// How long other replicas wait after the last renewal before taking the lease over
     /// (whole seconds).
-    #[arg(long, default_value = "15s", value_parser = parse_go_duration)]
+    #[arg(long, default_value = "15s", value_parser = duration::parse)]
     pub leader_elect_lease_duration: Duration,
     /// The leader stops (and the process exits) when it could not renew the lease for this long.
-    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    #[arg(long, default_value = "10s", value_parser = duration::parse)]
     pub leader_elect_renew_deadline: Duration,
     /// How often the leader renews the lease and failed lease requests are retried (whole
     /// seconds).
-    #[arg(long, default_value = "2s", value_parser = parse_go_duration)]
+    #[arg(long, default_value = "2s", value_parser = duration::parse)]
     pub leader_elect_retry_period: Duration,
     /// Where `/metrics` listens (`0` turns it off).
     #[arg(long, default_value = ":8080", value_parser = parse_bind_address)]

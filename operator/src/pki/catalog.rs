@@ -2,11 +2,12 @@
 //! upstream issues them, with `certificateTemplates` applied and `clusterDomain` honoured
 //! everywhere (upstream hard-codes `cluster.local` for the front-proxy).
 
+use kcp_apimachinery::duration::{self, DurationError};
+
 use crate::api::common::{CertificateTemplate, CertificateTemplateMap};
 use crate::naming::{Certificate, Names};
 use crate::validate::{CacheServerConfig, FrontProxyConfig, ServerConfig, ServerRole};
 
-use super::duration::{ParseDurationError, parse_go_duration};
 use super::request::{CertificateRequest, Usage};
 
 /// Who signs a certificate.
@@ -50,7 +51,7 @@ fn url_host(url: &str) -> Option<String> {
 fn apply_template(
     mut request: CertificateRequest,
     template: Option<&CertificateTemplate>,
-) -> Result<CertificateRequest, ParseDurationError> {
+) -> Result<CertificateRequest, DurationError> {
     if let Some(spec) = template.and_then(|t| t.spec.as_ref()) {
         request.dns_names.extend(spec.dns_names.iter().cloned());
         request.ip_addresses.extend(
@@ -63,11 +64,11 @@ fn apply_template(
                 .organizations
                 .extend(subject.organizations.iter().cloned());
         }
-        if let Some(duration) = &spec.duration {
-            request.validity = parse_go_duration(duration)?;
+        if let Some(lifetime) = &spec.duration {
+            request.validity = duration::parse(lifetime)?;
         }
         if let Some(renew_before) = &spec.renew_before {
-            request.renew_before = Some(parse_go_duration(renew_before)?);
+            request.renew_before = Some(duration::parse(renew_before)?);
         }
     }
     Ok(request.normalized())
@@ -93,7 +94,7 @@ impl<'a> Catalog<'a> {
         certificate: Certificate,
         issuer: Issuer,
         request: CertificateRequest,
-    ) -> Result<(), ParseDurationError> {
+    ) -> Result<(), DurationError> {
         let request = apply_template(request, self.templates.get(certificate.template_key()))?;
         self.entries.push(CertificateSpec {
             certificate,
@@ -106,7 +107,7 @@ impl<'a> Catalog<'a> {
 }
 
 /// A root shard's CAs (unless its root CA is brought) and its own leaf certificates.
-pub fn root_shard(config: &ServerConfig) -> Result<Vec<CertificateSpec>, ParseDurationError> {
+pub fn root_shard(config: &ServerConfig) -> Result<Vec<CertificateSpec>, DurationError> {
     let names = config.names();
     let mut catalog = Catalog::new(names, config.certificate_templates());
     if config.root.root_ca_secret == names.certificate_secret(Certificate::RootCa) {
@@ -140,7 +141,7 @@ pub fn root_shard(config: &ServerConfig) -> Result<Vec<CertificateSpec>, ParseDu
 }
 
 /// A shard's leaf certificates, signed by its root shard's CAs.
-pub fn shard(config: &ServerConfig) -> Result<Vec<CertificateSpec>, ParseDurationError> {
+pub fn shard(config: &ServerConfig) -> Result<Vec<CertificateSpec>, DurationError> {
     let mut catalog = Catalog::new(config.names(), config.certificate_templates());
     server_leaves(&mut catalog, config)?;
     let requestheader_ca = Issuer::Secret(
@@ -157,10 +158,7 @@ pub fn shard(config: &ServerConfig) -> Result<Vec<CertificateSpec>, ParseDuratio
     Ok(catalog.entries)
 }
 
-fn server_leaves(
-    catalog: &mut Catalog<'_>,
-    config: &ServerConfig,
-) -> Result<(), ParseDurationError> {
+fn server_leaves(catalog: &mut Catalog<'_>, config: &ServerConfig) -> Result<(), DurationError> {
     let names = config.names();
     let root = &config.root.names;
     let ca = |certificate| Issuer::Secret(root.certificate_secret(certificate));
@@ -210,7 +208,7 @@ fn server_leaves(
 }
 
 /// Serving, shard-client and requestheader certificates of a front-proxy.
-pub fn front_proxy(config: &FrontProxyConfig) -> Result<Vec<CertificateSpec>, ParseDurationError> {
+pub fn front_proxy(config: &FrontProxyConfig) -> Result<Vec<CertificateSpec>, DurationError> {
     let names = &config.owner.names;
     let root = &config.root.names;
     let ca = |certificate| Issuer::Secret(root.certificate_secret(certificate));
@@ -238,9 +236,7 @@ pub fn front_proxy(config: &FrontProxyConfig) -> Result<Vec<CertificateSpec>, Pa
 }
 
 /// The cache server's own CA (unless brought), serving certificate and the client certificate shards use.
-pub fn cache_server(
-    config: &CacheServerConfig,
-) -> Result<Vec<CertificateSpec>, ParseDurationError> {
+pub fn cache_server(config: &CacheServerConfig) -> Result<Vec<CertificateSpec>, DurationError> {
     let names = &config.owner.names;
     let mut catalog = Catalog::new(names, &config.spec.certificate_templates);
     if config.ca_secret == names.certificate_secret(Certificate::RootCa) {

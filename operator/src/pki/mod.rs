@@ -6,7 +6,6 @@
 
 pub mod authority;
 pub mod catalog;
-pub mod duration;
 pub mod inspect;
 pub mod material;
 mod pkcs1;

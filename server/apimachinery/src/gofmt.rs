@@ -2,7 +2,10 @@
 //!
 //! Clients (kubectl, controllers, conformance tests) match on the exact text of errors the Go
 //! apiserver prints, and that text comes from Go's `%q` and `%#v` verbs. This module reproduces
-//! the few renderings we need so every other module can build byte-identical messages.
+//! the few renderings we need so every other module can build byte-identical messages. It also
+//! renders a Rust error with its causes the way Go prints an error wrapped with `%w`
+//! (`outer: inner: cause`), the one-line form upstream puts into conditions, events and logs
+//! (used by the operator and the end-to-end node agent).
 
 use serde_json::Value;
 
@@ -79,6 +82,19 @@ pub fn string_slice(items: &[&str]) -> String {
     format!("[]string{{{}}}", quoted.join(", "))
 }
 
+/// An error and its chain of sources on one line, `error: cause: cause`, as Go prints an error
+/// wrapped with `fmt.Errorf("...: %w", err)`.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +124,22 @@ mod tests {
         assert_eq!(
             value_v(&json!({"b": [1, "x"], "a": null, "c": true})),
             "map[a:<nil> b:[1 x] c:true]"
+        );
+    }
+
+    #[test]
+    fn error_chains_print_like_wrapped_go_errors() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading the key")]
+        struct Outer(#[source] std::io::Error);
+        let inner = std::io::Error::other("permission denied");
+        assert_eq!(
+            error_chain(&Outer(inner)),
+            "reading the key: permission denied"
+        );
+        assert_eq!(
+            error_chain(&std::fmt::Error),
+            "an error occurred when formatting an argument"
         );
     }
 }

@@ -1,8 +1,9 @@
 //! Kubernetes API machinery without I/O: Status errors, object metadata, names and times,
-//! validation rules, label and field selectors, and the three patch formats. Everything here is
-//! a pure function of JSON values so the API server, controllers and tests share one exact
-//! rendition of Kubernetes' rules.
+//! validation rules, label and field selectors, the three patch formats, Go's duration syntax and
+//! Go's renderings of values and errors. Everything here is a pure function of its input so the
+//! API server, controllers, the operator and tests share one exact rendition of Kubernetes' rules.
 
+pub mod duration;
 pub mod fields;
 pub mod gofmt;
 pub mod jsonpath;

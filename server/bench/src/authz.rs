@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
+use kcp_apimachinery::duration::parse_or_seconds;
 use rcgen::{
     CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair,
     KeyUsagePurpose, SerialNumber,
@@ -40,7 +41,7 @@ use tokio::time::Instant;
 
 use crate::client::{Client, ClientError, Protocol, Reply};
 use crate::kubeconfig::{KubeconfigError, Target};
-use crate::load::{self, LoadError, check, parse_duration, to_bytes};
+use crate::load::{self, LoadError, check, to_bytes};
 use crate::report::{AuthzReport, LoadReport, Overhead, PolicySetup, Rebuilds, ServerReport};
 use crate::schedule::{self, Failure, Plan};
 use crate::server::{Server, ServerArgs, ServerError};
@@ -87,7 +88,7 @@ pub struct AuthzArgs {
     #[arg(long, default_value_t = 200.0)]
     pub rate: f64,
     /// Length of each phase (e.g. 10s, 500ms, 1m).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_or_seconds)]
     pub duration: Duration,
     /// Connections per identity (HTTP/2).
     #[arg(long, default_value_t = 4)]
@@ -96,7 +97,7 @@ pub struct AuthzArgs {
     #[arg(long, default_value_t = 5)]
     pub rebuilds: u64,
     /// How long a phase waits for outstanding requests after the last is due.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_or_seconds)]
     pub drain: Duration,
 }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use clap::ValueEnum;
 use http::{Method, StatusCode};
+use kcp_apimachinery::duration::parse_or_seconds;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -59,7 +60,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 5.0)]
     pub list_rate: f64,
     /// Length of each phase (e.g. 10s, 500ms, 1m).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_or_seconds)]
     pub duration: Duration,
     /// At most this many requests per phase (whichever of --duration and this is smaller).
     #[arg(long)]
@@ -92,7 +93,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 256)]
     pub payload_bytes: usize,
     /// How long a phase waits for outstanding requests (and watch events) after the last is due.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_or_seconds)]
     pub drain: Duration,
 }
 
@@ -121,29 +122,6 @@ pub enum LoadError {
         established: u64,
         expected: u64,
     },
-}
-
-/// Parses `10s`, `250ms`, `2m`, `1.5s` or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 10s, 500ms or 2m"))?;
-    let seconds = match unit {
-        "ms" => value / 1e3,
-        "s" => value,
-        "m" => value * 60.0,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?} (use ms, s or m)"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// A namespace under load.
@@ -516,17 +494,6 @@ fn is_dns_label(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        for bad in ["", "s", "10h", "-1s", "ten"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn namespace_names() {

@@ -35,6 +35,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
+use kcp_apimachinery::duration::parse_or_seconds;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::{Semaphore, watch};
@@ -43,7 +44,7 @@ use tokio::time::Instant;
 
 use crate::client::{Client, ClientError, Protocol};
 use crate::kubeconfig::{KubeconfigError, Target};
-use crate::load::{LoadError, check, parse_duration, resource_version, to_bytes};
+use crate::load::{LoadError, check, resource_version, to_bytes};
 use crate::report::WorkspacesReport;
 use crate::schedule::{self, Failure, Plan};
 use crate::server::{self, Server, ServerArgs, ServerError};
@@ -93,19 +94,19 @@ pub struct WorkspaceArgs {
     #[arg(long, default_value_t = 128)]
     pub max_in_flight: usize,
     /// How long requests may still run after the last one is due.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = parse_or_seconds)]
     pub drain: Duration,
     /// How long after the create phase every workspace may take to become Ready.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_or_seconds)]
     pub ready_timeout: Duration,
     /// How long after the delete phase the last workspace may take to disappear.
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, default_value = "120s", value_parser = parse_or_seconds)]
     pub delete_timeout: Duration,
     /// Read memory once more this long after the last deletion (0: not at all). Deleted objects
     /// stay in the store's watch history until compaction (`--etcd-compaction-interval`, 5 min by
     /// default, compacting to one interval back): two intervals and a little show the memory once
     /// that history is gone too.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, default_value = "0s", value_parser = parse_or_seconds)]
     pub history_settle: Duration,
 }
 

@@ -11,7 +11,6 @@
 //! flags or the file system and yields the [`ValidatedOptions`] the rest of the server reads.
 
 pub mod batteries;
-pub mod duration;
 mod inactive;
 pub mod values;
 
@@ -23,6 +22,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
 use http::Uri;
+use kcp_apimachinery::duration;
 use kcp_apiserver::WebhookConfig;
 use kcp_authn::OidcConfig;
 use kcp_storage::StorageConfig;

@@ -1,12 +1,17 @@
-//! Go duration syntax (`5m`, `1h30m`, `1.5s`, `300ms`), as the upstream flags spell durations.
+//! Go duration syntax (`5m`, `1h30m`, `1.5s`, `300ms`): `time.ParseDuration`, which is also how
+//! `metav1.Duration` fields read their JSON strings.
 //!
-//! kcp-operator renders durations with Go's `time.Duration.String()` (`5m0s`, `1h0m0s`, `500ms`), so
-//! anything short of Go's full grammar would reject Deployments the operator writes. Negative values
-//! are refused: every duration flag here is a period or a TTL.
+//! Every duration kcp and its tools read is spelled this way: the upstream server flags, the
+//! certificate lifetimes in the operator's resources (`8760h`, `720h0m0s`) and the test tools'
+//! flags. kcp-operator renders durations with Go's `time.Duration.String()` (`5m0s`, `1h0m0s`,
+//! `500ms`), so anything short of Go's full grammar would reject Deployments the operator writes.
+//! Negative values are refused: every duration here is a period, a lifetime or a TTL.
+//! [`parse_or_seconds`] is the test tools' looser form (`kcp-bench`, the end-to-end node agent):
+//! a bare number counts as seconds and surrounding whitespace is ignored.
 
 use std::time::Duration;
 
-/// Why a duration flag value is not a Go duration.
+/// Why a value is not a Go duration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     #[error("empty duration")]
@@ -25,6 +30,18 @@ pub enum DurationError {
 
 /// Parses a Go duration; the result is at most Go's maximum (`i64::MAX` nanoseconds).
 pub fn parse(input: &str) -> Result<Duration, DurationError> {
+    parse_go(input, false)
+}
+
+/// Parses a Go duration or a bare number of seconds (`90`, `1.5`), ignoring surrounding
+/// whitespace: the spelling the test tools' flags accept.
+pub fn parse_or_seconds(input: &str) -> Result<Duration, DurationError> {
+    parse_go(input.trim(), true)
+}
+
+/// Go's `time.ParseDuration`, non-negative; with `bare_seconds` a lone number without unit is
+/// seconds (Go refuses it, except `0`).
+fn parse_go(input: &str, bare_seconds: bool) -> Result<Duration, DurationError> {
     let (negative, body) = match input.as_bytes().first() {
         Some(b'-') => (true, &input[1..]),
         Some(b'+') => (false, &input[1..]),
@@ -53,9 +70,12 @@ pub fn parse(input: &str) -> Result<Duration, DurationError> {
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(after_number.len());
         let (unit, next) = after_number.split_at(unit_len);
-        if unit.is_empty() {
-            return Err(DurationError::MissingUnit(input.to_owned()));
-        }
+        let whole_input_is_a_number = bare_seconds && rest.len() == body.len() && next.is_empty();
+        let unit = match unit {
+            "" if whole_input_is_a_number => "s",
+            "" => return Err(DurationError::MissingUnit(input.to_owned())),
+            unit => unit,
+        };
         let unit_nanos = unit_nanos(unit).ok_or_else(|| DurationError::UnknownUnit {
             unit: unit.to_owned(),
             input: input.to_owned(),
@@ -174,5 +194,54 @@ mod tests {
             parse("99999999999999999999999999999999999999999h"),
             Err(DurationError::Overflow(_))
         ));
+    }
+
+    /// The certificate lifetimes the operator's resources carry, as upstream manifests spell them.
+    #[test]
+    fn parses_the_spellings_upstream_manifests_use() {
+        assert_eq!(parse("8760h"), Ok(Duration::from_secs(8760 * 3600)));
+        assert_eq!(parse("720h0m0s"), Ok(Duration::from_secs(720 * 3600)));
+        assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse("0"), Ok(Duration::ZERO));
+        for bad in ["10", "10d", "", "h"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// kcp-bench's flags (`--duration`, `--drain`, ...).
+    #[test]
+    fn bench_flags() {
+        assert_eq!(parse_or_seconds("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_or_seconds("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_or_seconds("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_or_seconds("1.5"), Ok(Duration::from_millis(1500)));
+        // hours, which kcp-bench's own parser refused, are Go syntax like the rest
+        assert_eq!(parse_or_seconds("10h"), Ok(Duration::from_secs(36_000)));
+        for bad in ["", "s", "-1s", "ten"] {
+            assert!(parse_or_seconds(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The node agent's flags (`--max-backoff`, `--resync`).
+    #[test]
+    fn node_agent_flags() {
+        assert_eq!(parse_or_seconds("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_or_seconds("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_or_seconds("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_or_seconds("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_or_seconds("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_or_seconds(" 90 "), Ok(Duration::from_secs(90)));
+        assert!(parse_or_seconds("5d").is_err());
+        assert!(parse_or_seconds("x").is_err());
+        // only a lone number defaults to seconds
+        assert_eq!(
+            parse_or_seconds("1m30"),
+            Err(DurationError::MissingUnit("1m30".into()))
+        );
+        assert_eq!(
+            parse_or_seconds("-3"),
+            Err(DurationError::Negative("-3".into()))
+        );
     }
 }
