@@ -10,6 +10,7 @@ pub mod jsonpath;
 pub mod labels;
 pub mod meta;
 pub mod names;
+pub mod openapi_ref;
 pub mod patch;
 pub mod protobuf;
 pub mod status;

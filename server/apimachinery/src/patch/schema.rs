@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::openapi_ref;
+
 /// How one field is patched, and the schema of its children (map fields, or list elements).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldPatch {
@@ -170,17 +172,7 @@ impl OpenApiReader<'_> {
         depth: usize,
         f: impl FnOnce(&mut Self, &Value) -> T,
     ) -> T {
-        let reference = schema.get("$ref").and_then(Value::as_str).or_else(|| {
-            match schema
-                .get("allOf")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-            {
-                Some([only]) => only.get("$ref").and_then(Value::as_str),
-                _ => None,
-            }
-        });
-        let Some(reference) = reference else {
+        let Some(reference) = openapi_ref::reference(schema) else {
             return f(self, schema);
         };
         if depth >= MAX_REF_DEPTH || self.active.contains(reference) {

@@ -4,11 +4,13 @@
 //! Each `$ref` becomes one type, built once and shared by every use, so recursive definitions
 //! (JSONSchemaProps) terminate: the ref is registered before its body is read. An `allOf` is
 //! flattened into one schema; a single-`$ref` `allOf` (how v3 documents attach descriptions to
-//! references) is the reference itself.
+//! references) is the reference itself. Both rules are kcp-apimachinery's
+//! ([`kcp_apimachinery::openapi_ref`]), shared with strategic merge patch's schema reader.
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use kcp_apimachinery::openapi_ref::{flatten_all_of, reference};
+use serde_json::Value;
 
 use super::meta::push;
 use super::{Atom, FieldType, ListKind, ListType, MapType, TypeId, UNTYPED};
@@ -39,7 +41,7 @@ impl Reader<'_> {
             let id = self.build_ref(reference);
             return self.with_map_type_override(id, schema);
         }
-        let flat = self.flatten(schema);
+        let flat = flatten_all_of(schema, self.resolve);
         let atom = self.atom(&flat);
         push(self.types, atom)
     }
@@ -71,39 +73,6 @@ impl Reader<'_> {
             }
             _ => id,
         }
-    }
-
-    /// `schema` with its `allOf` entries folded in: properties merge, other keywords keep the
-    /// outer value.
-    fn flatten(&self, schema: &Value) -> Value {
-        let Some(parts) = schema.get("allOf").and_then(Value::as_array) else {
-            return schema.clone();
-        };
-        let mut out: Map<String, Value> = schema.as_object().cloned().unwrap_or_default();
-        out.remove("allOf");
-        for part in parts {
-            let part = match part.get("$ref").and_then(Value::as_str) {
-                Some(reference) => (self.resolve)(reference).unwrap_or(Value::Null),
-                None => part.clone(),
-            };
-            let Value::Object(part) = self.flatten(&part) else {
-                continue;
-            };
-            for (key, value) in part {
-                match (out.get_mut(&key), value) {
-                    (Some(Value::Object(mine)), Value::Object(theirs)) if key == "properties" => {
-                        for (name, property) in theirs {
-                            mine.entry(name).or_insert(property);
-                        }
-                    }
-                    (None, value) => {
-                        out.insert(key, value);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Value::Object(out)
     }
 
     fn atom(&mut self, schema: &Value) -> Atom {
@@ -152,21 +121,6 @@ impl Reader<'_> {
             _ => Atom::Untyped,
         }
     }
-}
-
-/// The `$ref` of a schema that is only a reference: `{"$ref": ...}` or `{"allOf": [{"$ref":
-/// ...}]}` (extra keywords such as `description` or `default` allowed).
-fn reference(schema: &Value) -> Option<&str> {
-    schema.get("$ref").and_then(Value::as_str).or_else(|| {
-        match schema
-            .get("allOf")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-        {
-            Some([only]) => only.get("$ref").and_then(Value::as_str),
-            _ => None,
-        }
-    })
 }
 
 /// How a list merges: `x-kubernetes-list-type`, else a `merge` patch strategy, else atomic.
