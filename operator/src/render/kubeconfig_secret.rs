@@ -1,12 +1,13 @@
 //! Kubeconfig Secrets: file-based ones that components mount (the certificate files sit next to
-//! them in the pod), and self-contained ones for `Kubeconfig` resources.
+//! them in the pod), and self-contained ones for `Kubeconfig` resources. The file's model is
+//! kcp-kubeconfig's; what is the operator's here is which contexts, servers and files.
 
 use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use serde_json::json;
+use kcp_kubeconfig::{Cluster, Context, Kubeconfig, KubeconfigError, User};
 
 use crate::naming::Certificate;
 use crate::paths::{self, file};
@@ -17,7 +18,24 @@ use super::pod;
 /// Failure to serialise a kubeconfig.
 #[derive(Debug, thiserror::Error)]
 #[error("failed to serialise kubeconfig")]
-pub struct Error(#[from] yaml_serde::Error);
+pub struct Error(#[from] KubeconfigError);
+
+/// A kubeconfig whose one context `name` joins the cluster and user of the same name.
+fn single_context(name: &str, cluster: Cluster, user: User) -> Kubeconfig {
+    let mut config = Kubeconfig::new();
+    config.set_cluster(name, cluster);
+    config.set_user(name, user);
+    config.set_context(
+        name,
+        Context {
+            cluster: name.to_owned(),
+            user: name.to_owned(),
+            ..Context::default()
+        },
+    );
+    config.current_context = name.to_owned();
+    config
+}
 
 /// Where the client finds its server and credentials.
 struct KubeconfigFiles<'a> {
@@ -34,18 +52,20 @@ fn file_based(files: KubeconfigFiles<'_>) -> Result<String, Error> {
         ca_file,
         cert_dir,
     } = files;
-    let document = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority": ca_file}}],
-        "users": [{"name": context, "user": {
-            "client-certificate": file(cert_dir, "tls.crt"),
-            "client-key": file(cert_dir, "tls.key"),
-        }}],
-        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-        "current-context": context,
-    });
-    Ok(yaml_serde::to_string(&document)?)
+    let config = single_context(
+        context,
+        Cluster {
+            server,
+            certificate_authority: Some(ca_file),
+            ..Cluster::default()
+        },
+        User {
+            client_certificate: Some(file(cert_dir, "tls.crt")),
+            client_key: Some(file(cert_dir, "tls.key")),
+            ..User::default()
+        },
+    );
+    Ok(config.to_yaml()?)
 }
 
 fn kubeconfig_secret(owner: &Owner, name: String, kubeconfig: String) -> Secret {
@@ -159,23 +179,32 @@ pub struct EmbeddedKubeconfig<'a> {
 pub fn embedded(kubeconfig: &EmbeddedKubeconfig<'_>) -> Result<String, Error> {
     let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
     let base_url = kubeconfig.base_url.trim_end_matches('/');
-    let cluster = |server: String| json!({"server": server, "certificate-authority-data": b64(kubeconfig.ca_pem)});
-    let document = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": "default", "cluster": cluster(format!("{base_url}/clusters/{}", kubeconfig.workspace))},
-            {"name": "base", "cluster": cluster(base_url.to_owned())},
-        ],
-        "users": [{"name": kubeconfig.username, "user": {
-            "client-certificate-data": b64(kubeconfig.cert_pem),
-            "client-key-data": b64(kubeconfig.key_pem),
-        }}],
-        "contexts": [
-            {"name": "default", "context": {"cluster": "default", "user": kubeconfig.username}},
-            {"name": "base", "context": {"cluster": "base", "user": kubeconfig.username}},
-        ],
-        "current-context": "default",
-    });
-    Ok(yaml_serde::to_string(&document)?)
+    let cluster = |server: String| Cluster {
+        server,
+        certificate_authority_data: Some(b64(kubeconfig.ca_pem)),
+        ..Cluster::default()
+    };
+    let context = |cluster: &str| Context {
+        cluster: cluster.to_owned(),
+        user: kubeconfig.username.to_owned(),
+        ..Context::default()
+    };
+    let mut config = Kubeconfig::new();
+    config.set_cluster(
+        "default",
+        cluster(format!("{base_url}/clusters/{}", kubeconfig.workspace)),
+    );
+    config.set_cluster("base", cluster(base_url.to_owned()));
+    config.set_user(
+        kubeconfig.username,
+        User {
+            client_certificate_data: Some(b64(kubeconfig.cert_pem)),
+            client_key_data: Some(b64(kubeconfig.key_pem)),
+            ..User::default()
+        },
+    );
+    config.set_context("default", context("default"));
+    config.set_context("base", context("base"));
+    config.current_context = "default".to_owned();
+    Ok(config.to_yaml()?)
 }

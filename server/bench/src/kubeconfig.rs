@@ -4,13 +4,12 @@
 //! client certificate from that context's cluster and user, embedded (`*-data`) or as file paths
 //! (relative to the kubeconfig, as kubectl resolves them). A benchmark is load we aim at a machine,
 //! so the server must be on loopback: anything else is refused here, before a connection is made.
+//! Reading the file itself (model, context selection, material) is kcp-kubeconfig's.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use serde::Deserialize;
+use kcp_kubeconfig::{Kubeconfig, SelectError};
 
 /// Why a kubeconfig could not be turned into a [`Target`].
 #[derive(Debug, thiserror::Error)]
@@ -20,8 +19,9 @@ pub enum KubeconfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("parsing the kubeconfig: {0}")]
-    Parse(#[from] yaml_serde::Error),
+    /// Parsing the file or reading the material it names.
+    #[error(transparent)]
+    File(#[from] kcp_kubeconfig::KubeconfigError),
     #[error("the kubeconfig has no current-context and no --context was given")]
     NoContext,
     #[error("context {0:?} is not in the kubeconfig")]
@@ -30,11 +30,6 @@ pub enum KubeconfigError {
     UnknownCluster(String),
     #[error("user {0:?} is not in the kubeconfig")]
     UnknownUser(String),
-    #[error("{field} is not valid base64: {source}")]
-    Base64 {
-        field: &'static str,
-        source: base64::DecodeError,
-    },
     #[error("server URL {0:?} is not https://host[:port][/path]")]
     Url(String),
     #[error("server {0:?} is not on loopback; kcp-bench only loads 127.0.0.1 or localhost")]
@@ -64,8 +59,7 @@ impl Target {
             path: path.to_owned(),
             source,
         })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        Self::from_yaml(&text, context, base)
+        Self::from_yaml(&text, context, kcp_kubeconfig::dir_of(path))
     }
 
     /// Parses kubeconfig text; relative file references resolve against `base`.
@@ -74,53 +68,26 @@ impl Target {
         context: Option<&str>,
         base: &Path,
     ) -> Result<Self, KubeconfigError> {
-        let config: Config = yaml_serde::from_str(text)?;
-        let context_name = context
-            .map(str::to_owned)
-            .or(config.current_context)
-            .filter(|name| !name.is_empty())
-            .ok_or(KubeconfigError::NoContext)?;
-        let ctx = find(&config.contexts, &context_name)
-            .ok_or_else(|| KubeconfigError::UnknownContext(context_name.clone()))?;
-        let cluster = find(&config.clusters, &ctx.cluster)
-            .ok_or_else(|| KubeconfigError::UnknownCluster(ctx.cluster.clone()))?;
-        let user = match &ctx.user {
-            Some(name) => Some(
-                find(&config.users, name)
-                    .ok_or_else(|| KubeconfigError::UnknownUser(name.clone()))?,
-            ),
-            None => None,
-        };
-
+        let config = Kubeconfig::from_yaml(text)?;
+        let selected = config.select(context).map_err(|error| match error {
+            SelectError::NoContext => KubeconfigError::NoContext,
+            SelectError::UnknownContext(name) => KubeconfigError::UnknownContext(name),
+            SelectError::UnknownCluster(name) => KubeconfigError::UnknownCluster(name),
+        })?;
+        let user_name = &selected.context.user;
+        if !user_name.is_empty() && config.user(user_name).is_none() {
+            return Err(KubeconfigError::UnknownUser(user_name.clone()));
+        }
+        let cluster = &selected.cluster;
         let (host, port, path_prefix) = parse_server_url(&cluster.server)?;
         if !is_loopback(&host) {
             return Err(KubeconfigError::NotLoopback(cluster.server.clone()));
         }
-        let ca_pem = material(
-            "certificate-authority-data",
-            &cluster.certificate_authority_data,
-            &cluster.certificate_authority,
-            base,
-        )?
-        .ok_or(KubeconfigError::NoCa)?;
-        let client_pem = match user {
-            Some(user) => {
-                let cert = material(
-                    "client-certificate-data",
-                    &user.client_certificate_data,
-                    &user.client_certificate,
-                    base,
-                )?;
-                let key = material(
-                    "client-key-data",
-                    &user.client_key_data,
-                    &user.client_key,
-                    base,
-                )?;
-                cert.zip(key)
-            }
-            None => None,
-        };
+        let ca_pem = cluster.ca_pem(base)?.ok_or(KubeconfigError::NoCa)?;
+        let user = &selected.user;
+        let client_pem = user
+            .client_certificate_pem(base)?
+            .zip(user.client_key_pem(base)?);
         Ok(Self {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
             host,
@@ -128,30 +95,6 @@ impl Target {
             ca_pem,
             client_pem,
         })
-    }
-}
-
-/// The embedded value of `field` if set, else the file it names, else `None`.
-fn material(
-    field: &'static str,
-    data: &Option<String>,
-    file: &Option<PathBuf>,
-    base: &Path,
-) -> Result<Option<Vec<u8>>, KubeconfigError> {
-    if let Some(data) = data.as_deref().filter(|d| !d.is_empty()) {
-        return STANDARD
-            .decode(data.trim())
-            .map(Some)
-            .map_err(|source| KubeconfigError::Base64 { field, source });
-    }
-    match file {
-        Some(file) => {
-            let path = base.join(file);
-            std::fs::read(&path)
-                .map(Some)
-                .map_err(|source| KubeconfigError::Read { path, source })
-        }
-        None => Ok(None),
     }
 }
 
@@ -188,55 +131,11 @@ fn is_loopback(host: &str) -> bool {
         || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn find<'a, T>(named: &'a [Named<T>], name: &str) -> Option<&'a T> {
-    named.iter().find(|n| n.name == name).map(|n| &n.value)
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-struct Config {
-    current_context: Option<String>,
-    #[serde(default = "Vec::new")]
-    clusters: Vec<Named<Cluster>>,
-    #[serde(default = "Vec::new")]
-    contexts: Vec<Named<Context>>,
-    #[serde(default = "Vec::new")]
-    users: Vec<Named<User>>,
-}
-
-/// kubeconfig's `{name, <kind>: {...}}` entries; the value sits under `cluster`, `context` or `user`.
-#[derive(Deserialize)]
-struct Named<T> {
-    name: String,
-    #[serde(alias = "cluster", alias = "context", alias = "user")]
-    value: T,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-struct Cluster {
-    server: String,
-    certificate_authority_data: Option<String>,
-    certificate_authority: Option<PathBuf>,
-}
-
-#[derive(Deserialize)]
-struct Context {
-    cluster: String,
-    user: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-struct User {
-    client_certificate_data: Option<String>,
-    client_certificate: Option<PathBuf>,
-    client_key_data: Option<String>,
-    client_key: Option<PathBuf>,
-}
-
 #[cfg(test)]
 mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+
     use super::*;
 
     fn b64(s: &str) -> String {

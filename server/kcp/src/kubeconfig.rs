@@ -4,14 +4,15 @@
 //! name (`root` for the root workspace, `base` for the server without a workspace, `system:admin`),
 //! so the file keeps those names and `root` as the current context. Credentials and the CA are
 //! embedded, so the file works from any directory and can be copied as one piece; because it then
-//! holds a private key it is written like one (see [`crate::private_file`]).
+//! holds a private key it is written like one (see [`crate::private_file`]). The file's model is
+//! kcp-kubeconfig's; what is kcp's own here is the choice of contexts, users and servers.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::Path;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serde::Serialize;
+use kcp_kubeconfig::{Cluster, Context, Kubeconfig, User};
 
 use crate::pki::{PemPair, ServingMaterial};
 use crate::private_file::{self, PrivateFileError};
@@ -19,8 +20,8 @@ use crate::private_file::{self, PrivateFileError};
 /// Why the admin kubeconfig could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
-    #[error("rendering the admin kubeconfig: {0}")]
-    Render(#[from] yaml_serde::Error),
+    #[error(transparent)]
+    Render(#[from] kcp_kubeconfig::KubeconfigError),
     #[error(transparent)]
     Write(#[from] PrivateFileError),
 }
@@ -65,114 +66,41 @@ fn render(
     material: &ServingMaterial,
     server_host: &str,
     port: u16,
-) -> Result<String, yaml_serde::Error> {
+) -> Result<String, KubeconfigError> {
     let host = match server_host.parse::<Ipv6Addr>() {
         Ok(ip) => format!("[{ip}]"),
         Err(_) => server_host.to_owned(),
     };
     let base_url = format!("https://{host}:{port}");
     let ca_data = STANDARD.encode(&material.server_ca_pem);
-    let cluster = |name: &'static str, server: String| NamedCluster {
-        name,
-        cluster: Cluster {
-            server,
-            certificate_authority_data: ca_data.clone(),
-        },
+    let cluster = |server: String| Cluster {
+        server,
+        certificate_authority_data: Some(ca_data.clone()),
+        ..Cluster::default()
     };
-    let context = |name: &'static str, cluster: &'static str| NamedContext {
-        name,
-        context: Context {
-            cluster,
-            user: USER,
-        },
+    let context = |cluster: &str, user: &str| Context {
+        cluster: cluster.to_owned(),
+        user: user.to_owned(),
+        ..Context::default()
     };
-    let pem_user = |name: &'static str, pair: Option<&PemPair>| NamedUser {
-        name,
-        user: User {
-            client_certificate_data: pair.map(|pair| STANDARD.encode(&pair.cert_pem)),
-            client_key_data: pair.map(|pair| STANDARD.encode(&pair.key_pem)),
-        },
+    let pem_user = |pair: Option<&PemPair>| User {
+        client_certificate_data: pair.map(|pair| STANDARD.encode(&pair.cert_pem)),
+        client_key_data: pair.map(|pair| STANDARD.encode(&pair.key_pem)),
+        ..User::default()
     };
-    let mut contexts = vec![
-        context("base", "base"),
-        context("root", "root"),
-        context("system:admin", "base"),
-    ];
-    let mut users = vec![pem_user(USER, material.admin_client.as_ref())];
+    let mut config = Kubeconfig::new();
+    config.set_cluster("base", cluster(base_url.clone()));
+    config.set_cluster("root", cluster(format!("{base_url}/clusters/root")));
+    config.set_context("base", context("base", USER));
+    config.set_context("root", context("root", USER));
+    config.set_context("system:admin", context("base", USER));
+    config.set_user(USER, pem_user(material.admin_client.as_ref()));
     if let Some(user) = &material.user_client {
-        contexts.push(NamedContext {
-            name: NON_ADMIN,
-            context: Context {
-                cluster: "root",
-                user: NON_ADMIN,
-            },
-        });
-        users.push(pem_user(NON_ADMIN, Some(user)));
+        config.set_context(NON_ADMIN, context("root", NON_ADMIN));
+        config.set_user(NON_ADMIN, pem_user(Some(user)));
     }
-    let config = Config {
-        api_version: "v1",
-        kind: "Config",
-        clusters: vec![
-            cluster("base", base_url.clone()),
-            cluster("root", format!("{base_url}/clusters/root")),
-        ],
-        contexts,
-        current_context: "root",
-        users,
-    };
-    yaml_serde::to_string(&config)
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct Config {
-    #[serde(rename = "apiVersion")]
-    api_version: &'static str,
-    kind: &'static str,
-    clusters: Vec<NamedCluster>,
-    contexts: Vec<NamedContext>,
-    current_context: &'static str,
-    users: Vec<NamedUser>,
-}
-
-#[derive(Serialize)]
-struct NamedCluster {
-    name: &'static str,
-    cluster: Cluster,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct Cluster {
-    server: String,
-    certificate_authority_data: String,
-}
-
-#[derive(Serialize)]
-struct NamedContext {
-    name: &'static str,
-    context: Context,
-}
-
-#[derive(Serialize)]
-struct Context {
-    cluster: &'static str,
-    user: &'static str,
-}
-
-#[derive(Serialize)]
-struct NamedUser {
-    name: &'static str,
-    user: User,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
-struct User {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_certificate_data: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_key_data: Option<String>,
+    config.current_context = "root".to_owned();
+    Ok(config.to_yaml()?)
 }
 
 #[cfg(test)]

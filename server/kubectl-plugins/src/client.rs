@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
+use kcp_kubeconfig::KubeconfigError;
 use reqwest::{Method, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, Error};
-use crate::kubeconfig::{Selected, str_field};
+use crate::kubeconfig::Selected;
 use crate::path::{ClusterPath, split_origin};
 
 const TENANCY: &str = "apis/tenancy.kcp.io/v1alpha1";
@@ -40,25 +40,15 @@ pub struct ApiClient {
     auth: Auth,
 }
 
-/// A file reference (`certificate-authority`...) or inline base64 data (`...-data`).
-fn material(
-    stanza: &Map<String, Value>,
-    file_key: &str,
-    data_key: &str,
-    dir: &Path,
-) -> Result<Option<Vec<u8>>, Error> {
-    let data = str_field(stanza, data_key);
-    if !data.is_empty() {
-        return base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map(Some)
-            .map_err(|e| Error::msg(format!("decoding {data_key}: {e}")));
-    }
-    let file = str_field(stanza, file_key);
-    if file.is_empty() {
-        return Ok(None);
-    }
-    read_relative(Path::new(file), dir).map(Some)
+/// Certificate material of the kubeconfig: inline base64 data, else a file relative to `dir`.
+fn material(read: Result<Option<Vec<u8>>, KubeconfigError>) -> Result<Option<Vec<u8>>, Error> {
+    read.map_err(|error| match error {
+        KubeconfigError::Base64 { field, source } => {
+            Error::msg(format!("decoding {field}: {source}"))
+        }
+        KubeconfigError::Read { path, source } => Error::io(path, source),
+        other => Error::msg(other.to_string()),
+    })
 }
 
 fn read_relative(file: &Path, dir: &Path) -> Result<Vec<u8>, Error> {
@@ -81,22 +71,13 @@ impl ApiClient {
             .user_agent(concat!("kubectl-ws/v", env!("CARGO_PKG_VERSION")))
             .use_rustls_tls();
 
-        let insecure = overrides.insecure_skip_tls_verify
-            || cluster
-                .get("insecure-skip-tls-verify")
-                .and_then(Value::as_bool)
-                == Some(true);
+        let insecure = overrides.insecure_skip_tls_verify || cluster.insecure_skip_tls_verify;
         if insecure {
             builder = builder.danger_accept_invalid_certs(true);
         } else {
             let ca = match &overrides.certificate_authority {
                 Some(file) => Some(read_relative(file, Path::new("."))?),
-                None => material(
-                    cluster,
-                    "certificate-authority",
-                    "certificate-authority-data",
-                    dir,
-                )?,
+                None => material(cluster.ca_pem(dir))?,
             };
             if let Some(ca) = ca {
                 // like client-go, a configured CA replaces the system roots
@@ -109,8 +90,8 @@ impl ApiClient {
             }
         }
 
-        let cert = material(user, "client-certificate", "client-certificate-data", dir)?;
-        let key = material(user, "client-key", "client-key-data", dir)?;
+        let cert = material(user.client_certificate_pem(dir))?;
+        let key = material(user.client_key_pem(dir))?;
         match (cert, key) {
             (Some(mut pem), Some(key)) => {
                 pem.push(b'\n');
@@ -127,20 +108,18 @@ impl ApiClient {
             }
         }
 
-        let token_file = str_field(user, "tokenFile");
+        let field = |value: &Option<String>| value.clone().unwrap_or_default();
+        let token_file = field(&user.token_file);
         let auth = if let Some(token) = overrides.token.as_deref().filter(|t| !t.is_empty()) {
             Auth::Bearer(token.to_owned())
         } else if !token_file.is_empty() {
             // client-go: a tokenFile wins over an inline token
-            let bytes = read_relative(Path::new(token_file), dir)?;
+            let bytes = read_relative(Path::new(&token_file), dir)?;
             Auth::Bearer(String::from_utf8_lossy(&bytes).trim().to_owned())
-        } else if !str_field(user, "token").is_empty() {
-            Auth::Bearer(str_field(user, "token").to_owned())
-        } else if !str_field(user, "username").is_empty() {
-            Auth::Basic(
-                str_field(user, "username").to_owned(),
-                str_field(user, "password").to_owned(),
-            )
+        } else if !field(&user.token).is_empty() {
+            Auth::Bearer(field(&user.token))
+        } else if !field(&user.username).is_empty() {
+            Auth::Basic(field(&user.username), field(&user.password))
         } else {
             Auth::None
         };
@@ -287,6 +266,11 @@ pub fn api_error(status: StatusCode, body: &[u8]) -> ApiError {
         reason: reason.to_owned(),
         message,
     }
+}
+
+/// A string field of a JSON object, empty when absent.
+fn str_field<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
+    map.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
 #[cfg(test)]

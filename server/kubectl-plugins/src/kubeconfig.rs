@@ -1,13 +1,16 @@
 //! Reading and rewriting the kubeconfig the way upstream `kubectl ws` does
 //! (`cli/pkg/workspace/plugin/use.go` `commitConfig`/`swapContexts`, `context.go`).
 //!
-//! The document stays a `serde_json::Value` from load to save, so fields this crate does not
-//! know (extensions, exec plugins, preferences, comments aside) survive a rewrite untouched;
-//! only the named cluster/context entries the plugin owns are replaced.
+//! The file's model, lookups and reading rules are kcp-kubeconfig's, which keeps the fields it does
+//! not model (extensions, exec plugins, preferences; comments aside), so they survive a rewrite
+//! untouched; only the named cluster/context entries the plugin owns are replaced. What is the
+//! plugin's own is here: the `workspace.kcp.io/current` and `workspace.kcp.io/previous` entries,
+//! switching to a workspace, going back, and `create-context`, with upstream's messages.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+pub use kcp_kubeconfig::Selected;
+use kcp_kubeconfig::{Cluster, Context, KubeconfigError, SelectError};
 
 use crate::error::Error;
 
@@ -16,27 +19,11 @@ pub const CURRENT: &str = "workspace.kcp.io/current";
 /// The context (and, when it pointed at [`CURRENT`], cluster) remembered for `kubectl ws -`.
 pub const PREVIOUS: &str = "workspace.kcp.io/previous";
 
-/// A kubeconfig file, kept as its generic document.
+/// A kubeconfig file and where it was read from.
 #[derive(Debug, Clone)]
 pub struct Kubeconfig {
     path: PathBuf,
-    doc: Value,
-}
-
-/// The context a command runs against, with its cluster and user stanzas.
-#[derive(Debug, Clone)]
-pub struct Selected {
-    pub context_name: String,
-    pub context: Map<String, Value>,
-    pub cluster_name: String,
-    pub cluster: Map<String, Value>,
-    pub user: Map<String, Value>,
-}
-
-impl Selected {
-    pub fn server(&self) -> &str {
-        str_field(&self.cluster, "server")
-    }
+    doc: kcp_kubeconfig::Kubeconfig,
 }
 
 /// Which file to use: `--kubeconfig`, else the first entry of `KUBECONFIG`, else `~/.kube/config`.
@@ -45,13 +32,7 @@ pub fn locate(
     env: Option<&str>,
     home: Option<&Path>,
 ) -> Result<PathBuf, Error> {
-    if let Some(path) = explicit.filter(|p| !p.as_os_str().is_empty()) {
-        return Ok(path.to_path_buf());
-    }
-    if let Some(first) = env.and_then(|list| list.split(':').find(|entry| !entry.is_empty())) {
-        return Ok(PathBuf::from(first));
-    }
-    home.map(|h| h.join(".kube").join("config"))
+    kcp_kubeconfig::locate(explicit, env, home)
         .ok_or_else(|| Error::msg("no kubeconfig: set --kubeconfig, KUBECONFIG or HOME"))
 }
 
@@ -62,20 +43,13 @@ impl Kubeconfig {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Self, Error> {
-        let doc: Value = yaml_serde::from_str(text).map_err(|source| Error::KubeconfigSyntax {
-            path: path.to_path_buf(),
-            source,
+        let doc = kcp_kubeconfig::Kubeconfig::from_yaml(text).map_err(|error| match error {
+            KubeconfigError::Parse(source) => Error::KubeconfigSyntax {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => Error::msg(other.to_string()),
         })?;
-        let doc = match doc {
-            Value::Null => Value::Object(Map::new()),
-            Value::Object(_) => doc,
-            _ => {
-                return Err(Error::msg(format!(
-                    "kubeconfig {} is not a mapping",
-                    path.display()
-                )));
-            }
-        };
         Ok(Self {
             path: path.to_path_buf(),
             doc,
@@ -84,11 +58,12 @@ impl Kubeconfig {
 
     /// Directory relative file references (`certificate-authority`, `tokenFile`...) resolve against.
     pub fn dir(&self) -> &Path {
-        self.path.parent().unwrap_or(Path::new("."))
+        kcp_kubeconfig::dir_of(&self.path)
     }
 
     pub fn to_yaml(&self) -> Result<String, Error> {
-        yaml_serde::to_string(&self.doc)
+        self.doc
+            .to_yaml()
             .map_err(|e| Error::msg(format!("encoding kubeconfig {}: {e}", self.path.display())))
     }
 
@@ -98,100 +73,41 @@ impl Kubeconfig {
     }
 
     pub fn current_context(&self) -> &str {
-        self.doc
-            .get("current-context")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        &self.doc.current_context
     }
 
     fn set_current_context(&mut self, name: &str) {
-        if let Value::Object(map) = &mut self.doc {
-            map.insert("current-context".into(), Value::String(name.into()));
-        }
+        self.doc.current_context = name.to_owned();
     }
 
-    pub fn context(&self, name: &str) -> Option<&Map<String, Value>> {
-        self.named("contexts", "context", name)
+    pub fn context(&self, name: &str) -> Option<&Context> {
+        self.doc.context(name)
     }
 
-    pub fn cluster(&self, name: &str) -> Option<&Map<String, Value>> {
-        self.named("clusters", "cluster", name)
+    pub fn cluster(&self, name: &str) -> Option<&Cluster> {
+        self.doc.cluster(name)
     }
 
-    pub fn user(&self, name: &str) -> Option<&Map<String, Value>> {
-        self.named("users", "user", name)
-    }
-
-    fn named(&self, list: &str, inner: &str, name: &str) -> Option<&Map<String, Value>> {
-        self.doc
-            .get(list)?
-            .as_array()?
-            .iter()
-            .find(|entry| entry.get("name").and_then(Value::as_str) == Some(name))?
-            .get(inner)?
-            .as_object()
-    }
-
-    /// Replaces the named entry's inner object in place, or appends a new entry.
-    fn upsert(&mut self, list: &str, inner: &str, name: &str, value: Map<String, Value>) {
-        let Value::Object(root) = &mut self.doc else {
-            return;
-        };
-        let entries = root
-            .entry(list.to_owned())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if !entries.is_array() {
-            *entries = Value::Array(Vec::new());
-        }
-        let Value::Array(entries) = entries else {
-            return;
-        };
-        let existing = entries
-            .iter_mut()
-            .find(|entry| entry.get("name").and_then(Value::as_str) == Some(name))
-            .and_then(Value::as_object_mut);
-        match existing {
-            Some(entry) => {
-                entry.insert(inner.to_owned(), Value::Object(value));
-            }
-            None => {
-                let mut entry = Map::new();
-                entry.insert("name".into(), Value::String(name.into()));
-                entry.insert(inner.to_owned(), Value::Object(value));
-                entries.push(Value::Object(entry));
-            }
-        }
+    pub fn user(&self, name: &str) -> Option<&kcp_kubeconfig::User> {
+        self.doc.user(name)
     }
 
     /// The context to use (`--context` or `current-context`) with its cluster and user.
     pub fn select(&self, context_override: Option<&str>) -> Result<Selected, Error> {
-        let context_name = context_override.unwrap_or_else(|| self.current_context());
-        if context_name.is_empty() {
-            return Err(Error::msg(format!(
-                "no current context is set in kubeconfig {}",
-                self.path.display()
-            )));
-        }
-        let context = self
-            .context(context_name)
-            .ok_or_else(|| Error::msg(format!("current {context_name:?} context not found")))?
-            .clone();
-        let cluster_name = str_field(&context, "cluster").to_owned();
-        let cluster = self
-            .cluster(&cluster_name)
-            .ok_or_else(|| Error::msg(format!("cluster {cluster_name:?} not found in kubeconfig")))?
-            .clone();
-        let user = self
-            .user(str_field(&context, "user"))
-            .cloned()
-            .unwrap_or_default();
-        Ok(Selected {
-            context_name: context_name.to_owned(),
-            context,
-            cluster_name,
-            cluster,
-            user,
-        })
+        self.doc
+            .select(context_override)
+            .map_err(|error| match error {
+                SelectError::NoContext => Error::msg(format!(
+                    "no current context is set in kubeconfig {}",
+                    self.path.display()
+                )),
+                SelectError::UnknownContext(name) => {
+                    Error::msg(format!("current {name:?} context not found"))
+                }
+                SelectError::UnknownCluster(name) => {
+                    Error::msg(format!("cluster {name:?} not found in kubeconfig"))
+                }
+            })
     }
 
     /// Upstream `commitConfig`: point [`CURRENT`] at `server` (copying the current cluster's
@@ -200,19 +116,19 @@ impl Kubeconfig {
     pub fn switch_to(&mut self, current: &Selected, server: &str) -> Result<(), Error> {
         let old_cluster = current.cluster.clone();
         let mut new_cluster = old_cluster.clone();
-        new_cluster.insert("server".into(), Value::String(server.into()));
-        self.upsert("clusters", "cluster", CURRENT, new_cluster);
+        new_cluster.server = server.to_owned();
+        self.doc.set_cluster(CURRENT, new_cluster);
 
         let mut new_context = current.context.clone();
-        new_context.insert("cluster".into(), Value::String(CURRENT.into()));
-        self.upsert("contexts", "context", CURRENT, new_context);
+        new_context.cluster = CURRENT.to_owned();
+        self.doc.set_context(CURRENT, new_context);
 
         let mut previous = current.context.clone();
         if current.cluster_name == CURRENT {
-            previous.insert("cluster".into(), Value::String(PREVIOUS.into()));
-            self.upsert("clusters", "cluster", PREVIOUS, old_cluster);
+            previous.cluster = PREVIOUS.to_owned();
+            self.doc.set_cluster(PREVIOUS, old_cluster);
         }
-        self.upsert("contexts", "context", PREVIOUS, previous);
+        self.doc.set_context(PREVIOUS, previous);
         self.set_current_context(CURRENT);
         Ok(())
     }
@@ -231,24 +147,24 @@ impl Kubeconfig {
             let old = starting.cluster(CURRENT).cloned().ok_or_else(|| {
                 Error::msg(format!("cluster {CURRENT:?} not found in kubeconfig"))
             })?;
-            current_context.insert("cluster".into(), Value::String(PREVIOUS.into()));
-            self.upsert("clusters", "cluster", PREVIOUS, old);
+            current_context.cluster = PREVIOUS.to_owned();
+            self.doc.set_cluster(PREVIOUS, old);
         }
-        if str_field(&previous, "cluster") == PREVIOUS {
+        if previous.cluster == PREVIOUS {
             let prev_cluster = starting.cluster(PREVIOUS).cloned().ok_or_else(|| {
                 Error::msg(format!("cluster {PREVIOUS:?} not found in kubeconfig"))
             })?;
-            previous.insert("cluster".into(), Value::String(CURRENT.into()));
-            self.upsert("clusters", "cluster", CURRENT, prev_cluster);
+            previous.cluster = CURRENT.to_owned();
+            self.doc.set_cluster(CURRENT, prev_cluster);
         }
-        let new_cluster_name = str_field(&previous, "cluster").to_owned();
-        self.upsert("contexts", "context", CURRENT, previous);
-        self.upsert("contexts", "context", PREVIOUS, current_context);
+        let new_cluster_name = previous.cluster.clone();
+        self.doc.set_context(CURRENT, previous);
+        self.doc.set_context(PREVIOUS, current_context);
         self.set_current_context(CURRENT);
 
         Ok(self
             .cluster(&new_cluster_name)
-            .map(|c| str_field(c, "server").to_owned())
+            .map(|c| c.server.clone())
             .unwrap_or_default())
     }
 
@@ -270,22 +186,17 @@ impl Kubeconfig {
         }
         let mut cluster = current.cluster.clone();
         if let Some(server) = server.filter(|s| !s.is_empty()) {
-            cluster.insert("server".into(), Value::String(server.into()));
+            cluster.server = server.to_owned();
         }
-        self.upsert("clusters", "cluster", name, cluster);
+        self.doc.set_cluster(name, cluster);
         let mut context = current.context.clone();
-        context.insert("cluster".into(), Value::String(name.into()));
-        self.upsert("contexts", "context", name, context);
+        context.cluster = name.to_owned();
+        self.doc.set_context(name, context);
         if !keep_current {
             self.set_current_context(name);
         }
         Ok(existed)
     }
-}
-
-/// A string field of a kubeconfig stanza, empty when absent.
-pub fn str_field<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {
-    map.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -330,13 +241,13 @@ users:
 
     fn server_of(k: &Kubeconfig, cluster: &str) -> String {
         k.cluster(cluster)
-            .map(|c| str_field(c, "server").to_owned())
+            .map(|c| c.server.clone())
             .unwrap_or_default()
     }
 
     fn context_cluster(k: &Kubeconfig, context: &str) -> String {
         k.context(context)
-            .map(|c| str_field(c, "cluster").to_owned())
+            .map(|c| c.cluster.clone())
             .unwrap_or_default()
     }
 
@@ -371,9 +282,12 @@ users:
         );
         let k = reparse(&k);
         let doc = &k.doc;
-        assert_eq!(doc["preferences"]["colors"], Value::Bool(true));
-        assert_eq!(doc["extensions"][0]["extension"]["answer"], 42);
-        assert_eq!(doc["users"][0]["user"]["exec-like-unknown"]["foo"], "bar");
+        assert_eq!(
+            doc.other["preferences"]["colors"],
+            serde_json::Value::Bool(true)
+        );
+        assert_eq!(doc.other["extensions"][0]["extension"]["answer"], 42);
+        assert_eq!(doc.users[0].user.other["exec-like-unknown"]["foo"], "bar");
         // the original entries are untouched, the new cluster copies every field but the server
         assert_eq!(
             server_of(&k, "base"),
@@ -383,16 +297,16 @@ users:
             panic!("no current cluster")
         };
         assert_eq!(
-            str_field(current, "server"),
+            current.server,
             "https://kcp.example:6443/clusters/root:org:team"
         );
-        assert_eq!(str_field(current, "tls-server-name"), "kcp.example");
-        assert_eq!(current["extensions"][0]["name"], "keep-me");
+        assert_eq!(current.tls_server_name.as_deref(), Some("kcp.example"));
+        assert_eq!(current.other["extensions"][0]["name"], "keep-me");
         let Some(ctx) = k.context(CURRENT) else {
             panic!("no current context")
         };
-        assert_eq!(str_field(ctx, "user"), "admin");
-        assert_eq!(str_field(ctx, "namespace"), "ns1");
+        assert_eq!(ctx.user, "admin");
+        assert_eq!(ctx.namespace.as_deref(), Some("ns1"));
         assert_eq!(k.current_context(), CURRENT);
         // the previous context is the old one, still pointing at its own cluster
         assert_eq!(context_cluster(&k, PREVIOUS), "base");
@@ -416,8 +330,7 @@ users:
         assert_eq!(context_cluster(&k, PREVIOUS), PREVIOUS);
         assert_eq!(context_cluster(&k, CURRENT), CURRENT);
         // one entry per name, never duplicates
-        let names = k.doc["clusters"].as_array().map(Vec::len);
-        assert_eq!(names, Some(4));
+        assert_eq!(k.doc.clusters.len(), 4);
     }
 
     #[test]

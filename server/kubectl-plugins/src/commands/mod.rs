@@ -7,8 +7,6 @@ mod selector;
 mod tree;
 mod use_ws;
 
-use serde_json::Value;
-
 use crate::cli::{ConnectionArgs, CreateWorkspaceCli, WsCli, WsCommand};
 use crate::client::{ApiClient, Overrides};
 use crate::error::Error;
@@ -81,9 +79,7 @@ impl Session {
         if !path.is_valid() {
             return Err(Error::msg(format!("invalid workspace path: {workspace}")));
         }
-        self.selected
-            .cluster
-            .insert("server".into(), Value::String(current.with_path(&path)));
+        self.selected.cluster.server = current.with_path(&path);
         Ok(())
     }
 }
