@@ -7,6 +7,8 @@
 //!   gone unless another finalizer holds it); content held by its own finalizer holds the namespace.
 //! - `crd`: a CRD becomes NamesAccepted and Established and its type is served in its logical
 //!   cluster only; a CRD whose names clash is not; deleting a CRD deletes its objects first.
+//! - `garbage_collector`: a dependent goes with its owner, is orphaned (its reference removed), or
+//!   holds a foreground deletion of its owner until it is collected.
 //! - `workspaces`: a Workspace created in root is scheduled, its LogicalCluster initialized (the
 //!   `root:universal` initializer's namespaces, the creator's admin binding) and the Workspace
 //!   becomes Ready; deleting it removes its LogicalCluster and the cluster's content.
@@ -14,6 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod crd;
+mod garbage_collector;
 mod namespace;
 mod support;
 mod workspaces;
