@@ -179,7 +179,10 @@ struct Accepted {
     conflict: Option<String>,
 }
 
-/// Decides which CRDs of a cluster get their names: older CRDs win, built-in names always win.
+/// Decides which CRDs of a cluster get their names: built-in names always win, then CRDs that
+/// already hold their names (`NamesAccepted` is True), then older CRDs. Like kube's naming
+/// controller, an established type keeps its names: `creationTimestamp` has whole seconds, so age
+/// alone would let a newer CRD of the same second, whose name sorts first, take them.
 fn accept(
     store: &RestStore,
     cluster: &LogicalClusterName,
@@ -189,6 +192,7 @@ fn accept(
     let mut ordered: Vec<&Value> = crds.values().collect();
     ordered.sort_by_key(|crd| {
         (
+            !holds_names(crd),
             meta::creation_timestamp(crd)
                 .unwrap_or_default()
                 .to_string(),
@@ -232,6 +236,18 @@ fn accept(
         });
     }
     accepted
+}
+
+/// Whether a CRD's names were accepted when its status was last written.
+fn holds_names(crd: &Value) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("NamesAccepted")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
 }
 
 /// Serves the types of a cluster's accepted CRDs (building them only for content no cluster serves).
