@@ -10,6 +10,7 @@ use std::path::Path;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use kcp_kubeconfig::{Cluster, Context, Kubeconfig, User};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SigningKey,
@@ -123,20 +124,37 @@ pub enum KubeconfigUser<'a> {
 /// Writes a kubeconfig for `server_url` (may end in `/clusters/<name>`) trusting `ca_pem`, as `user`.
 pub fn write_kubeconfig(path: &Path, server_url: &str, ca_pem: &[u8], user: KubeconfigUser) {
     let user = match user {
-        KubeconfigUser::Certificate(identity) => format!(
-            "    client-certificate-data: {}\n    client-key-data: {}\n",
-            STANDARD.encode(&identity.cert_pem),
-            STANDARD.encode(&identity.key_pem)
-        ),
-        KubeconfigUser::Token(token) => format!("    token: {token}\n"),
+        KubeconfigUser::Certificate(identity) => User {
+            client_certificate_data: Some(STANDARD.encode(&identity.cert_pem)),
+            client_key_data: Some(STANDARD.encode(&identity.key_pem)),
+            ..User::default()
+        },
+        KubeconfigUser::Token(token) => User {
+            token: Some(token.to_owned()),
+            ..User::default()
+        },
     };
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {server_url}\n    \
-         certificate-authority-data: {}\nusers:\n- name: test\n  user:\n{user}contexts:\n- name: test\n  \
-         context:\n    cluster: test\n    user: test\ncurrent-context: test\n",
-        STANDARD.encode(ca_pem)
+    let mut config = Kubeconfig::new();
+    config.set_cluster(
+        "test",
+        Cluster {
+            server: server_url.to_owned(),
+            certificate_authority_data: Some(STANDARD.encode(ca_pem)),
+            ..Cluster::default()
+        },
     );
-    std::fs::write(path, text)
+    config.set_user("test", user);
+    config.set_context(
+        "test",
+        Context {
+            cluster: "test".to_owned(),
+            user: "test".to_owned(),
+            ..Context::default()
+        },
+    );
+    config.current_context = "test".to_owned();
+    config
+        .write(path)
         .unwrap_or_else(|error| panic!("writing {}: {error}", path.display()));
 }
 

@@ -11,8 +11,7 @@ use std::process::{Command, ExitStatus};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use kcp_kubeconfig::{Kubeconfig, KubeconfigError};
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::Mutex;
@@ -44,30 +43,29 @@ pub struct AdminCredentials {
 impl AdminCredentials {
     /// Reads an admin kubeconfig as `kcp start` writes it; `None` while it does not exist.
     pub fn read(kubeconfig: &Path) -> Option<AdminCredentials> {
-        let text = std::fs::read_to_string(kubeconfig).ok()?;
-        let config: Value = yaml_serde::from_str(&text)
-            .unwrap_or_else(|error| panic!("{} is not YAML: {error}", kubeconfig.display()));
-        let named = |list: &str, name: &str, field: &str| -> Value {
-            config[list]
-                .as_array()
-                .and_then(|items| items.iter().find(|item| item["name"] == name))
-                .unwrap_or_else(|| panic!("{list} has no {name:?} in {text}"))[field]
-                .clone()
+        let config = match Kubeconfig::read(kubeconfig) {
+            Ok(config) => config,
+            Err(KubeconfigError::Read { .. }) => return None,
+            Err(error) => panic!("{}: {error}", kubeconfig.display()),
         };
-        let cluster = named("clusters", "base", "cluster");
-        let user = named("users", "admin", "user");
-        let decode = |value: &Value| {
-            let data = value
-                .as_str()
-                .unwrap_or_else(|| panic!("missing data in {text}"));
-            STANDARD.decode(data).expect("kubeconfig data is base64")
+        let dir = kcp_kubeconfig::dir_of(kubeconfig);
+        let cluster = config
+            .cluster("base")
+            .expect("the admin kubeconfig has a base cluster");
+        let user = config
+            .user("admin")
+            .expect("the admin kubeconfig has an admin user");
+        let pem = |material: Result<Option<Vec<u8>>, KubeconfigError>, what: &str| {
+            material
+                .unwrap_or_else(|error| panic!("{what}: {error}"))
+                .unwrap_or_else(|| panic!("the admin kubeconfig has no {what}"))
         };
         Some(AdminCredentials {
-            server: cluster["server"].as_str().expect("base server").to_owned(),
-            ca_pem: decode(&cluster["certificate-authority-data"]),
+            server: cluster.server.clone(),
+            ca_pem: pem(cluster.ca_pem(dir), "CA"),
             identity_pem: [
-                decode(&user["client-certificate-data"]),
-                decode(&user["client-key-data"]),
+                pem(user.client_certificate_pem(dir), "client certificate"),
+                pem(user.client_key_pem(dir), "client key"),
             ]
             .concat(),
         })

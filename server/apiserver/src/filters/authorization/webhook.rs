@@ -8,13 +8,12 @@
 //! `spec.extra["authorization.kcp.io/cluster-name"]`, so one webhook can decide per workspace.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
+use kcp_kubeconfig::{Kubeconfig, KubeconfigError};
 use kcp_rbac::{Attributes, Decision, Target};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use kcp_registry::ClusterTarget;
@@ -25,13 +24,8 @@ pub const CLUSTER_NAME_EXTRA: &str = "authorization.kcp.io/cluster-name";
 /// Why the webhook configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("parsing the webhook kubeconfig: {0}")]
-    Parse(String),
+    #[error("the webhook kubeconfig: {0}")]
+    Kubeconfig(#[from] KubeconfigError),
     #[error("the webhook kubeconfig names no cluster")]
     NoCluster,
     #[error("building the webhook client: {0}")]
@@ -61,84 +55,15 @@ pub struct Webhook {
     cache: Mutex<HashMap<String, (Decision, Instant)>>,
 }
 
-#[derive(Deserialize)]
-struct Kubeconfig {
-    #[serde(default)]
-    clusters: Vec<NamedCluster>,
-    #[serde(default)]
-    users: Vec<NamedUser>,
-}
-
-#[derive(Deserialize)]
-struct NamedCluster {
-    cluster: ClusterEntry,
-}
-
-#[derive(Deserialize)]
-struct NamedUser {
-    user: UserEntry,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-struct ClusterEntry {
-    server: String,
-    certificate_authority: Option<PathBuf>,
-    certificate_authority_data: Option<String>,
-    #[serde(default)]
-    insecure_skip_tls_verify: bool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-struct UserEntry {
-    client_certificate: Option<PathBuf>,
-    client_certificate_data: Option<String>,
-    client_key: Option<PathBuf>,
-    client_key_data: Option<String>,
-    token: Option<String>,
-}
-
-/// Inline base64 data or a file relative to the kubeconfig.
-fn material(
-    data: &Option<String>,
-    file: &Option<PathBuf>,
-    base: &Path,
-) -> Result<Option<Vec<u8>>, WebhookError> {
-    if let Some(data) = data {
-        return base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map(Some)
-            .map_err(|e| WebhookError::Parse(format!("invalid base64 data: {e}")));
-    }
-    match file {
-        Some(file) => {
-            let path = base.join(file);
-            std::fs::read(&path)
-                .map(Some)
-                .map_err(|source| WebhookError::Read { path, source })
-        }
-        None => Ok(None),
-    }
-}
-
 impl Webhook {
     pub fn new(config: &WebhookConfig) -> Result<Webhook, WebhookError> {
         if config.version != "v1" && config.version != "v1beta1" {
             return Err(WebhookError::Version(config.version.clone()));
         }
-        let text =
-            std::fs::read_to_string(&config.kubeconfig).map_err(|source| WebhookError::Read {
-                path: config.kubeconfig.clone(),
-                source,
-            })?;
-        let kubeconfig: Kubeconfig =
-            yaml_serde::from_str(&text).map_err(|e| WebhookError::Parse(e.to_string()))?;
-        let base = config
-            .kubeconfig
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        // Like kube-apiserver's webhook authorizer, the service is the file's (first) cluster and
+        // the credentials its (first) user.
+        let kubeconfig = Kubeconfig::read(&config.kubeconfig)?;
+        let dir = kcp_kubeconfig::dir_of(&config.kubeconfig);
         let cluster = kubeconfig
             .clusters
             .into_iter()
@@ -154,11 +79,7 @@ impl Webhook {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .timeout(Duration::from_secs(30));
-        if let Some(ca) = material(
-            &cluster.certificate_authority_data,
-            &cluster.certificate_authority,
-            &base,
-        )? {
+        if let Some(ca) = cluster.ca_pem(dir)? {
             for certificate in reqwest::Certificate::from_pem_bundle(&ca)
                 .map_err(|e| WebhookError::Client(e.to_string()))?
             {
@@ -168,12 +89,8 @@ impl Webhook {
         if cluster.insecure_skip_tls_verify {
             builder = builder.danger_accept_invalid_certs(true);
         }
-        let cert = material(
-            &user.client_certificate_data,
-            &user.client_certificate,
-            &base,
-        )?;
-        let key = material(&user.client_key_data, &user.client_key, &base)?;
+        let cert = user.client_certificate_pem(dir)?;
+        let key = user.client_key_pem(dir)?;
         if let (Some(mut cert), Some(key)) = (cert, key) {
             cert.push(b'\n');
             cert.extend(key);
