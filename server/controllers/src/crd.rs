@@ -85,7 +85,7 @@ fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
 
 /// Serves the types of every stored CRD. Run before the server accepts requests, so resources of
 /// existing CRDs are served from the first request on.
-pub async fn serve_existing(store: &RestStore) -> Result<(), ApiError> {
+pub(crate) async fn serve_existing(store: &RestStore) -> Result<(), ApiError> {
     load(store).await.map(|_| ())
 }
 

@@ -35,9 +35,9 @@ use kcp_registry::store::{DeleteOptions, Location, RestStore};
 /// Holds a LogicalCluster until its content is gone.
 pub const DELETION_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
 /// The ClusterRoleBinding making a workspace's creator its admin.
-pub const WORKSPACE_ADMIN_BINDING: &str = "workspace-admin";
+pub(crate) const WORKSPACE_ADMIN_BINDING: &str = "workspace-admin";
 /// The initializer the server itself runs.
-pub const UNIVERSAL_INITIALIZER: &str = "root:universal";
+pub(crate) const UNIVERSAL_INITIALIZER: &str = "root:universal";
 
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 

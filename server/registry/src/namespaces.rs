@@ -10,7 +10,7 @@ use super::{Column, ResourceType, Strategy};
 /// The finalizer in `spec.finalizers` that keeps a namespace until its content is gone.
 pub const KUBERNETES_FINALIZER: &str = "kubernetes";
 /// The label every namespace carries with its own name (so selectors can pick namespaces by name).
-pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+pub(crate) const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 pub fn resource() -> ResourceType {
     let mut t = super::resource(
@@ -114,7 +114,7 @@ impl Strategy for Namespaces {
 }
 
 /// Whether a namespace is being deleted (its content may no longer grow).
-pub fn is_terminating(namespace: &Value) -> bool {
+pub(crate) fn is_terminating(namespace: &Value) -> bool {
     meta::deletion_timestamp(namespace).is_some()
         || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
 }

@@ -112,7 +112,7 @@ pub fn age(timestamp: Option<&str>) -> String {
 }
 
 /// Kubernetes' `duration.HumanDuration`.
-pub fn human_duration(seconds: i64) -> String {
+pub(crate) fn human_duration(seconds: i64) -> String {
     let s = seconds.max(0);
     match s {
         s if s < 120 => format!("{s}s"),

@@ -6,7 +6,7 @@
 //! kube-apiserver's RBAC bootstrap does. [`before_serving`] runs the whole sequence, root's
 //! tenancy objects ([`tenancy`]), the tenancy index and the CRDs already stored included.
 
-pub mod tenancy;
+mod tenancy;
 
 use kcp_apimachinery::{ApiError, meta};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ use kcp_rbac::escalation::RBAC_GROUP;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::store::{Location, RestStore};
 
-pub const ROOT_NAMESPACES: [&str; 2] = ["default", "kube-system"];
+pub(crate) const ROOT_NAMESPACES: [&str; 2] = ["default", "kube-system"];
 
 const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
@@ -40,7 +40,7 @@ pub async fn before_serving(
     crate::crd::serve_existing(store).await
 }
 
-pub async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {
+pub(crate) async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {
     let root = LogicalClusterName::root();
     let Some(namespaces) = store.registry().builtin_type("", "v1", "namespaces") else {
         return Err(ApiError::internal_error("namespaces are not registered"));
@@ -69,7 +69,7 @@ pub async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {
 }
 
 /// Stores the bootstrap RBAC policy in `system:admin`.
-pub async fn ensure_bootstrap_policy(store: &RestStore) -> Result<(), ApiError> {
+pub(crate) async fn ensure_bootstrap_policy(store: &RestStore) -> Result<(), ApiError> {
     let cluster = LogicalClusterName::parse(BOOTSTRAP_CLUSTER)
         .ok_or_else(|| ApiError::internal_error("invalid bootstrap cluster name"))?;
     let at = Location {

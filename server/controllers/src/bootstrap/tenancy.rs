@@ -21,7 +21,7 @@ fn resource_of(kind: &str) -> Option<(&'static str, &'static str)> {
     }
 }
 
-pub async fn ensure_root(store: &RestStore, options: &Options) -> Result<(), ApiError> {
+pub(crate) async fn ensure_root(store: &RestStore, options: &Options) -> Result<(), ApiError> {
     let root = LogicalClusterName::root();
     let at = Location {
         cluster: &root,

@@ -16,7 +16,7 @@ pub enum KeyLayout {
 }
 
 /// The path segment that puts custom resources beside built-in types of the same name.
-pub const CUSTOM_RESOURCES_SEGMENT: &str = "customresources";
+pub(crate) const CUSTOM_RESOURCES_SEGMENT: &str = "customresources";
 
 /// The keys of one resource type (group + plural) under a storage prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -144,7 +144,7 @@ impl ObjectStore {
     }
 
     /// Like [`get`](Self::get), answering 404 when the object does not exist.
-    pub async fn get_existing(
+    pub(crate) async fn get_existing(
         &self,
         key: &str,
         what: ObjectRef<'_>,
@@ -395,7 +395,7 @@ fn cluster_of_key(prefix: &str, key: &str) -> Option<LogicalClusterName> {
 }
 
 /// Maps a storage failure to the Kubernetes Status clients expect.
-pub fn storage_error(error: StorageError, what: Option<ObjectRef<'_>>) -> ApiError {
+pub(crate) fn storage_error(error: StorageError, what: Option<ObjectRef<'_>>) -> ApiError {
     let (group, resource, name) = what.map_or(("", "", ""), |w| (w.group, w.resource, w.name));
     match error {
         StorageError::AlreadyExists { .. } => ApiError::already_exists(group, resource, name),
