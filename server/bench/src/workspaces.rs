@@ -37,7 +37,7 @@ use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use kcp_apimachinery::duration::parse_or_seconds;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -261,6 +261,7 @@ async fn measure(
     let ready_by = Instant::now() + args.ready_timeout;
     tracker.wait(&created_names, State::Ready, ready_by).await;
     let cpu_create = cpu_since(pid, cpu_before);
+    explain_missing(&client, &created_names, &tracker).await;
     progress.abort();
     let mut create = PhaseReport::of("create (POST -> 201)", create_plan.rate(), &create_run);
     create.server_cpu_us_per_request = cpu_create
@@ -478,6 +479,40 @@ fn send(
                 Err(Failure::Transport(error.kind()))
             }
         }
+    }
+}
+
+/// How many workspaces never seen Ready are looked up, so a run that misses some says whether
+/// they are stuck (the store has them in another phase) or their Ready event was lost (the store
+/// has them Ready).
+const EXPLAIN_AT_MOST: usize = 20;
+
+/// Logs, for the first workspaces the watch never showed Ready, what the server has stored.
+async fn explain_missing(client: &Client, names: &[String], tracker: &Tracker) {
+    let ready = tracker.snapshot(State::Ready);
+    let added = tracker.snapshot(State::Added);
+    let missing: Vec<&String> = names.iter().filter(|n| !ready.contains_key(*n)).collect();
+    for name in missing.iter().take(EXPLAIN_AT_MOST) {
+        let path = format!("{COLLECTION}/{name}");
+        let stored = match client.request(Method::GET, &path, None).await {
+            Ok(reply) => String::from_utf8_lossy(&reply.body).into_owned(),
+            Err(error) => format!("GET failed: {error}"),
+        };
+        let object: Value = serde_json::from_str(&stored).unwrap_or(Value::Null);
+        let field = |pointer: &str| object.pointer(pointer).cloned().unwrap_or(Value::Null);
+        let (phase, cluster, conditions) = (
+            field("/status/phase"),
+            field("/spec/cluster"),
+            field("/status/conditions"),
+        );
+        tracing::warn!(
+            workspace = %name,
+            watch_saw_it = added.contains_key(*name),
+            %phase,
+            %cluster,
+            %conditions,
+            "never seen Ready"
+        );
     }
 }
 
