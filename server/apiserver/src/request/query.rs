@@ -1,13 +1,18 @@
 //! Query parameters of list, watch, write and delete requests, parsed and checked once.
 //!
-//! Bad parameters are the client's fault and must come back as `400 BadRequest` Statuses with the
-//! message kube-apiserver would give, never as a default silently applied.
+//! Bad parameters are the client's fault and must come back as the Status kube-apiserver would give,
+//! never as a default silently applied: `400 BadRequest` for a value that does not parse, and for
+//! list and watch options the `422 Invalid` `ListOptions.meta.k8s.io` of k8s.io/apimachinery's
+//! `ValidateListOptions` (list) and `validateWatchOptions` (watch), after
+//! `SetListOptionsDefaults` (a watch from `""` or `"0"` that names neither `sendInitialEvents` nor
+//! `resourceVersionMatch` is a WatchList: `sendInitialEvents=true`, `NotOlderThan`), as
+//! kube-apiserver does with the WatchList feature on.
 
 use std::collections::HashMap;
 
-use kcp_apimachinery::ApiError;
 use kcp_apimachinery::fields::FieldSelector;
 use kcp_apimachinery::labels::LabelSelector;
+use kcp_apimachinery::{ApiError, FieldError};
 
 /// The raw query string as a map. A repeated key keeps its first value, as Go's `url.Values.Get` does.
 #[derive(Debug, Default, Clone)]
@@ -71,11 +76,22 @@ pub struct ListOptions {
     pub resource_version_match: Option<ResourceVersionMatch>,
     pub allow_watch_bookmarks: bool,
     pub timeout_seconds: Option<u64>,
+    /// After kube's defaulting: `Some(true)` for a WatchList (initial state, then changes).
     pub send_initial_events: Option<bool>,
 }
 
 impl ListOptions {
+    /// The options of a list (or deletecollection): `ValidateListOptions` with `Watch` false.
     pub fn parse(query: &Query) -> Result<ListOptions, ApiError> {
+        Self::parse_as(query, false)
+    }
+
+    /// The options of a watch: `SetListOptionsDefaults`, then `validateWatchOptions`.
+    pub fn parse_watch(query: &Query) -> Result<ListOptions, ApiError> {
+        Self::parse_as(query, true)
+    }
+
+    fn parse_as(query: &Query, watch: bool) -> Result<ListOptions, ApiError> {
         let label_selector = LabelSelector::parse(query.get("labelSelector").unwrap_or(""))
             .map_err(|e| ApiError::bad_request(&e.to_string()))?;
         let field_selector = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""))
@@ -93,33 +109,56 @@ impl ListOptions {
             .get("resourceVersion")
             .filter(|v| !v.is_empty())
             .map(str::to_string);
-        let resource_version_match = match query.get("resourceVersionMatch") {
-            None | Some("") => None,
-            Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),
-            Some("Exact") => Some(ResourceVersionMatch::Exact),
-            Some(other) => {
-                return Err(ApiError::bad_request(&format!(
-                    "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
-                )));
-            }
-        };
         let continue_token = query
             .get("continue")
             .filter(|v| !v.is_empty())
             .map(str::to_string);
-        if continue_token.is_some() && resource_version.as_deref().is_some_and(|rv| rv != "0") {
+        let allow_watch_bookmarks = query.bool("allowWatchBookmarks")?;
+        let mut send_initial_events = match query.get("sendInitialEvents") {
+            None | Some("") => None,
+            Some(_) => Some(query.bool("sendInitialEvents")?),
+        };
+        let mut match_raw = query
+            .get("resourceVersionMatch")
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        if watch
+            && send_initial_events.is_none()
+            && match_raw.is_none()
+            && matches!(resource_version.as_deref(), None | Some("0"))
+        {
+            send_initial_events = Some(true);
+            match_raw = Some(NOT_OLDER_THAN.to_string());
+        }
+        let errors = if watch {
+            validate_watch_options(
+                match_raw.as_deref(),
+                send_initial_events,
+                continue_token.is_some(),
+            )
+        } else {
+            validate_list_options(
+                match_raw.as_deref(),
+                resource_version.as_deref(),
+                send_initial_events,
+                continue_token.is_some(),
+            )
+        };
+        if !errors.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", errors));
+        }
+        let resource_version_match = match match_raw.as_deref() {
+            Some(EXACT) => Some(ResourceVersionMatch::Exact),
+            Some(NOT_OLDER_THAN) => Some(ResourceVersionMatch::NotOlderThan),
+            _ => None,
+        };
+        // Checked by the storage in kube (after validation), hence a plain 400.
+        if !watch
+            && continue_token.is_some()
+            && resource_version.as_deref().is_some_and(|rv| rv != "0")
+        {
             return Err(ApiError::bad_request(
                 "specifying resource version is not allowed when using continue",
-            ));
-        }
-        if resource_version_match.is_some() && resource_version.is_none() {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        if resource_version_match.is_some() && continue_token.is_some() {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch is forbidden when continue is provided",
             ));
         }
         let timeout_seconds = match query.int("timeoutSeconds")? {
@@ -128,10 +167,6 @@ impl ListOptions {
             }
             other => other.map(|n| n as u64),
         };
-        let send_initial_events = match query.get("sendInitialEvents") {
-            None | Some("") => None,
-            Some(_) => Some(query.bool("sendInitialEvents")?),
-        };
         Ok(ListOptions {
             label_selector,
             field_selector,
@@ -139,11 +174,95 @@ impl ListOptions {
             continue_token,
             resource_version,
             resource_version_match,
-            allow_watch_bookmarks: query.bool("allowWatchBookmarks")?,
+            allow_watch_bookmarks,
             timeout_seconds,
             send_initial_events,
         })
     }
+}
+
+const EXACT: &str = "Exact";
+const NOT_OLDER_THAN: &str = "NotOlderThan";
+
+/// k8s.io/apimachinery's `ValidateListOptions` for a list.
+fn validate_list_options(
+    match_raw: Option<&str>,
+    resource_version: Option<&str>,
+    send_initial_events: Option<bool>,
+    has_continue: bool,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Some(matched) = match_raw {
+        if resource_version.is_none() {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if has_continue {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if matched != EXACT && matched != NOT_OLDER_THAN {
+            errors.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                matched.into(),
+                &[EXACT, NOT_OLDER_THAN, ""],
+            ));
+        }
+        if matched == EXACT && resource_version == Some("0") {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if send_initial_events.is_some() {
+        errors.push(FieldError::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    errors
+}
+
+/// k8s.io/apimachinery's `validateWatchOptions` (the WatchList feature on).
+fn validate_watch_options(
+    match_raw: Option<&str>,
+    send_initial_events: Option<bool>,
+    has_continue: bool,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if send_initial_events.is_some() && match_raw != Some(NOT_OLDER_THAN) {
+        errors.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if let Some(matched) = match_raw {
+        if send_initial_events.is_none() {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if matched != NOT_OLDER_THAN {
+            errors.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                matched.into(),
+                &[NOT_OLDER_THAN],
+            ));
+        }
+        if has_continue {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    errors
 }
 
 /// Options of create, update and patch (metav1.CreateOptions/UpdateOptions/PatchOptions).
@@ -213,8 +332,6 @@ mod tests {
             "limit=x",
             "limit=-1",
             "labelSelector=a%20in%20(",
-            "resourceVersionMatch=Exact",
-            "resourceVersionMatch=Sometimes&resourceVersion=1",
             "continue=abc&resourceVersion=5",
             "allowWatchBookmarks=maybe",
             "timeoutSeconds=-3",
@@ -222,6 +339,85 @@ mod tests {
             let err = ListOptions::parse(&Query::parse(Some(raw))).unwrap_err();
             assert_eq!(err.code, 400, "{raw}");
         }
+    }
+
+    fn invalid(raw: &str, watch: bool) -> String {
+        let query = Query::parse(Some(raw));
+        let err = if watch {
+            ListOptions::parse_watch(&query)
+        } else {
+            ListOptions::parse(&query)
+        }
+        .unwrap_err();
+        assert_eq!(err.code, 422, "{raw}: {}", err.message);
+        err.message
+    }
+
+    #[test]
+    fn list_validation_is_kubes() {
+        assert_eq!(
+            invalid("resourceVersionMatch=Exact", false),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+        );
+        assert_eq!(
+            invalid("resourceVersionMatch=Sometimes&resourceVersion=1", false),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"Sometimes\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+        );
+        assert_eq!(
+            invalid("resourceVersionMatch=Exact&resourceVersion=0", false),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""
+        );
+        assert_eq!(
+            invalid("sendInitialEvents=true", false),
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
+        );
+    }
+
+    #[test]
+    fn watch_list_is_accepted_and_defaulted() {
+        let informer = Query::parse(Some(
+            "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+        ));
+        let o = ListOptions::parse_watch(&informer).unwrap();
+        assert_eq!(o.send_initial_events, Some(true));
+        assert!(o.allow_watch_bookmarks);
+        assert_eq!(o.resource_version, None);
+        // A legacy watch from "" or "0" is defaulted to a WatchList; from N it stays a watch.
+        for raw in ["watch=1", "watch=1&resourceVersion=0"] {
+            let o = ListOptions::parse_watch(&Query::parse(Some(raw))).unwrap();
+            assert_eq!(o.send_initial_events, Some(true), "{raw}");
+        }
+        let o = ListOptions::parse_watch(&Query::parse(Some("watch=1&resourceVersion=7"))).unwrap();
+        assert_eq!(o.send_initial_events, None);
+        let o = ListOptions::parse_watch(&Query::parse(Some(
+            "watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion=7",
+        )))
+        .unwrap();
+        assert_eq!(o.send_initial_events, Some(false));
+    }
+
+    #[test]
+    fn watch_validation_is_kubes() {
+        assert_eq!(
+            invalid("watch=1&sendInitialEvents=true", true),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+        );
+        assert_eq!(
+            invalid(
+                "watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=5",
+                true
+            ),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+        );
+        let both = invalid(
+            "watch=1&sendInitialEvents=true&resourceVersionMatch=Exact",
+            true,
+        );
+        assert!(
+            both.contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+                && both.contains("resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\""),
+            "{both}"
+        );
     }
 
     #[test]

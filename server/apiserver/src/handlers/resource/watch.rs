@@ -1,9 +1,20 @@
-//! watch: a stream of `{"type": ..., "object": ...}` lines, one per change.
+//! watch: a stream of events, one per change, as kube-apiserver's watch handler writes them.
 //!
-//! The stream starts where the client asks (`resourceVersion` unset or `0`: the current state as
-//! ADDED events first; `N`: every change after N, or a 410 ERROR event when N was compacted), filters
+//! JSON watches are `{"type": ..., "object": ...}` lines answered as `application/json` (Table and
+//! PartialObjectMetadata watches too: their events are JSON); protobuf watches are 4-byte big-endian
+//! length-prefixed `metav1.WatchEvent` frames answered as `application/vnd.kubernetes.protobuf;stream=watch`,
+//! the media type k8s.io/apiserver's `serveWatchHandler` sets and client-go picks its decoder by.
+//!
+//! Where the stream starts follows kube's WatchList semantics (the options are defaulted and checked
+//! in [`ListOptions::parse_watch`]): with `sendInitialEvents=true` (which a watch from `""` or `"0"`
+//! defaults to) the current state first, as synthetic ADDED events read at one revision (`""` and
+//! `"0"`: the latest; `N`: not older than N, a Timeout ERROR event when the store has not reached N),
+//! then, with `allowWatchBookmarks`, a BOOKMARK at that revision annotated
+//! `k8s.io/initial-events-end: "true"`, then every change after that revision; otherwise every
+//! change after `N` (or after now), or a 410 ERROR event when N was compacted. Events are filtered
 //! by selectors with kube's transition rules (an object that stops matching is reported DELETED),
-//! sends BOOKMARKs when asked, and ends at `timeoutSeconds` or at server shutdown.
+//! BOOKMARKs are sent periodically when asked, and the stream ends at `timeoutSeconds` or at server
+//! shutdown.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,6 +37,9 @@ use crate::handlers::response::Body;
 use crate::request::query::ListOptions;
 use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
 use kcp_registry::{ResourceType, table};
+
+/// The media type of a protobuf watch stream (kube: the serializer's media type + `;stream=watch`).
+const PROTOBUF_STREAM: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 /// How often a watch that asked for bookmarks gets one.
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(30);
@@ -108,12 +122,16 @@ fn filtered(change: &Change, keep: &dyn Fn(&Value) -> bool) -> Option<ChangeType
 }
 
 pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
-    let options = ListOptions::parse(&r.request.query)?;
+    let options = ListOptions::parse_watch(&r.request.query)?;
     // Watches stream JSON lines, or length-delimited protobuf frames for kinds with an encoding.
     let output = match r.output()? {
         Output::Yaml => Output::Json,
         Output::Protobuf if !protobuf::supports(&r.rt.api_version(), &r.rt.kind) => Output::Json,
         other => other,
+    };
+    let content_type = match output {
+        Output::Protobuf => PROTOBUF_STREAM,
+        _ => "application/json",
     };
     let keep = r.selector(&options)?;
     let prefix = r.list_prefix();
@@ -126,7 +144,7 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let shutdown = r.scope.shutdown.clone();
     let (tx, rx) = mpsc::channel::<Bytes>(256);
 
-    // Initial state for "" and "0" (and for sendInitialEvents=true), otherwise changes after N.
+    // `""` and `"0"`: from the latest revision; `N`: not older than N.
     let requested: Option<Revision> = match options.resource_version.as_deref() {
         None | Some("0") => None,
         Some(rv) => Some(
@@ -134,19 +152,33 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
                 .map_err(|_| ApiError::bad_request(&format!("invalid resource version: {rv:?}")))?,
         ),
     };
-    let send_initial = options.send_initial_events.unwrap_or(requested.is_none());
+    let send_initial = options.send_initial_events == Some(true);
     let mut initial = Vec::new();
-    let mut start = match requested {
-        Some(rv) => rv,
-        None => store.objects().current_revision().await?,
-    };
-    if send_initial {
+    // An error the stream reports (as its only event) instead of starting.
+    let mut refused = None;
+    let start = if send_initial {
+        // The initial state at one revision; live events continue right after it, so nothing is
+        // missed or repeated between the list and the watch.
         let page = store
             .list(&rt, ListRequest::everything(&prefix), &keep)
             .await?;
-        start = page.revision;
-        initial = page.items;
-    }
+        if let Some(rv) = requested.filter(|rv| *rv > page.revision) {
+            // kube's watch cache waits for N, then ends the stream with this Timeout.
+            let (rv, current) = (
+                u64::try_from(rv).unwrap_or_default(),
+                u64::try_from(page.revision).unwrap_or_default(),
+            );
+            refused = Some(ApiError::too_large_resource_version(rv, current, 1));
+        } else {
+            initial = page.items;
+        }
+        page.revision
+    } else {
+        match requested {
+            Some(rv) => rv,
+            None => store.objects().current_revision().await?,
+        }
+    };
     let timeout = Duration::from_secs(
         options
             .timeout_seconds
@@ -156,16 +188,16 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let changes = store.objects().watch(&prefix, start + 1).await;
 
     tokio::spawn(async move {
+        if let Some(error) = refused {
+            emit(&tx, &encoder, Err(error)).await;
+            return;
+        }
         for object in &initial {
             if !emit(&tx, &encoder, encoder.event("ADDED", object)).await {
                 return;
             }
         }
-        if send_initial
-            && bookmarks
-            && options.send_initial_events == Some(true)
-            && !emit(&tx, &encoder, encoder.bookmark(start, true)).await
-        {
+        if send_initial && bookmarks && !emit(&tx, &encoder, encoder.bookmark(start, true)).await {
             return;
         }
         let mut changes = match changes {
@@ -214,7 +246,7 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let mut response = Response::new(BodyExt::boxed(StreamBody::new(frames)));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+        http::HeaderValue::from_static(content_type),
     );
     Ok(response)
 }
