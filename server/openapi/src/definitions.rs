@@ -281,6 +281,11 @@ pub fn builtin() -> (Definitions, Vec<ServedKind>) {
         "configmaps",
         true,
     ));
+    serve(served::<core::PodTemplate>(
+        &mut generator,
+        "podtemplates",
+        true,
+    ));
     serve(served::<core::Secret>(&mut generator, "secrets", true));
     serve(served::<core::ServiceAccount>(
         &mut generator,
@@ -351,6 +356,12 @@ pub fn builtin() -> (Definitions, Vec<ServedKind>) {
     for (_, schema) in definitions.0.iter_mut() {
         make_metadata_optional(schema);
     }
+    // The Kubernetes 1.35 list/map/struct markers of the types the workload CRDs reach (the pod
+    // spec of PodTemplate among them), then the few the other built-ins need.
+    let mut markers: serde_json::Map<String, Value> =
+        std::mem::take(&mut definitions.0).into_iter().collect();
+    crate::crdgen::extensions::apply(&mut markers);
+    definitions.0 = markers.into_iter().collect();
     for (definition, property, extensions) in list_extensions() {
         let field = definitions
             .get_mut(definition)

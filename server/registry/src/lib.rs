@@ -18,6 +18,8 @@ mod events;
 pub mod hooks;
 mod leases;
 pub mod namespaces;
+mod object_meta;
+mod podtemplates;
 mod rbac;
 pub mod reviews;
 mod secrets;
@@ -59,6 +61,15 @@ pub trait Strategy: Send + Sync {
     /// `subresource` names the endpoint (`status`, `finalize`, `scale`) when it is not the object
     /// itself; the handler already took everything but that part from `old`.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value, _subresource: Option<&str>) {}
+
+    /// Whether an update through `subresource` (`status`, `finalize`) also writes the request's
+    /// metadata (labels, annotations, finalizers, ...). Most status strategies of kube-apiserver
+    /// reset metadata to the stored object's (`ResetObjectMetaForStatus`, custom resources); the
+    /// Namespace status and finalize strategies only reset the other half of the object, so
+    /// metadata changes sent to them are persisted.
+    fn subresource_writes_metadata(&self, _subresource: &str) -> bool {
+        false
+    }
 
     /// Type-specific validation of an object about to be created.
     fn validate(&self, _object: &Value) -> Vec<FieldError> {
@@ -187,6 +198,17 @@ impl ResourceType {
         }
     }
 
+    /// Removes the fields the type does not declare, `metadata`'s included (by `ObjectMeta`), and
+    /// returns their paths, for `fieldValidation`. Types without a structural schema keep all.
+    pub fn prune_unknown(&self, object: &mut Value) -> Vec<String> {
+        let Some(schema) = &self.structural else {
+            return Vec::new();
+        };
+        let mut unknown = object_meta::prune_metadata(object);
+        unknown.extend(schema.prune(object));
+        unknown
+    }
+
     pub fn has_subresource(&self, subresource: &str) -> bool {
         self.subresources.iter().any(|s| s == subresource)
     }
@@ -222,6 +244,7 @@ impl Registry {
         let mut types = vec![
             namespaces::resource(),
             configmaps::resource(),
+            podtemplates::resource(),
             secrets::resource(),
             serviceaccounts::resource(),
             events::core_resource(),

@@ -52,13 +52,20 @@ impl Strategy for Namespaces {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value, subresource: Option<&str>) {
-        // Status changes go through /status, spec.finalizers through /finalize.
+        // Status changes go through /status, spec.finalizers through /finalize; both keep the
+        // request's metadata (kube's namespaceStatusStrategy resets only spec, the finalize
+        // strategy only status), and the name label is canonicalized on every write.
         if subresource.is_some() {
+            set_name_label(new);
             return;
         }
         new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
         new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
         set_name_label(new);
+    }
+
+    fn subresource_writes_metadata(&self, subresource: &str) -> bool {
+        matches!(subresource, "status" | "finalize")
     }
 
     fn validate(&self, object: &Value) -> Vec<FieldError> {

@@ -576,9 +576,7 @@ fn check_type_meta(rt: &ResourceType, object: &mut Value) -> Result<(), ApiError
 
 /// Drops the fields the type's schema does not know (the handler already reported them).
 fn prune(rt: &ResourceType, object: &mut Value) {
-    if let Some(schema) = &rt.structural {
-        schema.prune(object);
-    }
+    rt.prune_unknown(object);
 }
 
 fn clear_deletion(object: &mut Value) {

@@ -235,7 +235,7 @@ pub(super) fn map_key_default(key: &str) -> Option<Value> {
 /// Adds the markers to `definitions` (k8s-openapi definition name → schema) in place. Markers of
 /// definitions or properties that are absent are skipped: the definitions hold only what the
 /// generated kinds reach.
-pub(super) fn apply(definitions: &mut Map<String, Value>) {
+pub(crate) fn apply(definitions: &mut Map<String, Value>) {
     for (definition, fields) in MARKERS {
         let Some(schema) = definitions.get_mut(*definition) else {
             continue;

@@ -14,7 +14,7 @@
 //! close to `kubectl get`, and the list/map/patch extensions server-side apply and strategic
 //! merge patch rely on.
 
-mod extensions;
+pub(crate) mod extensions;
 pub(crate) mod structural;
 
 use std::path::{Path, PathBuf};

@@ -11,10 +11,45 @@ use kcp_registry::table;
 
 impl Resolved<'_> {
     pub fn output(&self) -> Result<Output, ApiError> {
+        let accept = self.request.accept.as_deref();
+        if self.can_be_table() {
+            return negotiation::negotiate(accept, self.request.query.get("includeObject"));
+        }
+        // kube-apiserver offers `as=Table` only where the endpoint has a TableConvertor
+        // (`RequestScope.AllowsMediaTypeTransform`): a client that asks for a Table first falls back
+        // to its next media range, one that asks for nothing else gets 406.
+        let without_tables = accept.map(|accept| {
+            accept
+                .split(',')
+                .filter(|range| {
+                    negotiation::accept_ranges(Some(range))
+                        .first()
+                        .is_none_or(|r| r.param("as") != Some("Table"))
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        if let Some(rest) = &without_tables
+            && rest.trim().is_empty()
+            && accept.is_some_and(|a| !a.trim().is_empty())
+        {
+            return Err(ApiError::not_acceptable_media_types(&[
+                "application/json",
+                "application/yaml",
+                protobuf::CONTENT_TYPE,
+            ]));
+        }
         negotiation::negotiate(
-            self.request.accept.as_deref(),
+            without_tables.as_deref(),
             self.request.query.get("includeObject"),
         )
+    }
+
+    /// Whether responses of this endpoint can be rendered as a Table: not for the review APIs and
+    /// TokenRequest, which kube-apiserver serves without a TableConvertor.
+    fn can_be_table(&self) -> bool {
+        self.rt.strategy.review().is_none()
+            && self.request.info.subresource.as_deref() != Some("token")
     }
 
     /// Renders one object with a status code.

@@ -12,6 +12,7 @@ use kcp_apiextensions::strict::{self, FieldValidation, find_duplicate_fields};
 use crate::handlers::negotiation::{self, BodyFormat, PatchType};
 use crate::handlers::response::{self, Body};
 use crate::request::query::WriteOptions;
+use kcp_registry::Strategy;
 use kcp_registry::store::UpdateFn;
 
 impl Resolved<'_> {
@@ -65,10 +66,7 @@ impl Resolved<'_> {
         if mode == FieldValidation::Ignore {
             return Ok(Vec::new());
         }
-        let unknown = match &self.rt.structural {
-            Some(schema) => schema.prune(&mut object.clone()),
-            None => Vec::new(),
-        };
+        let unknown = self.rt.prune_unknown(&mut object.clone());
         let duplicates = raw_json.map(find_duplicate_fields).unwrap_or_default();
         strict::check(mode, &unknown, &duplicates)
     }
@@ -144,12 +142,25 @@ pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
 }
 
 /// The object a subresource update produces: the current object with only the subresource's part
-/// taken from the request (and the request's resourceVersion, for optimistic concurrency).
-fn merge_subresource(subresource: Option<&str>, current: &Value, body: &Value) -> Value {
+/// taken from the request (and the request's resourceVersion, for optimistic concurrency). Where
+/// the type's strategy says so (Namespace `status` and `finalize`, as kube), the request's metadata
+/// is taken too.
+fn merge_subresource(
+    strategy: &dyn Strategy,
+    subresource: Option<&str>,
+    current: &Value,
+    body: &Value,
+) -> Value {
     let mut new = match subresource {
         None => return body.clone(),
         Some(_) => current.clone(),
     };
+    if let Some(sub) = subresource
+        && strategy.subresource_writes_metadata(sub)
+        && let Some(metadata) = body.get("metadata").filter(|m| m.is_object())
+    {
+        new["metadata"] = metadata.clone();
+    }
     match subresource {
         Some("status") => new["status"] = body.get("status").cloned().unwrap_or_else(|| json!({})),
         Some("finalize") => {
@@ -182,7 +193,7 @@ pub async fn update(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let build = |current: &Value| {
         let new = match subresource {
             Some("scale") => rt.strategy.apply_scale(current, &body)?,
-            _ => merge_subresource(subresource, current, &body),
+            _ => merge_subresource(rt.strategy.as_ref(), subresource, current, &body),
         };
         Ok(r.track(Some(current), &new, &manager))
     };
@@ -223,7 +234,7 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     // Custom resources merge by their own schema's patch extensions, built-ins by their known rules.
     let schema = match &r.rt.schema {
         Some(schema) => PatchSchema::from_openapi(schema, |_| None),
-        None => PatchSchema::for_builtin(&r.rt.group, &r.rt.kind),
+        None => builtin_patch_schema(&r.rt.group, &r.rt.kind),
     };
     let rt = &r.rt;
     let warnings = std::sync::Mutex::new(Vec::new());
@@ -256,7 +267,7 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         }
         let new = match subresource {
             Some("scale") => rt.strategy.apply_scale(current, &patched)?,
-            Some(_) => merge_subresource(subresource, current, &patched),
+            Some(_) => merge_subresource(rt.strategy.as_ref(), subresource, current, &patched),
             None => {
                 // The stored object has no unknown fields, so any in the result came with the patch.
                 let found = r.field_warnings(&patched, Some(body))?;
@@ -273,6 +284,30 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     Ok(response::with_warnings(response, &warnings))
+}
+
+/// The strategic-merge rules of a built-in kind. A PodTemplate holds a whole pod spec (containers
+/// merge by `name`, their ports by `containerPort`, env by `name`, volumes by `name`, ...), so its
+/// rules are read from k8s-openapi's definition (`x-kubernetes-patch-*`), as kube-apiserver reads
+/// them from the Go struct tags; the other kinds have the few rules of [`PatchSchema::for_builtin`].
+fn builtin_patch_schema(group: &str, kind: &str) -> PatchSchema {
+    static POD_TEMPLATE: std::sync::OnceLock<PatchSchema> = std::sync::OnceLock::new();
+    if (group, kind) != ("", "PodTemplate") {
+        return PatchSchema::for_builtin(group, kind);
+    }
+    POD_TEMPLATE
+        .get_or_init(|| {
+            let (definitions, _) = kcp_openapi::builtin();
+            let resolve = |reference: &str| {
+                let name = reference.rsplit('/').next().unwrap_or(reference);
+                definitions.get(name).cloned()
+            };
+            match definitions.get("io.k8s.api.core.v1.PodTemplate") {
+                Some(definition) => PatchSchema::from_openapi(definition, resolve),
+                None => PatchSchema::for_builtin(group, kind),
+            }
+        })
+        .clone()
 }
 
 /// Server-side apply (`application/apply-patch+yaml`): the body is the manager's whole intent for
@@ -373,7 +408,8 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         Ok(match subresource {
             Some(_) => {
                 // Only the subresource's part changes, but the applier's ownership is recorded.
-                let mut new = merge_subresource(subresource, current, &merged);
+                let mut new =
+                    merge_subresource(r.rt.strategy.as_ref(), subresource, current, &merged);
                 match merged.pointer("/metadata/managedFields") {
                     Some(fields) => {
                         meta::metadata_mut(&mut new).insert("managedFields".into(), fields.clone())
@@ -441,19 +477,59 @@ const CLIENT_SIDE_APPLY_MANAGER: &str = "kubectl-client-side-apply";
 mod tests {
     use super::*;
 
+    struct KeepsMetadata(bool);
+    impl Strategy for KeepsMetadata {
+        fn subresource_writes_metadata(&self, _subresource: &str) -> bool {
+            self.0
+        }
+    }
+
     #[test]
     fn status_update_takes_only_status() {
         let current = json!({"metadata": {"name": "a", "resourceVersion": "5"}, "spec": {"x": 1}, "status": {"phase": "A"}});
-        let body = json!({"metadata": {"name": "a", "resourceVersion": "5"}, "spec": {"x": 2}, "status": {"phase": "B"}});
-        let new = merge_subresource(Some("status"), &current, &body);
+        let body = json!({"metadata": {"name": "a", "resourceVersion": "5", "annotations": {"k": "v"}}, "spec": {"x": 2}, "status": {"phase": "B"}});
+        let strategy = KeepsMetadata(false);
+        let new = merge_subresource(&strategy, Some("status"), &current, &body);
         assert_eq!(new["spec"]["x"], 1);
         assert_eq!(new["status"]["phase"], "B");
+        assert!(new["metadata"].get("annotations").is_none());
         let finalize = merge_subresource(
+            &strategy,
             Some("finalize"),
             &current,
             &json!({"spec": {"finalizers": []}}),
         );
         assert_eq!(finalize["spec"]["finalizers"], json!([]));
         assert!(meta::resource_version(&finalize).is_none());
+    }
+
+    #[test]
+    fn pod_template_patches_merge_containers_by_name() {
+        let schema = builtin_patch_schema("", "PodTemplate");
+        let base = json!({"template": {"spec": {"containers": [
+            {"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]},
+            {"name": "b", "image": "y"}]}}});
+        let patch = br#"{"template": {"spec": {"containers": [{"name": "a", "image": "z", "env": [{"name": "F", "value": "2"}]}]}}}"#;
+        let patched = patch::apply_strategic_merge_patch(&base, patch, &schema).unwrap();
+        let containers = &patched["template"]["spec"]["containers"];
+        assert_eq!(containers.as_array().map(Vec::len), Some(2), "{patched}");
+        assert_eq!(containers[0]["image"], "z");
+        assert_eq!(
+            containers[0]["env"].as_array().map(Vec::len),
+            Some(2),
+            "{patched}"
+        );
+        assert_eq!(containers[1]["name"], "b");
+    }
+
+    #[test]
+    fn namespace_like_status_update_keeps_request_metadata() {
+        let current = json!({"metadata": {"name": "a", "resourceVersion": "5"}, "spec": {"x": 1}, "status": {"phase": "A"}});
+        let body = json!({"metadata": {"name": "a", "resourceVersion": "5", "annotations": {"k": "v"}}, "spec": {"x": 2}, "status": {"phase": "B"}});
+        let new = merge_subresource(&KeepsMetadata(true), Some("status"), &current, &body);
+        assert_eq!(new["spec"]["x"], 1);
+        assert_eq!(new["status"]["phase"], "B");
+        assert_eq!(new["metadata"]["annotations"]["k"], "v");
+        assert_eq!(meta::resource_version(&new), Some("5"));
     }
 }
