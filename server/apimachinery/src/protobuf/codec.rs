@@ -196,6 +196,7 @@ fn decode_map_entry(
 fn zero_wire(ty: FieldType) -> WireValue<'static> {
     match ty {
         FieldType::Bool | FieldType::Int32 | FieldType::Int64 => WireValue::Varint(0),
+        FieldType::Double => WireValue::Fixed64(0),
         _ => WireValue::Len(&[]),
     }
 }
@@ -217,6 +218,7 @@ fn decode_value(
         // Protobuf int32 travels sign-extended to 64 bits; readers keep the low 32.
         (FieldType::Int32, WireValue::Varint(v)) => Value::from(v as i32),
         (FieldType::Int64, WireValue::Varint(v)) => Value::from(v as i64),
+        (FieldType::Double, WireValue::Fixed64(bits)) => double_value(f64::from_bits(bits)),
         (FieldType::String, WireValue::Len(b)) => {
             Value::String(String::from_utf8_lossy(b).into_owned())
         }
@@ -254,12 +256,22 @@ fn decode_value(
                 .shift_remove("items")
                 .unwrap_or_else(|| Value::Array(Vec::new()))
         }
-        (FieldType::FieldsV1, WireValue::Len(b)) => match raw_field(message, field, b)? {
-            Some(raw) => {
-                serde_json::from_slice(raw).map_err(|e| invalid(format!("not JSON: {e}")))?
+        (
+            FieldType::SchemaOrArray(schema) | FieldType::SchemaOrStringArray(schema),
+            WireValue::Len(b),
+        ) => decode_schema_union(message, field, schema, b)?.schema_or_list(),
+        (FieldType::SchemaOrBool(schema), WireValue::Len(b)) => {
+            let union = decode_schema_union(message, field, schema, b)?;
+            union.one.unwrap_or(Value::Bool(union.allows))
+        }
+        (FieldType::FieldsV1 | FieldType::Json, WireValue::Len(b)) => {
+            match raw_field(message, field, b)? {
+                Some(raw) => {
+                    serde_json::from_slice(raw).map_err(|e| invalid(format!("not JSON: {e}")))?
+                }
+                None => Value::Null,
             }
-            None => Value::Null,
-        },
+        }
         (FieldType::Object, WireValue::Len(b)) => match raw_field(message, field, b)? {
             Some(raw) => super::decode(raw)?,
             None => Value::Null,
@@ -272,6 +284,80 @@ fn decode_value(
         _ => return Err(wrong_wire_type(message, field, wire)),
     };
     Ok(value)
+}
+
+/// A `float64` as Go's JSON encoder prints it: integral values without a fraction.
+fn double_value(f: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every integer below is exact
+    if f.fract() == 0.0 && f.abs() < EXACT {
+        Value::from(f as i64)
+    } else {
+        Value::from(f)
+    }
+}
+
+/// The parts of the apiextensions schema unions: field 1 (a schema, or `allows` of
+/// `JSONSchemaPropsOrBool`) and field 2 (schemas, strings, or the schema of `OrBool`).
+fn decode_schema_union(
+    message: &Message,
+    field: &Field,
+    schema: &Message,
+    bytes: &[u8],
+) -> Result<SchemaUnion, ProtobufError> {
+    let or_bool = matches!(field.ty, FieldType::SchemaOrBool(_));
+    let mut one: Option<Map<String, Value>> = None;
+    let mut many: Option<Vec<Value>> = None;
+    let mut allows = false;
+    let mut reader = Reader::new(bytes);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire, or_bool) {
+            (1, WireValue::Varint(v), true) => allows = v != 0,
+            (1, WireValue::Len(b), false) | (2, WireValue::Len(b), true) => {
+                decode_message(schema, b, one.get_or_insert_with(Map::new))?;
+            }
+            (2, WireValue::Len(b), false) => {
+                let item = match field.ty {
+                    FieldType::SchemaOrStringArray(_) => {
+                        Value::String(String::from_utf8_lossy(b).into_owned())
+                    }
+                    _ => {
+                        let mut object = Map::new();
+                        decode_message(schema, b, &mut object)?;
+                        Value::Object(object)
+                    }
+                };
+                many.get_or_insert_with(Vec::new).push(item);
+            }
+            (1 | 2, _, _) => return Err(wrong_wire_type(message, field, wire)),
+            _ => {}
+        }
+    }
+    Ok(SchemaUnion {
+        one: one.map(Value::Object),
+        many,
+        allows,
+    })
+}
+
+/// What an apiextensions schema union holds on the wire.
+struct SchemaUnion {
+    /// The single schema.
+    one: Option<Value>,
+    /// The list, if any element was read.
+    many: Option<Vec<Value>>,
+    /// `JSONSchemaPropsOrBool.allows`.
+    allows: bool,
+}
+
+impl SchemaUnion {
+    /// The JSON of a schema-or-list union: the list when it has elements, else the schema.
+    fn schema_or_list(self) -> Value {
+        match (self.one, self.many) {
+            (_, Some(items)) => Value::Array(items),
+            (Some(one), None) => one,
+            (None, None) => Value::Null,
+        }
+    }
 }
 
 /// Field 1 of a `{1: bytes raw}` wrapper (`FieldsV1`, `RawExtension`); `None` when empty.
@@ -441,6 +527,49 @@ fn encode_value(
             w.varint(number, i64::from(n) as u64);
         }
         FieldType::Int64 => w.varint(number, expect_int(value, path)? as u64),
+        FieldType::Double => {
+            let f = match value {
+                None => 0.0,
+                Some(v) => v
+                    .as_f64()
+                    .ok_or_else(|| invalid_object(path, "expected a number"))?,
+            };
+            w.fixed64(number, f.to_bits());
+        }
+        FieldType::SchemaOrArray(schema) | FieldType::SchemaOrStringArray(schema) => {
+            let mut union = Writer::default();
+            match value {
+                None => {}
+                Some(Value::Object(object)) => {
+                    union.bytes(1, &encode_message(schema, object, path)?)
+                }
+                Some(Value::Array(items)) => {
+                    let item_type = match ty {
+                        FieldType::SchemaOrStringArray(_) => FieldType::String,
+                        _ => FieldType::Message(schema),
+                    };
+                    for (index, item) in items.iter().enumerate() {
+                        let at = Path::Index(path, index);
+                        encode_value(&mut union, 2, item_type, Some(item), &at)?;
+                    }
+                }
+                Some(_) => return Err(invalid_object(path, "expected an object or an array")),
+            }
+            w.bytes(number, &union.into_bytes());
+        }
+        FieldType::SchemaOrBool(schema) => {
+            let mut union = Writer::default();
+            match value {
+                None => union.varint(1, 0),
+                Some(Value::Bool(b)) => union.varint(1, u64::from(*b)),
+                Some(Value::Object(object)) => {
+                    union.varint(1, 1);
+                    union.bytes(2, &encode_message(schema, object, path)?);
+                }
+                Some(_) => return Err(invalid_object(path, "expected a boolean or an object")),
+            }
+            w.bytes(number, &union.into_bytes());
+        }
         FieldType::Time => w.bytes(number, &encode_time(value, false, path)?),
         FieldType::MicroTime => w.bytes(number, &encode_time(value, true, path)?),
         FieldType::Quantity => {
@@ -486,7 +615,7 @@ fn encode_value(
             }
             w.bytes(number, &extra.into_bytes());
         }
-        FieldType::FieldsV1 => {
+        FieldType::FieldsV1 | FieldType::Json => {
             let mut raw = Writer::default();
             if let Some(v) = value {
                 let json =

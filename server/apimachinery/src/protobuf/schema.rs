@@ -112,6 +112,9 @@ pub(super) enum FieldType {
     Int32,
     /// `int64` ↔ JSON number.
     Int64,
+    /// `double` (64-bit fixed) ↔ JSON number, printed without a fraction when it has none, as
+    /// Go prints a `float64`.
+    Double,
     /// `meta.v1.Time` `{1: seconds, 2: nanos}` ↔ RFC 3339 with whole seconds; an empty message
     /// is Go's zero time, JSON `null`.
     Time,
@@ -119,6 +122,18 @@ pub(super) enum FieldType {
     MicroTime,
     /// `meta.v1.FieldsV1` `{1: raw}` where `raw` is JSON text ↔ that JSON value.
     FieldsV1,
+    /// apiextensions/v1 `JSON` `{1: raw}` where `raw` is JSON text ↔ that JSON value (a schema's
+    /// `default`, `example`, `enum` items).
+    Json,
+    /// apiextensions/v1 `JSONSchemaPropsOrArray` `{1: schema, 2: repeated schemas}` ↔ a schema
+    /// object or an array of schemas; the message is `JSONSchemaProps`.
+    SchemaOrArray(&'static Message),
+    /// apiextensions/v1 `JSONSchemaPropsOrBool` `{1: allows, 2: schema}` ↔ a boolean or a schema
+    /// object (which allows).
+    SchemaOrBool(&'static Message),
+    /// apiextensions/v1 `JSONSchemaPropsOrStringArray` `{1: schema, 2: repeated property}` ↔ a
+    /// schema object or an array of strings.
+    SchemaOrStringArray(&'static Message),
     /// `runtime.RawExtension` `{1: raw}` where `raw` is an enveloped protobuf object ↔ that
     /// object's JSON (watch events).
     Object,

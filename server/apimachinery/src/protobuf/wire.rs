@@ -1,6 +1,7 @@
 //! The protobuf wire format at the byte level: varints, field keys and length-delimited records.
 //!
-//! Only what Kubernetes messages use is interpreted (varints and length-delimited fields), but
+//! Only what Kubernetes messages use is interpreted (varints, 64-bit fixed doubles and
+//! length-delimited fields), but
 //! the reader steps over every wire type, groups included, because a newer client may send
 //! fields this server does not know and protobuf requires those to be skipped, not rejected.
 //! Every read is bounds-checked so that arbitrary bytes produce an error, never a panic.
@@ -21,7 +22,9 @@ const FIXED32: u8 = 5;
 pub(super) enum WireValue<'a> {
     Varint(u64),
     Len(&'a [u8]),
-    /// A fixed-width number or a group: never part of a Kubernetes message, only skipped.
+    /// A 64-bit fixed-width number: a `double` (apiextensions `JSONSchemaProps.maximum`).
+    Fixed64(u64),
+    /// A 32-bit fixed-width number or a group: never part of a Kubernetes message, only skipped.
     Other {
         wire_type: u8,
     },
@@ -32,6 +35,7 @@ impl WireValue<'_> {
         match self {
             WireValue::Varint(_) => VARINT,
             WireValue::Len(_) => LEN,
+            WireValue::Fixed64(_) => FIXED64,
             WireValue::Other { wire_type } => *wire_type,
         }
     }
@@ -104,7 +108,12 @@ impl<'a> Reader<'a> {
         match wire_type {
             VARINT => self.varint().map(WireValue::Varint),
             LEN => self.length_delimited().map(WireValue::Len),
-            FIXED64 => self.take(8).map(|_| WireValue::Other { wire_type }),
+            FIXED64 => {
+                let bytes = self.take(8)?;
+                let mut word = [0u8; 8];
+                word.copy_from_slice(bytes);
+                Ok(WireValue::Fixed64(u64::from_le_bytes(word)))
+            }
             FIXED32 => self.take(4).map(|_| WireValue::Other { wire_type }),
             START_GROUP => self.skip_group().map(|()| WireValue::Other { wire_type }),
             _ => Err(ProtobufError::InvalidWireType(wire_type)),
@@ -154,6 +163,12 @@ impl Writer {
     pub(super) fn varint(&mut self, number: u32, value: u64) {
         self.key(number, VARINT);
         self.raw_varint(value);
+    }
+
+    /// A 64-bit fixed-width field (a `double`), little-endian as protobuf writes it.
+    pub(super) fn fixed64(&mut self, number: u32, value: u64) {
+        self.key(number, FIXED64);
+        self.buf.extend_from_slice(&value.to_le_bytes());
     }
 
     /// A length-delimited field (string, bytes, embedded message).

@@ -143,6 +143,10 @@ pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
     }
 }
 
+/// The request body types kube-apiserver accepts for custom resources (CBOR is behind a feature
+/// gate that is off by default), listed in its 415 answer to a protobuf body.
+const CUSTOM_RESOURCE_BODY_TYPES: &[&str] = &["application/json", "application/yaml"];
+
 /// Decodes a JSON, YAML or Kubernetes protobuf body into a JSON value.
 pub fn decode_body(format: BodyFormat, body: &[u8]) -> Result<serde_json::Value, ApiError> {
     let unknown = |e: &dyn std::fmt::Display| {
@@ -155,7 +159,9 @@ pub fn decode_body(format: BodyFormat, body: &[u8]) -> Result<serde_json::Value,
         BodyFormat::Yaml => yaml_serde::from_slice(body).map_err(|e| unknown(&e)),
         BodyFormat::Protobuf => protobuf::decode(body).map_err(|e| {
             if e.is_unsupported() {
-                ApiError::unsupported_media_type(protobuf::CONTENT_TYPE)
+                // A kind without a protobuf encoding is a custom resource: kube-apiserver's
+                // serializer for those offers JSON and YAML only, and says so.
+                ApiError::unsupported_media_type_accepting(CUSTOM_RESOURCE_BODY_TYPES)
             } else {
                 unknown(&e)
             }
@@ -236,5 +242,29 @@ mod tests {
                 .code,
             400
         );
+    }
+
+    #[test]
+    fn protobuf_custom_resources_are_refused_as_kube_does() {
+        // runtime.Unknown{typeMeta: {apiVersion: "example.com/v1", kind: "Widget"}, raw: ""}.
+        let mut body = b"k8s\0\x0a\x18\x0a\x0eexample.com/v1\x12\x06Widget\x12\x00".to_vec();
+        body.extend(b"\x1a\x00\x22\x00");
+        let err = decode_body(BodyFormat::Protobuf, &body).unwrap_err();
+        assert_eq!(err.code, 415);
+        assert_eq!(
+            err.message,
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json, application/yaml"
+        );
+        // A built-in kind with a table decodes: apiextensions.k8s.io included.
+        let crd = kcp_apimachinery::protobuf::encode(&serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"}}
+        }))
+        .unwrap();
+        let decoded = decode_body(BodyFormat::Protobuf, &crd).unwrap();
+        assert_eq!(decoded["spec"]["names"]["plural"], "widgets");
     }
 }

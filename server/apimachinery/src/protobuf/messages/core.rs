@@ -1,10 +1,11 @@
 //! Tables for core/v1 (group "", version v1): the pod template with everything a pod spec can
 //! hold (every volume source, container, probe, security context, affinity, ...), Service, Pod,
-//! PersistentVolumeClaim, Endpoints, and the ConfigMap, Secret, Namespace, ServiceAccount and
-//! Event kinds. Tables come leaves first, each kind after the messages it uses.
+//! PersistentVolumeClaim, Endpoints, PodTemplate, and the ConfigMap, Secret, Namespace,
+//! ServiceAccount and Event kinds. Tables come leaves first, each kind after the messages it uses.
 //!
 //! Field numbers, JSON keys and Go shapes (value, pointer, slice, map, embedded) are those of
-//! the Kubernetes 1.36 API types (`k8s.io/api` v0.36); see `messages` for how to read a table.
+//! the Kubernetes 1.35 API types (`k8s.io/api` v0.35) plus the fields 1.36 added (listed in
+//! the `protobuf` module doc); see `messages` for how to read a table.
 
 use crate::protobuf::schema::{Field, FieldType as T, Message};
 
@@ -1747,5 +1748,13 @@ pub(super) static EVENT: Message = Message {
         Field::optional(13, "related", T::Message(&OBJECT_REFERENCE)),
         Field::value(14, "reportingComponent", T::String),
         Field::value(15, "reportingInstance", T::String),
+    ],
+};
+
+pub(super) static POD_TEMPLATE: Message = Message {
+    name: "PodTemplate",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&super::meta::OBJECT_META)),
+        Field::value(2, "template", T::Message(&POD_TEMPLATE_SPEC)),
     ],
 };

@@ -1,7 +1,8 @@
 //! Tables for discovery.k8s.io/v1: EndpointSlice.
 //!
 //! Field numbers, JSON keys and Go shapes (value, pointer, slice, map, embedded) are those of
-//! the Kubernetes 1.36 API types (`k8s.io/api` v0.36); see `messages` for how to read a table.
+//! the Kubernetes 1.35 API types (`k8s.io/api` v0.35) plus the fields 1.36 added (listed in
+//! the `protobuf` module doc); see `messages` for how to read a table.
 
 use crate::protobuf::schema::{Field, FieldType as T, Message};
 

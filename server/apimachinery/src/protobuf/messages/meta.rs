@@ -177,3 +177,18 @@ pub(super) static CONDITION: Message = Message {
         Field::value(6, "message", T::String),
     ],
 };
+
+/// `PartialObjectMetadata`, what metadata-only clients (`metadatainformer`, the garbage
+/// collector, `kubectl` for `--output name`) ask for with `as=PartialObjectMetadata`.
+pub(super) static PARTIAL_OBJECT_METADATA: Message = Message {
+    name: "PartialObjectMetadata",
+    fields: &[Field::value(1, "metadata", T::Message(&OBJECT_META))],
+};
+
+pub(super) static PARTIAL_OBJECT_METADATA_LIST: Message = Message {
+    name: "PartialObjectMetadataList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&LIST_META)),
+        Field::repeated(2, "items", T::Message(&PARTIAL_OBJECT_METADATA)),
+    ],
+};

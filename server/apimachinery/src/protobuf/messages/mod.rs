@@ -15,6 +15,7 @@
 //! reviews (`kubectl auth can-i|whoami`, `kubectl create token`), requests the server answers
 //! with an object of the same kind.
 
+mod apiextensions;
 mod apps;
 mod authentication;
 mod authorization;
@@ -46,6 +47,11 @@ macro_rules! list_of {
     };
 }
 
+static POD_TEMPLATE_LIST: Message = list_of!("PodTemplateList", core::POD_TEMPLATE);
+static CUSTOM_RESOURCE_DEFINITION_LIST: Message = list_of!(
+    "CustomResourceDefinitionList",
+    apiextensions::CUSTOM_RESOURCE_DEFINITION
+);
 static CONFIG_MAP_LIST: Message = list_of!("ConfigMapList", core::CONFIG_MAP);
 static SECRET_LIST: Message = list_of!("SecretList", core::SECRET);
 static NAMESPACE_LIST: Message = list_of!("NamespaceList", core::NAMESPACE);
@@ -85,6 +91,8 @@ const AUTHENTICATION: &[&str] = &["authentication.k8s.io/v1"];
 /// kubectl before 1.28 asks `whoami` at v1beta1, whose SelfSubjectReview has the same shape.
 const SELF_SUBJECT_REVIEW: &[&str] = &["authentication.k8s.io/v1", "authentication.k8s.io/v1beta1"];
 const AUTHORIZATION: &[&str] = &["authorization.k8s.io/v1"];
+const APIEXTENSIONS: &[&str] = &["apiextensions.k8s.io/v1"];
+const META: &[&str] = &["meta.k8s.io/v1"];
 /// `meta/v1` kinds are registered into every served group version (Go's
 /// `metav1.AddToGroupVersion`), so a typed client deleting a Lease sends
 /// `coordination.k8s.io/v1 DeleteOptions`.
@@ -100,6 +108,7 @@ const EVERY_VERSION: &[&str] = &[
     "authentication.k8s.io/v1",
     "authentication.k8s.io/v1beta1",
     "authorization.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
     "meta.k8s.io/v1",
 ];
 
@@ -114,6 +123,8 @@ pub(super) static REGISTRY: &[Registration] = &[
     Registration::new(CORE, "ServiceAccountList", &SERVICE_ACCOUNT_LIST),
     Registration::new(CORE, "Event", &core::EVENT),
     Registration::new(CORE, "EventList", &CORE_EVENT_LIST),
+    Registration::new(CORE, "PodTemplate", &core::POD_TEMPLATE),
+    Registration::new(CORE, "PodTemplateList", &POD_TEMPLATE_LIST),
     Registration::new(CORE, "Service", &core::SERVICE),
     Registration::new(CORE, "ServiceList", &SERVICE_LIST),
     Registration::new(CORE, "Pod", &core::POD),
@@ -194,6 +205,26 @@ pub(super) static REGISTRY: &[Registration] = &[
         AUTHORIZATION,
         "SelfSubjectRulesReview",
         &authorization::SELF_SUBJECT_RULES_REVIEW,
+    ),
+    Registration::new(
+        APIEXTENSIONS,
+        "CustomResourceDefinition",
+        &apiextensions::CUSTOM_RESOURCE_DEFINITION,
+    ),
+    Registration::new(
+        APIEXTENSIONS,
+        "CustomResourceDefinitionList",
+        &CUSTOM_RESOURCE_DEFINITION_LIST,
+    ),
+    Registration::new(
+        META,
+        "PartialObjectMetadata",
+        &meta::PARTIAL_OBJECT_METADATA,
+    ),
+    Registration::new(
+        META,
+        "PartialObjectMetadataList",
+        &meta::PARTIAL_OBJECT_METADATA_LIST,
     ),
     Registration::new(EVERY_VERSION, "Status", &meta::STATUS),
     Registration::new(EVERY_VERSION, "DeleteOptions", &meta::DELETE_OPTIONS),
