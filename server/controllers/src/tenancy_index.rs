@@ -7,9 +7,16 @@
 //! `/clusters/root:org:team` into a logical cluster name, the workspace content authorizer (does
 //! the cluster exist, is it Ready), and type resolution during Workspace admission (types live in
 //! other logical clusters, looked up by path).
+//!
+//! Controllers that decide from this index learn of LogicalCluster changes from it
+//! ([`TenancyIndex::subscribe`]), not from a storage watch of their own, as client-go's informers
+//! call handlers only after their cache has the change: a controller woken by its own watch could
+//! read the index before the index had the change, decide nothing changed, and never be woken
+//! again (a Workspace left Initializing while its LogicalCluster was Ready). Updates are kept in
+//! resourceVersion order, so a late watch event never takes the index back to an older state.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -19,6 +26,7 @@ use kcp_tenancy::logical_cluster::PATH_ANNOTATION;
 use kcp_tenancy::paths::rewrite_home;
 use kcp_tenancy::{Path, TypeRef};
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use kcp_registry::LogicalClusterName;
@@ -41,6 +49,9 @@ struct Inner {
 #[derive(Default)]
 pub struct TenancyIndex {
     inner: RwLock<Inner>,
+    /// Who hears of every LogicalCluster the index records (the object, or the last one known
+    /// when it is gone), after the index has it.
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<Value>>>>,
 }
 
 /// Why a `/clusters/<path>` does not name a logical cluster.
@@ -58,6 +69,13 @@ fn path_of(logical_cluster: &Value, cluster: &LogicalClusterName) -> String {
         .filter(|p| !p.is_empty())
         .cloned()
         .unwrap_or_else(|| cluster.to_string())
+}
+
+/// An object's resourceVersion as a number (0 when it has none, e.g. before it was stored).
+fn revision(object: &Value) -> u64 {
+    meta::resource_version(object)
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
 }
 
 fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
@@ -127,20 +145,55 @@ impl TenancyIndex {
         Some(object)
     }
 
-    /// Records a LogicalCluster as stored (or its deletion with `None`).
+    /// LogicalClusters as the index records them, from now on: each change, after the index has
+    /// it (a removed cluster comes as its last known object). Ends when the index is dropped.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Value>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(sender);
+        receiver
+    }
+
+    fn notify(&self, logical_cluster: Arc<Value>) {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+        subscribers.retain(|s| s.send(logical_cluster.clone()).is_ok());
+    }
+
+    /// Records a LogicalCluster as stored (or its deletion with `None`). A state no newer than
+    /// the one recorded (by resourceVersion) is ignored: the watch brings a controller's own
+    /// write again after the controller recorded it, and may bring an older one after a newer.
     pub fn set_logical_cluster(&self, cluster: &LogicalClusterName, object: Option<Value>) {
-        let mut inner = self.write();
-        if let Some(old) = remove_and_shrink(&mut inner.clusters, cluster) {
-            let path = path_of(&old, cluster);
-            if inner.paths.get(&path) == Some(cluster) {
-                remove_and_shrink(&mut inner.paths, &path);
+        let changed = {
+            let mut inner = self.write();
+            if let (Some(new), Some(old)) = (&object, inner.clusters.get(cluster))
+                && revision(new) != 0
+                && revision(new) <= revision(old)
+            {
+                return;
             }
-        }
-        if let Some(object) = object {
-            inner
-                .paths
-                .insert(path_of(&object, cluster), cluster.clone());
-            inner.clusters.insert(cluster.clone(), Arc::new(object));
+            let old = remove_and_shrink(&mut inner.clusters, cluster);
+            if let Some(old) = &old {
+                let path = path_of(old, cluster);
+                if inner.paths.get(&path) == Some(cluster) {
+                    remove_and_shrink(&mut inner.paths, &path);
+                }
+            }
+            match object {
+                Some(object) => {
+                    let object = Arc::new(object);
+                    inner
+                        .paths
+                        .insert(path_of(&object, cluster), cluster.clone());
+                    inner.clusters.insert(cluster.clone(), object.clone());
+                    Some(object)
+                }
+                None => old,
+            }
+        };
+        if let Some(changed) = changed {
+            self.notify(changed);
         }
     }
 
@@ -297,5 +350,63 @@ mod tests {
         index.apply(ChangeType::Added, lc("child1", "user:alice:dev"));
         assert_eq!(index.resolve("user:alice").unwrap().as_str(), home);
         assert_eq!(index.resolve("user:alice:dev").unwrap().as_str(), "child1");
+    }
+
+    fn at(cluster: &str, phase: &str, rv: u64) -> Value {
+        let mut object = lc(cluster, "root:org");
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        object["status"] = json!({"phase": phase});
+        object
+    }
+
+    fn phase(index: &TenancyIndex, cluster: &LogicalClusterName) -> Option<String> {
+        index
+            .logical_cluster(cluster)
+            .and_then(|lc| lc.pointer("/status/phase")?.as_str().map(str::to_string))
+    }
+
+    #[test]
+    fn a_late_older_state_never_replaces_a_newer_one() {
+        let index = TenancyIndex::default();
+        let abc = LogicalClusterName::parse("abc").unwrap();
+        // The controller records its own write (rv 7) before the watch brings rv 6 and rv 7.
+        index.set_logical_cluster(&abc, Some(at("abc", "Ready", 7)));
+        index.apply(ChangeType::Modified, at("abc", "Initializing", 6));
+        assert_eq!(phase(&index, &abc).as_deref(), Some("Ready"));
+        index.apply(ChangeType::Modified, at("abc", "Ready", 7));
+        index.apply(ChangeType::Modified, at("abc", "Unavailable", 8));
+        assert_eq!(phase(&index, &abc).as_deref(), Some("Unavailable"));
+        index.apply(ChangeType::Deleted, at("abc", "Unavailable", 9));
+        assert_eq!(phase(&index, &abc), None);
+    }
+
+    #[test]
+    fn subscribers_hear_of_each_change_after_the_index_has_it() {
+        let index = TenancyIndex::default();
+        let mut changes = index.subscribe();
+        let abc = LogicalClusterName::parse("abc").unwrap();
+        index.set_logical_cluster(&abc, Some(at("abc", "Initializing", 3)));
+        // The same state again (the watch repeating a controller's write) and an older one are
+        // no change: nobody is woken for them.
+        index.apply(ChangeType::Modified, at("abc", "Initializing", 3));
+        index.apply(ChangeType::Modified, at("abc", "Scheduling", 2));
+        index.apply(ChangeType::Modified, at("abc", "Ready", 4));
+        index.apply(ChangeType::Deleted, at("abc", "Ready", 5));
+        let mut heard = Vec::new();
+        while let Ok(change) = changes.try_recv() {
+            heard.push(change.pointer("/status/phase").cloned());
+        }
+        assert_eq!(
+            heard,
+            [
+                Some(json!("Initializing")),
+                Some(json!("Ready")),
+                Some(json!("Ready"))
+            ]
+        );
+        drop(changes);
+        // A subscriber that went away is forgotten at the next change.
+        index.set_logical_cluster(&abc, Some(at("abc", "Ready", 6)));
+        assert!(index.subscribers.lock().unwrap().is_empty());
     }
 }

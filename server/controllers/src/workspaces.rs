@@ -7,13 +7,14 @@
 //! goes when the LogicalCluster is gone.
 //!
 //! The key is the Workspace's logical cluster and name; LogicalCluster changes are routed to their
-//! owning Workspace.
+//! owning Workspace. They come from the tenancy index (which `mirror_status` reads), never from a
+//! watch of this controller's own: woken before the index had a change, it would mirror the old
+//! phase and never look again.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::select_all;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_tenancy::logical_cluster::{self as lc, NAME, Placement};
 use kcp_tenancy::workspace::{self, LOGICAL_CLUSTER_FINALIZER, SCHEDULED_CLUSTER_ANNOTATION};
@@ -84,6 +85,9 @@ impl Controller for Workspaces {
     const RETRY_AFTER: Duration = RETRY_AFTER;
 
     async fn follow(&self, queue: &Queue<Key>) -> Result<(), ApiError> {
+        // LogicalCluster changes come from the index this controller reads them from, after it
+        // has them (see `tenancy_index`); subscribed before the list, so none is missed.
+        let mut logical_clusters = self.index.subscribe();
         let prefix = self.store.keys(&self.workspaces).all_clusters().to_string();
         let page = self
             .store
@@ -96,21 +100,24 @@ impl Controller for Workspaces {
                 queue.add((cluster, name.to_string()));
             }
         }
-        let from = page.revision + 1;
-        let lc_prefix = self
+        let mut workspaces = self
             .store
-            .keys(&self.logical_clusters)
-            .all_clusters()
-            .to_string();
-        let mut changes = select_all([
-            Box::pin(self.store.objects().watch(&prefix, from).await?),
-            Box::pin(self.store.objects().watch(&lc_prefix, from).await?),
-        ]);
-        while let Some(change) = changes.next().await {
-            let object = change?.object;
-            let key = match object.get("kind").and_then(Value::as_str) {
-                Some("LogicalCluster") => owner_of(&object),
-                _ => cluster_of(&object).zip(meta::name(&object).map(str::to_string)),
+            .objects()
+            .watch(&prefix, page.revision + 1)
+            .await?;
+        loop {
+            let key = tokio::select! {
+                change = workspaces.next() => match change {
+                    Some(change) => {
+                        let object = change?.object;
+                        cluster_of(&object).zip(meta::name(&object).map(str::to_string))
+                    }
+                    None => break,
+                },
+                logical_cluster = logical_clusters.recv() => match logical_cluster {
+                    Some(logical_cluster) => owner_of(&logical_cluster),
+                    None => break,
+                },
             };
             if let Some(key) = key {
                 queue.add(key);
@@ -143,7 +150,48 @@ impl Controller for Workspaces {
     }
 }
 
+/// The logical cluster a Workspace is (or will be) scheduled to: the one recorded on it, else
+/// the one that follows from its UID (as random as upstream's random bytes, but the same on
+/// every retry, so a crash between creating the LogicalCluster and recording it never makes a
+/// second one).
+fn scheduled_cluster(
+    cluster: &LogicalClusterName,
+    name: &str,
+    workspace: &Value,
+) -> Result<LogicalClusterName, ApiError> {
+    let target = meta::annotations(workspace)
+        .get(SCHEDULED_CLUSTER_ANNOTATION)
+        .cloned()
+        .unwrap_or_else(|| {
+            let uid = meta::uid(workspace).unwrap_or(name);
+            let digest = names::base36_sha224(format!("workspace:{cluster}:{uid}").as_bytes());
+            digest.chars().take(CLUSTER_NAME_LENGTH).collect()
+        });
+    LogicalClusterName::parse(&target)
+        .ok_or_else(|| ApiError::internal_error("invalid scheduled cluster name"))
+}
+
 impl Workspaces {
+    /// Deletes a cluster's LogicalCluster (which empties the cluster first); a missing one is
+    /// already gone.
+    async fn delete_logical_cluster(
+        &self,
+        target: &LogicalClusterName,
+    ) -> Result<kcp_registry::store::Deleted, ApiError> {
+        let at = Location {
+            cluster: target,
+            namespace: None,
+        };
+        match self
+            .store
+            .delete(&self.logical_clusters, at, NAME, &DeleteOptions::default())
+            .await
+        {
+            Err(e) if e.code == 404 => Ok(kcp_registry::store::Deleted::Gone(Value::Null)),
+            result => result,
+        }
+    }
+
     async fn update(
         &self,
         cluster: &LogicalClusterName,
@@ -178,17 +226,8 @@ impl Workspaces {
         // but the same on every retry), so scheduling is one write of the Workspace after its
         // LogicalCluster exists, and a crash in between never makes a second cluster.
         let workspace = current.clone();
-        let target = meta::annotations(current)
-            .get(SCHEDULED_CLUSTER_ANNOTATION)
-            .cloned()
-            .unwrap_or_else(|| {
-                let uid = meta::uid(current).unwrap_or(name);
-                let digest = names::base36_sha224(format!("workspace:{cluster}:{uid}").as_bytes());
-                digest.chars().take(CLUSTER_NAME_LENGTH).collect()
-            });
-        let Some(target_cluster) = LogicalClusterName::parse(&target) else {
-            return Err(ApiError::internal_error("invalid scheduled cluster name"));
-        };
+        let target_cluster = scheduled_cluster(cluster, name, current)?;
+        let target = target_cluster.to_string();
         let parent_path = Path::parse(&self.index.path(cluster))
             .map_err(|e| ApiError::internal_error(&e.to_string()))?;
         let path = parent_path
@@ -243,7 +282,18 @@ impl Workspaces {
         meta::set_finalizers(&mut scheduled, finalizers);
         scheduled["spec"]["cluster"] = json!(target);
         scheduled["spec"]["URL"] = json!(workspace::url(&self.external_url, &path));
-        let scheduled = self.update(cluster, name, scheduled, None).await?;
+        let scheduled = match self.update(cluster, name, scheduled, None).await {
+            Ok(scheduled) => scheduled,
+            // Deleted while its LogicalCluster was being made (it had no finalizer yet): that
+            // cluster belongs to nobody now.
+            Err(e) if e.code == 404 => {
+                self.delete_logical_cluster(&target_cluster).await?;
+                return Ok(Pass::Done);
+            }
+            // Changed meanwhile (e.g. marked for deletion): the next pass sees how.
+            Err(e) if e.code == 409 => return Ok(Pass::Again),
+            Err(e) => return Err(e),
+        };
         self.mirror_status(cluster, name, &scheduled).await
     }
 
@@ -269,56 +319,41 @@ impl Workspaces {
         Ok(Pass::Done)
     }
 
-    /// Deletes the LogicalCluster; drops the finalizer once it is gone.
+    /// Deletes the LogicalCluster; drops the finalizer once it is gone. The cluster is the one
+    /// scheduling picks, so a Workspace deleted before its scheduling was recorded (or whose
+    /// finalizer someone removed) does not leave its LogicalCluster behind.
     async fn delete(
         &self,
         cluster: &LogicalClusterName,
         name: &str,
         current: &Value,
     ) -> Result<Pass, ApiError> {
+        let target = current
+            .pointer("/spec/cluster")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .and_then(LogicalClusterName::parse);
+        let target = match target {
+            Some(target) => target,
+            None => scheduled_cluster(cluster, name, current)?,
+        };
+        if let kcp_registry::store::Deleted::Pending(_) =
+            self.delete_logical_cluster(&target).await?
+        {
+            // Still there (its content is being removed): the LogicalCluster's removal brings
+            // this Workspace back.
+            let mut new = current.clone();
+            if workspace::reconcile_status(&mut new, self.index.logical_cluster(&target).as_deref())
+            {
+                self.update(cluster, name, new, Some("status")).await?;
+            }
+            return Ok(Pass::Done);
+        }
         if !meta::finalizers(current)
             .iter()
             .any(|f| f == LOGICAL_CLUSTER_FINALIZER)
         {
             return Ok(Pass::Done);
-        }
-        let annotations = meta::annotations(current);
-        let target = current
-            .pointer("/spec/cluster")
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .or_else(|| {
-                annotations
-                    .get(SCHEDULED_CLUSTER_ANNOTATION)
-                    .map(String::as_str)
-            })
-            .and_then(LogicalClusterName::parse);
-        if let Some(target) = target {
-            let at = Location {
-                cluster: &target,
-                namespace: None,
-            };
-            match self
-                .store
-                .delete(&self.logical_clusters, at, NAME, &DeleteOptions::default())
-                .await
-            {
-                // Still there (its content is being removed): the LogicalCluster's removal
-                // brings this Workspace back.
-                Ok(kcp_registry::store::Deleted::Pending(_)) => {
-                    let mut new = current.clone();
-                    if workspace::reconcile_status(
-                        &mut new,
-                        self.index.logical_cluster(&target).as_deref(),
-                    ) {
-                        self.update(cluster, name, new, Some("status")).await?;
-                    }
-                    return Ok(Pass::Done);
-                }
-                Ok(kcp_registry::store::Deleted::Gone(_)) => {}
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
         }
         let mut new = current.clone();
         let finalizers: Vec<String> = meta::finalizers(current)
