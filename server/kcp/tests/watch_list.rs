@@ -9,8 +9,10 @@
 //! These tests read the streams as raw bytes (JSON lines; 4-byte big-endian length-prefixed
 //! `metav1.WatchEvent` frames decoded here by hand, not with the server's codec), check kube's
 //! validation errors for list and watch options (422 `ListOptions.meta.k8s.io`), and run kube-rs's
-//! `watcher` with `streaming_lists()` as an independent client. The scenarios share one server;
-//! each works in its own namespace or logical cluster.
+//! `watcher` with `streaming_lists()` and the Python `kubernetes` client's `watch.Watch` as
+//! independent clients (the latter pinned, installed once with pip into a virtual environment in
+//! the target directory, as PyPI is reachable wherever the tests run). The scenarios share one
+//! server; each works in its own namespace or logical cluster.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -676,4 +678,145 @@ async fn kube_rs_streaming_list() {
         WatcherEvent::Apply(cm) => assert_eq!(cm.metadata.name.as_deref(), Some("third")),
         other => panic!("expected the new object, got {other:?}"),
     }
+}
+
+/// The Python client release the Python scenario installs (pinned, so runs are repeatable).
+const PYTHON_KUBERNETES: &str = "37.0.2";
+
+/// A virtual environment with the Python `kubernetes` client, made once under the target
+/// directory (next to the test binaries); returns its `python`. It is built aside and renamed into
+/// place (a venv's `bin/python` finds its packages relative to itself), so a half-made one is never
+/// used.
+fn python_with_kubernetes() -> std::path::PathBuf {
+    use std::process::Command;
+    let dir =
+        kcp_testing::binaries::profile_dir().join(format!("python-kubernetes-{PYTHON_KUBERNETES}"));
+    let python = dir.join("bin/python");
+    if dir.join(".installed").is_file() {
+        return python;
+    }
+    let staging = dir.with_extension(format!("tmp-{}", std::process::id()));
+    let run = |command: &mut Command, what: &str| {
+        let output = command
+            .output()
+            .unwrap_or_else(|error| panic!("{what}: {error}"));
+        assert!(
+            output.status.success(),
+            "{what}: {}\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let _ = std::fs::remove_dir_all(&staging);
+    run(
+        Command::new("python3").args(["-m", "venv"]).arg(&staging),
+        "python3 -m venv",
+    );
+    run(
+        Command::new(staging.join("bin/python")).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            &format!("kubernetes=={PYTHON_KUBERNETES}"),
+        ]),
+        "pip install kubernetes",
+    );
+    std::fs::write(staging.join(".installed"), PYTHON_KUBERNETES).expect("marking the venv");
+    let _ = std::fs::remove_dir_all(&dir);
+    if std::fs::rename(&staging, &dir).is_err() {
+        // Another test process got there first.
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    python
+}
+
+/// The Python scenario: a WatchList through `watch.Watch().stream`, printing one JSON line per
+/// event; after the initial-events-end bookmark it creates `later` and stops once it sees it.
+const PYTHON_WATCH: &str = r#"
+import json, sys
+from kubernetes import client, config, watch
+
+config.load_kube_config(config_file=sys.argv[1])
+namespace = sys.argv[2]
+v1 = client.CoreV1Api()
+w = watch.Watch()
+for event in w.stream(v1.list_namespaced_config_map, namespace,
+                      label_selector="watch-list=yes", send_initial_events=True,
+                      resource_version_match="NotOlderThan", allow_watch_bookmarks=True,
+                      timeout_seconds=60):
+    raw = event["raw_object"]
+    if event["type"] == "BOOKMARK":
+        end = (raw["metadata"].get("annotations") or {}).get("k8s.io/initial-events-end")
+        print(json.dumps({"type": "BOOKMARK", "end": end}), flush=True)
+        if end == "true":
+            v1.create_namespaced_config_map(namespace, client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name="later", labels={"watch-list": "yes"})))
+        continue
+    name = event["object"].metadata.name
+    print(json.dumps({"type": event["type"], "name": name}), flush=True)
+    if name == "later":
+        w.stop()
+"#;
+
+/// (e) The Python `kubernetes` client's watch with sendInitialEvents: the initial objects, the
+/// annotated bookmark, then the object it created.
+#[tokio::test]
+async fn python_kubernetes_watch_list() {
+    let server = SERVER.get().await;
+    namespace(&server, "root", "wl-python").await;
+    let collection = "/clusters/root/api/v1/namespaces/wl-python/configmaps";
+    create(&server, collection, "a").await;
+    create(&server, collection, "b").await;
+    let python = tokio::task::spawn_blocking(python_with_kubernetes)
+        .await
+        .unwrap();
+    let dir = kcp_testing::temp_dir("watch-list-python");
+    let script = dir.path().join("watch.py");
+    std::fs::write(&script, PYTHON_WATCH).unwrap();
+    // The script's watch has timeoutSeconds=60, which bounds it.
+    let kubeconfig = server.kubeconfig();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .arg(&script)
+            .arg(kubeconfig)
+            .arg("wl-python")
+            .output()
+            .expect("running the Python watch")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let mut initial: Vec<&str> = events[..2]
+        .iter()
+        .map(|e| {
+            assert_eq!(e["type"], "ADDED", "{stdout}");
+            e["name"].as_str().unwrap()
+        })
+        .collect();
+    initial.sort_unstable();
+    assert_eq!(initial, ["a", "b"], "{stdout}");
+    assert_eq!(
+        events[2],
+        json!({"type": "BOOKMARK", "end": "true"}),
+        "{stdout}"
+    );
+    assert_eq!(
+        events[3],
+        json!({"type": "ADDED", "name": "later"}),
+        "{stdout}"
+    );
+    assert_eq!(events.len(), 4, "{stdout}");
 }
