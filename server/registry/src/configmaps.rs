@@ -1,5 +1,11 @@
 //! core/v1 ConfigMap: string and binary data under validated keys, optionally immutable.
+//!
+//! Validation is kube's `ValidateConfigMap`: keys are config-map keys (`[-._a-zA-Z0-9]+`, at most
+//! 253 characters, not `.` or `..`), no key in both `data` and `binaryData`, and at most 1 MiB of
+//! data in total (binary data counted decoded).
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use kcp_apimachinery::FieldError;
 use serde_json::{Value, json};
 
@@ -48,7 +54,14 @@ impl Strategy for ConfigMaps {
                         "duplicate of key present in binaryData",
                     ));
                 }
-                total += value.as_str().map_or(0, str::len);
+                // binaryData travels as base64 in JSON; kube counts the decoded bytes.
+                total += match field {
+                    "binaryData" => value
+                        .as_str()
+                        .and_then(|v| STANDARD.decode(v).ok())
+                        .map_or(0, |bytes| bytes.len()),
+                    _ => value.as_str().map_or(0, str::len),
+                };
             }
         }
         if total > MAX_DATA_BYTES {
@@ -104,4 +117,66 @@ pub(crate) fn immutable_data_errors(new: &Value, old: &Value, fields: &[&str]) -
         }
     }
     errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(object: &Value) -> Vec<String> {
+        ConfigMaps
+            .validate(object)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn data_is_at_most_1_mib_in_total() {
+        let half = "x".repeat(MAX_DATA_BYTES / 2);
+        let exact = json!({"data": {"a": half, "b": half}});
+        assert!(errors(&exact).is_empty());
+        let over = json!({"data": {"a": half, "b": format!("{half}x")}});
+        assert_eq!(
+            errors(&over),
+            [": Too long: may not be more than 1048576 bytes"]
+        );
+    }
+
+    #[test]
+    fn binary_data_counts_decoded_bytes() {
+        // 786432 bytes encode to 1048576 base64 characters: within the limit once decoded.
+        let encoded = STANDARD.encode(vec![0u8; 786_432]);
+        let object = json!({"binaryData": {"bin": encoded}, "data": {"a": "x".repeat(200_000)}});
+        assert!(errors(&object).is_empty(), "{:?}", errors(&object));
+        let object = json!({"binaryData": {"bin": encoded}, "data": {"a": "x".repeat(262_145)}});
+        assert_eq!(errors(&object).len(), 1);
+    }
+
+    #[test]
+    fn keys_are_config_map_keys() {
+        let object = json!({"data": {"bad key": "v", "..": "v", "ok-key_1.txt": "v"}});
+        let found = errors(&object);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().any(|m| m.starts_with(
+            "data[bad key]: Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+        )), "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|m| m == "data[..]: Invalid value: \"..\": must not be '..'"),
+            "{found:?}"
+        );
+        let long = "k".repeat(254);
+        assert_eq!(errors(&json!({"data": {long.clone(): "v"}})).len(), 1);
+    }
+
+    #[test]
+    fn a_key_may_not_be_in_both_maps() {
+        let object = json!({"data": {"a": "x"}, "binaryData": {"a": "eA=="}});
+        assert_eq!(
+            errors(&object),
+            ["data[a]: Invalid value: \"a\": duplicate of key present in binaryData"]
+        );
+    }
 }

@@ -1,5 +1,11 @@
 //! core/v1 Secret: base64 data (checked by decoding), `stringData` folded into `data` on write, a type
 //! that decides which keys must be present, and immutability like ConfigMaps.
+//!
+//! Validation is kube's `ValidateSecret`: config-map keys, at most 1 MiB of decoded data, the keys
+//! each type requires (`tls.crt`/`tls.key`, `ssh-privatekey`, `.dockercfg`,
+//! `.dockerconfigjson`, `username` or `password`, the service-account annotation), an immutable
+//! type. (kube also parses the docker config types' JSON and reports Go's decoder error text;
+//! that text is not reproduced.)
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -85,6 +91,13 @@ impl Strategy for Secrets {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("Opaque");
+        if secret_type == "kubernetes.io/basic-auth"
+            && data.is_none_or(|d| !d.contains_key("username") && !d.contains_key("password"))
+        {
+            // Either may be empty, but one of them must be there.
+            errors.push(FieldError::required("data[username]", ""));
+            errors.push(FieldError::required("data[password]", ""));
+        }
         for key in required_keys(secret_type) {
             if data.is_none_or(|d| !d.contains_key(*key)) {
                 errors.push(FieldError::required(&format!("data[{key}]"), ""));
@@ -171,5 +184,57 @@ mod tests {
             .collect();
         assert!(fields.contains(&"data[tls.crt]".to_string()));
         assert!(fields.contains(&"data[tls.key]".to_string()));
+    }
+
+    fn errors(secret: &Value) -> Vec<String> {
+        Secrets
+            .validate(secret)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn data_is_at_most_1_mib_decoded() {
+        let exact = STANDARD.encode(vec![7u8; MAX_DATA_BYTES]);
+        assert!(errors(&json!({"data": {"a": exact}})).is_empty());
+        let over = STANDARD.encode(vec![7u8; MAX_DATA_BYTES + 1]);
+        assert_eq!(
+            errors(&json!({"data": {"a": over}})),
+            ["data: Too long: may not be more than 1048576 bytes"]
+        );
+    }
+
+    #[test]
+    fn keys_are_config_map_keys() {
+        let found = errors(&json!({"data": {"a/b": "eA=="}}));
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].starts_with("data[a/b]: Invalid value: \"a/b\": a valid config key"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn basic_auth_needs_a_username_or_a_password() {
+        let found = errors(&json!({"type": "kubernetes.io/basic-auth", "data": {}}));
+        assert_eq!(
+            found,
+            [
+                "data[username]: Required value",
+                "data[password]: Required value"
+            ]
+        );
+        let only_password = json!({"type": "kubernetes.io/basic-auth", "data": {"password": ""}});
+        assert!(errors(&only_password).is_empty());
+    }
+
+    #[test]
+    fn service_account_tokens_name_their_account() {
+        let found = errors(&json!({"type": "kubernetes.io/service-account-token"}));
+        assert_eq!(
+            found,
+            ["metadata.annotations[kubernetes.io/service-account.name]: Required value"]
+        );
     }
 }
