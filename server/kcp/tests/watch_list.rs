@@ -430,6 +430,37 @@ async fn informer_watch_list_over_protobuf() {
     assert_eq!((next.kind.as_str(), next.name.as_str()), ("DELETED", "b"));
 }
 
+/// Table and PartialObjectMetadata watches are JSON streams, answered as `application/json` (kube's
+/// stream serializer media type, whatever `as=` asked for), WatchList included.
+#[tokio::test]
+async fn table_and_metadata_watches_are_json() {
+    let server = SERVER.get().await;
+    namespace(&server, "root", "wl-as").await;
+    let collection = "/clusters/root/api/v1/namespaces/wl-as/configmaps";
+    create(&server, collection, "a").await;
+    let path = format!("{collection}?{INFORMER}&labelSelector=watch-list%3Dyes");
+    for (accept, kind) in [
+        ("application/json;as=Table;v=v1;g=meta.k8s.io", "Table"),
+        (
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+            "PartialObjectMetadata",
+        ),
+    ] {
+        let mut watch = RawWatch::open(&server, &path, accept).await;
+        assert_eq!(watch.content_type, "application/json", "{accept}");
+        let first = watch.next_json().await;
+        assert_eq!(first.kind, "ADDED", "{accept}");
+        assert_eq!(first.object["kind"], kind, "{accept}: {}", first.object);
+        let bookmark = watch.next_json().await;
+        assert_eq!(bookmark.kind, "BOOKMARK", "{accept}");
+        assert_eq!(
+            bookmark.annotation("k8s.io/initial-events-end"),
+            Some("true"),
+            "{accept}"
+        );
+    }
+}
+
 /// `resourceVersion` with `sendInitialEvents`: `N` is "not older than N" (the current state, then
 /// what follows), `sendInitialEvents=false` with `N` is a plain watch from N, and an `N` the store
 /// has not reached ends the stream with kube's Timeout.
