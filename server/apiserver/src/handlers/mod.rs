@@ -43,19 +43,36 @@ pub struct Scope<'a> {
 }
 
 /// Serves a request for `/api/...` or `/apis/...` (after authorization) with the handler of the
-/// endpoint it addresses.
+/// endpoint it addresses. Its errors are `Status` objects in protobuf when the client asked for
+/// protobuf and the kind has an encoding, as kube-apiserver negotiates them (JSON otherwise).
 pub async fn serve_resource(
     scope: &Scope<'_>,
     request: ResourceRequest,
 ) -> Result<Response<Body>, ApiError> {
     let resolved = resource::resolve(scope, &request)?;
-    let verb = request.info.verb;
-    if home::addressed(&resolved) {
-        return home::serve(&resolved).await;
+    match serve_resolved(&resolved, &request).await {
+        Err(error) => negotiation::protobuf_error(
+            request.accept.as_deref(),
+            &resolved.rt.api_version(),
+            &resolved.rt.kind,
+            &error,
+        )
+        .ok_or(error),
+        ok => ok,
     }
-    if token_request::addressed(&resolved) {
+}
+
+async fn serve_resolved(
+    resolved: &resource::Resolved<'_>,
+    request: &ResourceRequest,
+) -> Result<Response<Body>, ApiError> {
+    let verb = request.info.verb;
+    if home::addressed(resolved) {
+        return home::serve(resolved).await;
+    }
+    if token_request::addressed(resolved) {
         return match verb {
-            Verb::Create => token_request::create(&resolved).await,
+            Verb::Create => token_request::create(resolved).await,
             verb => Err(ApiError::method_not_supported(
                 "authentication.k8s.io",
                 "tokenrequests",
@@ -65,7 +82,7 @@ pub async fn serve_resource(
     }
     if let Some(review) = resolved.rt.strategy.review() {
         return match verb {
-            Verb::Create if request.info.name.is_none() => review::create(&resolved, review).await,
+            Verb::Create if request.info.name.is_none() => review::create(resolved, review).await,
             verb => Err(ApiError::method_not_supported(
                 &resolved.rt.group,
                 &resolved.rt.plural,
@@ -73,5 +90,5 @@ pub async fn serve_resource(
             )),
         };
     }
-    resource::serve(&resolved).await
+    resource::serve(resolved).await
 }

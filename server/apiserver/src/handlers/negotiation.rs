@@ -4,7 +4,10 @@
 //! ask for `as=PartialObjectMetadata(List)`; humans with curl may ask for YAML. Anything we cannot
 //! produce is `406`, anything we cannot read is `415`, as kube-apiserver answers.
 
+use http::{HeaderValue, Response, header};
 use kcp_apimachinery::{ApiError, protobuf};
+
+use crate::handlers::response::{self, Body};
 
 use kcp_registry::table::IncludeObject;
 
@@ -103,6 +106,30 @@ pub fn negotiate(accept: Option<&str>, include_object: Option<&str>) -> Result<O
          application/json;as=Table;v=v1;g=meta.k8s.io (asked for {:?})",
         accept.unwrap_or("")
     )))
+}
+
+/// A failed request's `Status` in protobuf, when the client asked for protobuf and the
+/// resource's kind (`api_version`, `kind`) has a protobuf encoding: kube-apiserver encodes an
+/// error with the serializer it negotiated for the response, so client-go's protobuf clients
+/// read a protobuf Status for built-in kinds and JSON for custom resources. `None`: answer in
+/// JSON, as [`response::error`] does.
+pub fn protobuf_error(
+    accept: Option<&str>,
+    api_version: &str,
+    kind: &str,
+    error: &ApiError,
+) -> Option<Response<Body>> {
+    if negotiate(accept, None).ok()? != Output::Protobuf || !protobuf::supports(api_version, kind) {
+        return None;
+    }
+    let bytes = protobuf::encode(&error.to_status()).ok()?;
+    let mut response = response::error(error);
+    *response.body_mut() = response::full(bytes);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(protobuf::CONTENT_TYPE),
+    );
+    Some(response)
 }
 
 /// How a create/update body is encoded.
@@ -242,6 +269,21 @@ mod tests {
                 .code,
             400
         );
+    }
+
+    #[test]
+    fn errors_are_protobuf_for_built_in_kinds_only() {
+        let accept = Some("application/vnd.kubernetes.protobuf, application/json");
+        let error = ApiError::not_found("", "configmaps", "missing");
+        let response = protobuf_error(accept, "v1", "ConfigMap", &error).unwrap();
+        assert_eq!(response.status(), 404);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            protobuf::CONTENT_TYPE
+        );
+        // A custom resource, or a client preferring JSON: JSON, from response::error.
+        assert!(protobuf_error(accept, "example.com/v1", "Widget", &error).is_none());
+        assert!(protobuf_error(Some("application/json"), "v1", "ConfigMap", &error).is_none());
     }
 
     #[test]
