@@ -65,7 +65,8 @@ impl Strategy for ConfigMaps {
             }
         }
         if total > MAX_DATA_BYTES {
-            errors.push(FieldError::too_long("", MAX_DATA_BYTES));
+            // kube reports the whole object: `field.NewPath("")` prints as `[]`.
+            errors.push(FieldError::too_long("[]", MAX_DATA_BYTES));
         }
         errors
     }
@@ -139,7 +140,7 @@ mod tests {
         let over = json!({"data": {"a": half, "b": format!("{half}x")}});
         assert_eq!(
             errors(&over),
-            [": Too long: may not be more than 1048576 bytes"]
+            ["[]: Too long: may not be more than 1048576 bytes"]
         );
     }
 

@@ -125,3 +125,36 @@ pub(crate) fn is_terminating(namespace: &Value) -> bool {
     meta::deletion_timestamp(namespace).is_some()
         || namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finalizers_are_standard_or_qualified_names() {
+        let ok = json!({"spec": {"finalizers": ["kubernetes", "example.com/cleanup"]}});
+        assert!(Namespaces.validate(&ok).is_empty());
+        let bad = json!({"spec": {"finalizers": ["not a name"]}});
+        let found: Vec<String> = Namespaces
+            .validate(&bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "spec.finalizers[0]: Invalid value: \"not a name\": name is neither a standard finalizer name nor is it fully qualified"
+            ]
+        );
+    }
+
+    #[test]
+    fn status_and_finalize_write_metadata_and_keep_the_name_label() {
+        assert!(Namespaces.subresource_writes_metadata("status"));
+        assert!(Namespaces.subresource_writes_metadata("finalize"));
+        let old = json!({"metadata": {"name": "n", "labels": {NAME_LABEL: "n"}}});
+        let mut new = json!({"metadata": {"name": "n", "labels": {}}});
+        Namespaces.prepare_for_update(&mut new, &old, Some("status"));
+        assert_eq!(new["metadata"]["labels"][NAME_LABEL], "n");
+    }
+}
