@@ -8,24 +8,24 @@
 //! holds for the workload kinds this server serves through CRDs (apps/v1, Service, Pod, ...) as
 //! much as for its built-in ones, so both have tables. Rather than generated Rust structs, each
 //! message is a table (field number → JSON key, type, Go shape) in `messages`, and one codec
-//! walks those tables; a new kind is a new table. Encoding reproduces Go's marshaller byte for
-//! byte (field order, empty value fields, sorted maps), so responses equal kube-apiserver's.
+//! walks those tables; a new kind is a new root of the table generator. Encoding reproduces Go's
+//! marshaller byte for byte (field order, empty value fields, sorted maps), so responses equal
+//! kube-apiserver's.
 //! apiextensions.k8s.io/v1 (CustomResourceDefinition) and meta.k8s.io/v1
 //! PartialObjectMetadata(List) have tables too; Table has none (kube serves it as JSON only),
 //! and custom resources have none: a protobuf body for one is refused with 415, and a response
 //! to a client that only prefers protobuf is JSON.
 //!
-//! Kubernetes version: the tables carry the Kubernetes 1.35 API types (`k8s.io/api`,
-//! `k8s.io/apimachinery` and `k8s.io/apiextensions-apiserver` v0.35, the version of the
-//! k8s-openapi `v1_35` JSON the rest of the server follows) plus the few fields 1.36 added to
-//! the kinds served: `PodSpec.schedulingGroup`, `PodStatus.nodeAllocatableResourceClaimStatuses`,
-//! `VolumeMountStatus.volumeStatus`, `ListMeta.shardInfo` (alpha, off by default) and
-//! `ResourceHealth.message`. Fields on one side only: a JSON key with no table field is not
-//! encoded (protobuf clients never see it), and a field number with no table entry is skipped
-//! when decoding, as Go's decoder skips unknown fields; so `PodSpec.workloadRef` (1.35 alpha,
-//! gone in 1.36) travels only as JSON. The tables are kept by hand; `tests/protobuf_k8s_pb.rs`
-//! checks every field of every registered kind, byte for byte, against kube-rs's `k8s-pb`
-//! (prost types generated from the 1.35 `.proto` files), listing the 1.36-only fields it skips.
+//! Kubernetes version: the tables in `messages/generated.rs` are generated (by our generator,
+//! `tests/protobuf_tables.rs`, a test that fails when the file is stale) from the crates.io
+//! packages k8s-pb 0.9.0 (kube-rs's prost code for the Kubernetes 1.35 `.proto` files: field
+//! numbers and types) and k8s-openapi `v1_35` (JSON keys, the version the rest of the server
+//! follows), plus `go_shapes.txt`, the Go pointer and embedded fields no `.proto` records. Fields
+//! on one side only: a JSON key with no table field (a field newer than 1.35, say) is not encoded,
+//! so protobuf clients never see it; a field number with no table entry (a newer client's field)
+//! is skipped when decoding, as Go's decoder skips unknown fields; a 1.35 proto field whose JSON
+//! key k8s-openapi does not know fails the generator. `tests/protobuf_k8s_pb.rs` compares our
+//! bytes for every field of every registered kind with prost's.
 //!
 //! A body is the four bytes `k8s\0` followed by a `runtime.Unknown` envelope
 //! `{1: typeMeta {1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding, 4: contentType}` whose

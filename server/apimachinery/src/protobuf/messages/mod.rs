@@ -1,11 +1,12 @@
 //! The message tables for every kind this server speaks protobuf for, and the registry mapping
 //! `(apiVersion, kind)` to them.
 //!
-//! Field numbers come from the Kubernetes `generated.proto` files; labels from the Go types
-//! (value field, pointer, slice, map, embedded struct). One module per API group version holds
-//! its tables; a table references messages of other groups through their modules (apps/v1
-//! pod templates are core/v1's). Supporting another kind means adding its tables and one
-//! [`Registration`]; the codec needs no change.
+//! The tables are in `generated`, written by `tests/protobuf_tables.rs` from kube-rs's k8s-pb
+//! (field numbers and protobuf types of the Kubernetes 1.35 `.proto` files), k8s-openapi
+//! `v1_35` (JSON keys, Go names) and `go_shapes.txt` (which Go fields are pointers or embedded
+//! structs, what Go's marshaller writes depends on and no `.proto` file says); a test fails when
+//! the file is stale. Supporting another kind means adding it to that generator's roots and one
+//! [`Registration`] here; the codec needs no change.
 //!
 //! The workload kinds (apps/v1, core/v1 Service, Pod, PersistentVolumeClaim, Endpoints,
 //! policy/v1, discovery.k8s.io/v1) are served through CRDs here, but typed clients
@@ -15,67 +16,12 @@
 //! reviews (`kubectl auth can-i|whoami`, `kubectl create token`), requests the server answers
 //! with an object of the same kind.
 
-mod apiextensions;
-mod apps;
-mod authentication;
-mod authorization;
-mod autoscaling;
-mod coordination;
-mod core;
-mod discovery;
-mod events;
-mod meta;
-mod policy;
-mod rbac;
+mod generated;
 
-use super::schema::{Field, FieldType as T, Message, Registration};
+use super::schema::{Message, Registration};
+use generated::*;
 
-pub(super) use meta::WATCH_EVENT;
-
-// ---- lists ----
-
-/// A `<Kind>List` table: `{1: ListMeta metadata, 2: repeated item}`, the same for every kind.
-macro_rules! list_of {
-    ($name:literal, $item:expr) => {
-        Message {
-            name: $name,
-            fields: &[
-                Field::value(1, "metadata", T::Message(&meta::LIST_META)),
-                Field::repeated(2, "items", T::Message(&$item)),
-            ],
-        }
-    };
-}
-
-static POD_TEMPLATE_LIST: Message = list_of!("PodTemplateList", core::POD_TEMPLATE);
-static CUSTOM_RESOURCE_DEFINITION_LIST: Message = list_of!(
-    "CustomResourceDefinitionList",
-    apiextensions::CUSTOM_RESOURCE_DEFINITION
-);
-static CONFIG_MAP_LIST: Message = list_of!("ConfigMapList", core::CONFIG_MAP);
-static SECRET_LIST: Message = list_of!("SecretList", core::SECRET);
-static NAMESPACE_LIST: Message = list_of!("NamespaceList", core::NAMESPACE);
-static SERVICE_ACCOUNT_LIST: Message = list_of!("ServiceAccountList", core::SERVICE_ACCOUNT);
-static CORE_EVENT_LIST: Message = list_of!("EventList", core::EVENT);
-static SERVICE_LIST: Message = list_of!("ServiceList", core::SERVICE);
-static POD_LIST: Message = list_of!("PodList", core::POD);
-static PERSISTENT_VOLUME_CLAIM_LIST: Message =
-    list_of!("PersistentVolumeClaimList", core::PERSISTENT_VOLUME_CLAIM);
-static ENDPOINTS_LIST: Message = list_of!("EndpointsList", core::ENDPOINTS);
-static EVENTS_EVENT_LIST: Message = list_of!("EventList", events::EVENT);
-static LEASE_LIST: Message = list_of!("LeaseList", coordination::LEASE);
-static DEPLOYMENT_LIST: Message = list_of!("DeploymentList", apps::DEPLOYMENT);
-static STATEFUL_SET_LIST: Message = list_of!("StatefulSetList", apps::STATEFUL_SET);
-static REPLICA_SET_LIST: Message = list_of!("ReplicaSetList", apps::REPLICA_SET);
-static DAEMON_SET_LIST: Message = list_of!("DaemonSetList", apps::DAEMON_SET);
-static POD_DISRUPTION_BUDGET_LIST: Message =
-    list_of!("PodDisruptionBudgetList", policy::POD_DISRUPTION_BUDGET);
-static ENDPOINT_SLICE_LIST: Message = list_of!("EndpointSliceList", discovery::ENDPOINT_SLICE);
-static ROLE_LIST: Message = list_of!("RoleList", rbac::ROLE);
-static CLUSTER_ROLE_LIST: Message = list_of!("ClusterRoleList", rbac::CLUSTER_ROLE);
-static ROLE_BINDING_LIST: Message = list_of!("RoleBindingList", rbac::ROLE_BINDING);
-static CLUSTER_ROLE_BINDING_LIST: Message =
-    list_of!("ClusterRoleBindingList", rbac::CLUSTER_ROLE_BINDING);
+pub(super) use generated::META_V1_WATCH_EVENT as WATCH_EVENT;
 
 // ---- registry ----
 
@@ -113,121 +59,133 @@ const EVERY_VERSION: &[&str] = &[
 ];
 
 pub(super) static REGISTRY: &[Registration] = &[
-    Registration::new(CORE, "ConfigMap", &core::CONFIG_MAP),
-    Registration::new(CORE, "ConfigMapList", &CONFIG_MAP_LIST),
-    Registration::new(CORE, "Secret", &core::SECRET),
-    Registration::new(CORE, "SecretList", &SECRET_LIST),
-    Registration::new(CORE, "Namespace", &core::NAMESPACE),
-    Registration::new(CORE, "NamespaceList", &NAMESPACE_LIST),
-    Registration::new(CORE, "ServiceAccount", &core::SERVICE_ACCOUNT),
-    Registration::new(CORE, "ServiceAccountList", &SERVICE_ACCOUNT_LIST),
-    Registration::new(CORE, "Event", &core::EVENT),
-    Registration::new(CORE, "EventList", &CORE_EVENT_LIST),
-    Registration::new(CORE, "PodTemplate", &core::POD_TEMPLATE),
-    Registration::new(CORE, "PodTemplateList", &POD_TEMPLATE_LIST),
-    Registration::new(CORE, "Service", &core::SERVICE),
-    Registration::new(CORE, "ServiceList", &SERVICE_LIST),
-    Registration::new(CORE, "Pod", &core::POD),
-    Registration::new(CORE, "PodList", &POD_LIST),
+    Registration::new(CORE, "ConfigMap", &CORE_V1_CONFIG_MAP),
+    Registration::new(CORE, "ConfigMapList", &CORE_V1_CONFIG_MAP_LIST),
+    Registration::new(CORE, "Secret", &CORE_V1_SECRET),
+    Registration::new(CORE, "SecretList", &CORE_V1_SECRET_LIST),
+    Registration::new(CORE, "Namespace", &CORE_V1_NAMESPACE),
+    Registration::new(CORE, "NamespaceList", &CORE_V1_NAMESPACE_LIST),
+    Registration::new(CORE, "ServiceAccount", &CORE_V1_SERVICE_ACCOUNT),
+    Registration::new(CORE, "ServiceAccountList", &CORE_V1_SERVICE_ACCOUNT_LIST),
+    Registration::new(CORE, "Event", &CORE_V1_EVENT),
+    Registration::new(CORE, "EventList", &CORE_V1_EVENT_LIST),
+    Registration::new(CORE, "PodTemplate", &CORE_V1_POD_TEMPLATE),
+    Registration::new(CORE, "PodTemplateList", &CORE_V1_POD_TEMPLATE_LIST),
+    Registration::new(CORE, "Service", &CORE_V1_SERVICE),
+    Registration::new(CORE, "ServiceList", &CORE_V1_SERVICE_LIST),
+    Registration::new(CORE, "Pod", &CORE_V1_POD),
+    Registration::new(CORE, "PodList", &CORE_V1_POD_LIST),
     Registration::new(
         CORE,
         "PersistentVolumeClaim",
-        &core::PERSISTENT_VOLUME_CLAIM,
+        &CORE_V1_PERSISTENT_VOLUME_CLAIM,
     ),
     Registration::new(
         CORE,
         "PersistentVolumeClaimList",
-        &PERSISTENT_VOLUME_CLAIM_LIST,
+        &CORE_V1_PERSISTENT_VOLUME_CLAIM_LIST,
     ),
-    Registration::new(CORE, "Endpoints", &core::ENDPOINTS),
-    Registration::new(CORE, "EndpointsList", &ENDPOINTS_LIST),
-    Registration::new(EVENTS, "Event", &events::EVENT),
-    Registration::new(EVENTS, "EventList", &EVENTS_EVENT_LIST),
-    Registration::new(COORDINATION, "Lease", &coordination::LEASE),
-    Registration::new(COORDINATION, "LeaseList", &LEASE_LIST),
-    Registration::new(APPS, "Deployment", &apps::DEPLOYMENT),
-    Registration::new(APPS, "DeploymentList", &DEPLOYMENT_LIST),
-    Registration::new(APPS, "StatefulSet", &apps::STATEFUL_SET),
-    Registration::new(APPS, "StatefulSetList", &STATEFUL_SET_LIST),
-    Registration::new(APPS, "ReplicaSet", &apps::REPLICA_SET),
-    Registration::new(APPS, "ReplicaSetList", &REPLICA_SET_LIST),
-    Registration::new(APPS, "DaemonSet", &apps::DAEMON_SET),
-    Registration::new(APPS, "DaemonSetList", &DAEMON_SET_LIST),
+    Registration::new(CORE, "Endpoints", &CORE_V1_ENDPOINTS),
+    Registration::new(CORE, "EndpointsList", &CORE_V1_ENDPOINTS_LIST),
+    Registration::new(EVENTS, "Event", &EVENTS_V1_EVENT),
+    Registration::new(EVENTS, "EventList", &EVENTS_V1_EVENT_LIST),
+    Registration::new(COORDINATION, "Lease", &COORDINATION_V1_LEASE),
+    Registration::new(COORDINATION, "LeaseList", &COORDINATION_V1_LEASE_LIST),
+    Registration::new(APPS, "Deployment", &APPS_V1_DEPLOYMENT),
+    Registration::new(APPS, "DeploymentList", &APPS_V1_DEPLOYMENT_LIST),
+    Registration::new(APPS, "StatefulSet", &APPS_V1_STATEFUL_SET),
+    Registration::new(APPS, "StatefulSetList", &APPS_V1_STATEFUL_SET_LIST),
+    Registration::new(APPS, "ReplicaSet", &APPS_V1_REPLICA_SET),
+    Registration::new(APPS, "ReplicaSetList", &APPS_V1_REPLICA_SET_LIST),
+    Registration::new(APPS, "DaemonSet", &APPS_V1_DAEMON_SET),
+    Registration::new(APPS, "DaemonSetList", &APPS_V1_DAEMON_SET_LIST),
     Registration::new(
         POLICY,
         "PodDisruptionBudget",
-        &policy::POD_DISRUPTION_BUDGET,
+        &POLICY_V1_POD_DISRUPTION_BUDGET,
     ),
     Registration::new(
         POLICY,
         "PodDisruptionBudgetList",
-        &POD_DISRUPTION_BUDGET_LIST,
+        &POLICY_V1_POD_DISRUPTION_BUDGET_LIST,
     ),
-    Registration::new(POLICY, "Eviction", &policy::EVICTION),
-    Registration::new(DISCOVERY, "EndpointSlice", &discovery::ENDPOINT_SLICE),
-    Registration::new(DISCOVERY, "EndpointSliceList", &ENDPOINT_SLICE_LIST),
-    Registration::new(AUTOSCALING, "Scale", &autoscaling::SCALE),
-    Registration::new(RBAC, "Role", &rbac::ROLE),
-    Registration::new(RBAC, "RoleList", &ROLE_LIST),
-    Registration::new(RBAC, "ClusterRole", &rbac::CLUSTER_ROLE),
-    Registration::new(RBAC, "ClusterRoleList", &CLUSTER_ROLE_LIST),
-    Registration::new(RBAC, "RoleBinding", &rbac::ROLE_BINDING),
-    Registration::new(RBAC, "RoleBindingList", &ROLE_BINDING_LIST),
-    Registration::new(RBAC, "ClusterRoleBinding", &rbac::CLUSTER_ROLE_BINDING),
-    Registration::new(RBAC, "ClusterRoleBindingList", &CLUSTER_ROLE_BINDING_LIST),
-    Registration::new(AUTHENTICATION, "TokenReview", &authentication::TOKEN_REVIEW),
+    Registration::new(POLICY, "Eviction", &POLICY_V1_EVICTION),
+    Registration::new(DISCOVERY, "EndpointSlice", &DISCOVERY_V1_ENDPOINT_SLICE),
+    Registration::new(
+        DISCOVERY,
+        "EndpointSliceList",
+        &DISCOVERY_V1_ENDPOINT_SLICE_LIST,
+    ),
+    Registration::new(AUTOSCALING, "Scale", &AUTOSCALING_V1_SCALE),
+    Registration::new(RBAC, "Role", &RBAC_V1_ROLE),
+    Registration::new(RBAC, "RoleList", &RBAC_V1_ROLE_LIST),
+    Registration::new(RBAC, "ClusterRole", &RBAC_V1_CLUSTER_ROLE),
+    Registration::new(RBAC, "ClusterRoleList", &RBAC_V1_CLUSTER_ROLE_LIST),
+    Registration::new(RBAC, "RoleBinding", &RBAC_V1_ROLE_BINDING),
+    Registration::new(RBAC, "RoleBindingList", &RBAC_V1_ROLE_BINDING_LIST),
+    Registration::new(RBAC, "ClusterRoleBinding", &RBAC_V1_CLUSTER_ROLE_BINDING),
+    Registration::new(
+        RBAC,
+        "ClusterRoleBindingList",
+        &RBAC_V1_CLUSTER_ROLE_BINDING_LIST,
+    ),
+    Registration::new(
+        AUTHENTICATION,
+        "TokenReview",
+        &AUTHENTICATION_V1_TOKEN_REVIEW,
+    ),
     Registration::new(
         SELF_SUBJECT_REVIEW,
         "SelfSubjectReview",
-        &authentication::SELF_SUBJECT_REVIEW,
+        &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW,
     ),
     Registration::new(
         AUTHENTICATION,
         "TokenRequest",
-        &authentication::TOKEN_REQUEST,
+        &AUTHENTICATION_V1_TOKEN_REQUEST,
     ),
     Registration::new(
         AUTHORIZATION,
         "SubjectAccessReview",
-        &authorization::SUBJECT_ACCESS_REVIEW,
+        &AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW,
     ),
     Registration::new(
         AUTHORIZATION,
         "LocalSubjectAccessReview",
-        &authorization::LOCAL_SUBJECT_ACCESS_REVIEW,
+        &AUTHORIZATION_V1_LOCAL_SUBJECT_ACCESS_REVIEW,
     ),
     Registration::new(
         AUTHORIZATION,
         "SelfSubjectAccessReview",
-        &authorization::SELF_SUBJECT_ACCESS_REVIEW,
+        &AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW,
     ),
     Registration::new(
         AUTHORIZATION,
         "SelfSubjectRulesReview",
-        &authorization::SELF_SUBJECT_RULES_REVIEW,
+        &AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW,
     ),
     Registration::new(
         APIEXTENSIONS,
         "CustomResourceDefinition",
-        &apiextensions::CUSTOM_RESOURCE_DEFINITION,
+        &APIEXTENSIONS_V1_CUSTOM_RESOURCE_DEFINITION,
     ),
     Registration::new(
         APIEXTENSIONS,
         "CustomResourceDefinitionList",
-        &CUSTOM_RESOURCE_DEFINITION_LIST,
+        &APIEXTENSIONS_V1_CUSTOM_RESOURCE_DEFINITION_LIST,
     ),
     Registration::new(
         META,
         "PartialObjectMetadata",
-        &meta::PARTIAL_OBJECT_METADATA,
+        &META_V1_PARTIAL_OBJECT_METADATA,
     ),
     Registration::new(
         META,
         "PartialObjectMetadataList",
-        &meta::PARTIAL_OBJECT_METADATA_LIST,
+        &META_V1_PARTIAL_OBJECT_METADATA_LIST,
     ),
-    Registration::new(EVERY_VERSION, "Status", &meta::STATUS),
-    Registration::new(EVERY_VERSION, "DeleteOptions", &meta::DELETE_OPTIONS),
+    Registration::new(EVERY_VERSION, "Status", &META_V1_STATUS),
+    Registration::new(EVERY_VERSION, "DeleteOptions", &META_V1_DELETE_OPTIONS),
 ];
 
 /// The message of a registered kind.
