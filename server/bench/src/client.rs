@@ -107,6 +107,30 @@ pub struct Client {
     free: Option<(mpsc::Sender<usize>, Mutex<mpsc::Receiver<usize>>)>,
 }
 
+/// How request bodies are encoded and which response encoding is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Media {
+    Json,
+    /// Kubernetes protobuf, as client-go's typed clients speak it (JSON accepted as fallback).
+    Protobuf,
+}
+
+impl Media {
+    fn accept(self) -> &'static str {
+        match self {
+            Media::Json => "application/json",
+            Media::Protobuf => "application/vnd.kubernetes.protobuf, application/json",
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Media::Json => "application/json",
+            Media::Protobuf => kcp_apimachinery::protobuf::CONTENT_TYPE,
+        }
+    }
+}
+
 /// A fully read response.
 pub struct Reply {
     pub status: StatusCode,
@@ -159,14 +183,25 @@ impl Client {
         Ok(())
     }
 
-    /// `path` is below the kubeconfig's server URL (e.g. `/api/v1/namespaces`).
+    /// `path` is below the kubeconfig's server URL (e.g. `/api/v1/namespaces`); JSON both ways.
     pub async fn request(
         &self,
         method: Method,
         path: &str,
         body: Option<Bytes>,
     ) -> Result<Reply, ClientError> {
-        let request = self.build(method, path, body)?;
+        self.request_as(Media::Json, method, path, body).await
+    }
+
+    /// A request whose body is in `media` and which asks for `media` first.
+    pub async fn request_as(
+        &self,
+        media: Media,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<Reply, ClientError> {
+        let request = self.build(media, method, path, body)?;
         let response = match &self.free {
             None => {
                 let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
@@ -203,12 +238,13 @@ impl Client {
 
     /// Starts a request on a connection of its own and returns as soon as the headers arrive.
     pub async fn stream(&self, path: &str) -> Result<Response<Incoming>, ClientError> {
-        let request = self.build(Method::GET, path, None)?;
+        let request = self.build(Media::Json, Method::GET, path, None)?;
         self.connect().await?.send(request).await
     }
 
     fn build(
         &self,
+        media: Media,
         method: Method,
         path: &str,
         body: Option<Bytes>,
@@ -222,11 +258,11 @@ impl Client {
         };
         let builder = builder
             .method(method)
-            .header(header::ACCEPT, "application/json")
+            .header(header::ACCEPT, media.accept())
             .header(header::USER_AGENT, "kcp-bench");
         Ok(match body {
             Some(body) => builder
-                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::CONTENT_TYPE, media.content_type())
                 .body(Full::new(body))?,
             None => builder.body(Full::new(Bytes::new()))?,
         })
