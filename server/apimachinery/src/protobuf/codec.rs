@@ -453,6 +453,31 @@ pub(super) fn encode_message(
     path: &Path<'_>,
 ) -> Result<Vec<u8>, ProtobufError> {
     let mut w = Writer::default();
+    write_message(&mut w, message, object, path)?;
+    Ok(w.into_bytes())
+}
+
+/// Writes `object` as field `number` holding `message`, in place.
+pub(super) fn write_nested(
+    w: &mut Writer,
+    number: u32,
+    message: &Message,
+    object: &Map<String, Value>,
+    path: &Path<'_>,
+) -> Result<(), ProtobufError> {
+    let nested = w.begin_nested(number);
+    write_message(w, message, object, path)?;
+    w.end_nested(nested);
+    Ok(())
+}
+
+/// Writes the fields of `object` as `message` to `w`.
+fn write_message(
+    w: &mut Writer,
+    message: &Message,
+    object: &Map<String, Value>,
+    path: &Path<'_>,
+) -> Result<(), ProtobufError> {
     for field in message.fields {
         let value = object.get(field.json).filter(|v| !v.is_null());
         let at = Path::Key(path, field.json);
@@ -460,12 +485,12 @@ pub(super) fn encode_message(
             // The embedded struct's keys are this object's own.
             (Label::Inline, _) => {
                 if let FieldType::Message(nested) = field.ty {
-                    w.bytes(field.number, &encode_message(nested, object, path)?);
+                    write_nested(w, field.number, nested, object, path)?;
                 }
             }
-            (Label::Value, None) => encode_value(&mut w, field.number, field.ty, None, &at)?,
+            (Label::Value, None) => encode_value(w, field.number, field.ty, None, &at)?,
             (Label::Value | Label::Optional, Some(value)) => {
-                encode_value(&mut w, field.number, field.ty, Some(value), &at)?;
+                encode_value(w, field.number, field.ty, Some(value), &at)?;
             }
             (Label::Repeated, Some(value)) => {
                 let items = value
@@ -473,7 +498,7 @@ pub(super) fn encode_message(
                     .ok_or_else(|| invalid_object(&at, "expected an array"))?;
                 for (index, item) in items.iter().enumerate() {
                     let at = Path::Index(&at, index);
-                    encode_value(&mut w, field.number, field.ty, Some(item), &at)?;
+                    encode_value(w, field.number, field.ty, Some(item), &at)?;
                 }
             }
             (Label::Map, Some(value)) => {
@@ -484,17 +509,17 @@ pub(super) fn encode_message(
                 let mut entries: Vec<(&String, &Value)> = map.iter().collect();
                 entries.sort_unstable_by_key(|(key, _)| *key);
                 for (key, value) in entries {
-                    let mut entry = Writer::default();
-                    entry.bytes(1, key.as_bytes());
+                    let entry = w.begin_nested(field.number);
+                    w.bytes(1, key.as_bytes());
                     let value = Some(value).filter(|v| !v.is_null());
-                    encode_value(&mut entry, 2, field.ty, value, &Path::Key(&at, key))?;
-                    w.bytes(field.number, &entry.into_bytes());
+                    encode_value(w, 2, field.ty, value, &Path::Key(&at, key))?;
+                    w.end_nested(entry);
                 }
             }
             (Label::Optional | Label::Repeated | Label::Map, None) => {}
         }
     }
-    Ok(w.into_bytes())
+    Ok(())
 }
 
 /// Writes one value as field `number`; `None` writes the type's zero value.
@@ -540,9 +565,7 @@ fn encode_value(
             let mut union = Writer::default();
             match value {
                 None => {}
-                Some(Value::Object(object)) => {
-                    union.bytes(1, &encode_message(schema, object, path)?)
-                }
+                Some(Value::Object(object)) => write_nested(&mut union, 1, schema, object, path)?,
                 Some(Value::Array(items)) => {
                     let item_type = match ty {
                         FieldType::SchemaOrStringArray(_) => FieldType::String,
@@ -564,7 +587,7 @@ fn encode_value(
                 Some(Value::Bool(b)) => union.varint(1, u64::from(*b)),
                 Some(Value::Object(object)) => {
                     union.varint(1, 1);
-                    union.bytes(2, &encode_message(schema, object, path)?);
+                    write_nested(&mut union, 2, schema, object, path)?;
                 }
                 Some(_) => return Err(invalid_object(path, "expected a boolean or an object")),
             }
@@ -639,7 +662,7 @@ fn encode_value(
                     .as_object()
                     .ok_or_else(|| invalid_object(path, "expected an object"))?,
             };
-            w.bytes(number, &encode_message(nested, object, path)?);
+            write_nested(w, number, nested, object, path)?;
         }
     }
     Ok(())

@@ -169,18 +169,14 @@ pub fn encode(object: &Value) -> Result<Vec<u8>, ProtobufError> {
     };
     let message =
         messages::lookup(api_version, kind).ok_or_else(|| unsupported(api_version, kind))?;
-    let raw = codec::encode_message(message, map, &Path::Root)?;
-
-    let type_meta = codec::encode_message(&TYPE_META, map, &Path::Root)?;
-    let mut envelope = Writer::default();
-    envelope.bytes(1, &type_meta);
-    envelope.bytes(2, &raw);
+    // One buffer for the whole body: nested messages are written in place.
+    let mut body = Writer::with_prefix(MAGIC);
+    codec::write_nested(&mut body, 1, &TYPE_META, map, &Path::Root)?;
+    codec::write_nested(&mut body, 2, message, map, &Path::Root)?;
     // Go always writes contentEncoding and contentType, empty for a plain protobuf object.
-    envelope.bytes(3, b"");
-    envelope.bytes(4, b"");
-    let mut body = MAGIC.to_vec();
-    body.extend(envelope.into_bytes());
-    Ok(body)
+    body.bytes(3, b"");
+    body.bytes(4, b"");
+    Ok(body.into_bytes())
 }
 
 /// Encodes one event of a protobuf watch stream as a complete frame: a 4-byte big-endian
