@@ -284,3 +284,63 @@ async fn crds_speak_protobuf_and_custom_resources_do_not() {
     assert_eq!(listed.content_type, "application/json");
     assert_eq!(listed.json()["items"], json!([]));
 }
+
+/// What client-go's metadata client sends as Accept: PartialObjectMetadata(List) in protobuf
+/// first, then the same in JSON.
+const METADATA_ACCEPT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
+/// The metadata client (garbage collectors, quota, `kubectl` with `--output name` paths) reads
+/// any resource, built-in or custom, as PartialObjectMetadata in protobuf, as kube-apiserver
+/// serves it: metadata is the same message whatever the kind.
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_clients_read_partial_objects_in_protobuf() {
+    let server = SERVER.get().await;
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "meta-only", "labels": {"k": "v"}}, "data": {"secret": "x"}});
+    let created = call(&server, Method::POST, configmaps, Some(&configmap)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+
+    let metadata = |path: &str, accept: &'static str| {
+        let request = server
+            .admin()
+            .client()
+            .get(server.url(path))
+            .header(reqwest::header::ACCEPT, accept);
+        Response::send(request)
+    };
+    let list = decoded(&metadata(configmaps, METADATA_ACCEPT).await, 200);
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
+    let item = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "meta-only")
+        .unwrap_or_else(|| panic!("meta-only not listed: {list}"));
+    assert_eq!(item["metadata"]["labels"]["k"], "v");
+    assert!(item.get("data").is_none(), "{item}");
+
+    let one = decoded(
+        &metadata(
+            &format!("{configmaps}/meta-only"),
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        )
+        .await,
+        200,
+    );
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["name"], "meta-only");
+
+    // A JSON-only metadata client still gets JSON.
+    let json_only = metadata(
+        configmaps,
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+    )
+    .await;
+    assert_eq!(
+        (json_only.status, json_only.content_type.as_str()),
+        (200, "application/json")
+    );
+    assert_eq!(json_only.json()["kind"], "PartialObjectMetadataList");
+}

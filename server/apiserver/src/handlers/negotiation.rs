@@ -17,9 +17,17 @@ pub enum Output {
     Json,
     Yaml,
     Table(IncludeObject),
-    /// `PartialObjectMetadata` for objects, `PartialObjectMetadataList` for lists.
-    PartialMetadata,
+    /// `PartialObjectMetadata` for objects, `PartialObjectMetadataList` for lists, in JSON or (as
+    /// client-go's metadata client asks first) Kubernetes protobuf.
+    PartialMetadata(Encoding),
     /// Kubernetes protobuf, which typed clients ask for first (JSON when a kind has no encoding).
+    Protobuf,
+}
+
+/// JSON or Kubernetes protobuf, for outputs offered in both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Json,
     Protobuf,
 }
 
@@ -93,7 +101,13 @@ pub fn negotiate(accept: Option<&str>, include_object: Option<&str>) -> Result<O
             (e, Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
                 if is_json(e) && meta_group =>
             {
-                return Ok(Output::PartialMetadata);
+                return Ok(Output::PartialMetadata(Encoding::Json));
+            }
+            (
+                protobuf::CONTENT_TYPE,
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList"),
+            ) if meta_group => {
+                return Ok(Output::PartialMetadata(Encoding::Protobuf));
             }
             (e, None) if is_json(e) => return Ok(Output::Json),
             ("application/yaml", None) => return Ok(Output::Yaml),
@@ -230,7 +244,18 @@ mod tests {
                 None
             )
             .unwrap(),
-            Output::PartialMetadata
+            Output::PartialMetadata(Encoding::Json)
+        );
+        // client-go's metadata client: protobuf first, then JSON.
+        assert_eq!(
+            negotiate(
+                Some(
+                    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+                ),
+                None
+            )
+            .unwrap(),
+            Output::PartialMetadata(Encoding::Protobuf)
         );
         assert_eq!(
             negotiate(Some("application/vnd.kubernetes.protobuf"), None).unwrap(),

@@ -5,7 +5,7 @@ use kcp_apimachinery::{ApiError, meta, protobuf};
 use serde_json::{Value, json};
 
 use super::Resolved;
-use crate::handlers::negotiation::{self, Output};
+use crate::handlers::negotiation::{self, Encoding, Output};
 use crate::handlers::response::{self, Body};
 use kcp_registry::table;
 
@@ -58,8 +58,8 @@ impl Resolved<'_> {
             Output::Json => response::json(code, &object),
             Output::Protobuf => protobuf_or_json(code, &object),
             Output::Yaml => response::yaml(code, &object),
-            Output::PartialMetadata => {
-                response::json(code, &table::partial_object_metadata(&object))
+            Output::PartialMetadata(encoding) => {
+                encoded(encoding, code, &table::partial_object_metadata(&object))
             }
             Output::Table(include) => {
                 let metadata =
@@ -77,9 +77,10 @@ impl Resolved<'_> {
     ) -> Result<Response<Body>, ApiError> {
         Ok(match self.output()? {
             Output::Table(include) => response::json(200, &self.table(&items, metadata, include)),
-            Output::PartialMetadata => {
+            Output::PartialMetadata(encoding) => {
                 let items: Vec<Value> = items.iter().map(table::partial_object_metadata).collect();
-                response::json(
+                encoded(
+                    encoding,
                     200,
                     &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
                         "metadata": metadata, "items": items}),
@@ -102,6 +103,14 @@ impl Resolved<'_> {
         include: table::IncludeObject,
     ) -> Value {
         table::for_type(&self.rt, objects, metadata, include)
+    }
+}
+
+/// JSON, or protobuf as [`protobuf_or_json`].
+fn encoded(encoding: Encoding, code: u16, object: &Value) -> Response<Body> {
+    match encoding {
+        Encoding::Json => response::json(code, object),
+        Encoding::Protobuf => protobuf_or_json(code, object),
     }
 }
 

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Resolved;
-use crate::handlers::negotiation::Output;
+use crate::handlers::negotiation::{Encoding, Output};
 use crate::handlers::response::Body;
 use crate::request::query::ListOptions;
 use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
@@ -54,7 +54,10 @@ impl Encoder {
     /// One `{type, object}` frame in the stream's format: a JSON line, or a length-delimited
     /// protobuf WatchEvent.
     fn frame(&self, kind: &str, object: &Value) -> Result<Bytes, ApiError> {
-        if self.output == Output::Protobuf {
+        if matches!(
+            self.output,
+            Output::Protobuf | Output::PartialMetadata(Encoding::Protobuf)
+        ) {
             return protobuf::encode_watch_event(kind, object)
                 .map(Bytes::from)
                 .map_err(|e| ApiError::internal_error(&format!("encoding a watch event: {e}")));
@@ -75,7 +78,7 @@ impl Encoder {
                     &table::for_type(&self.rt, std::slice::from_ref(object), metadata, include),
                 )
             }
-            Output::PartialMetadata => self.frame(kind, &table::partial_object_metadata(object)),
+            Output::PartialMetadata(_) => self.frame(kind, &table::partial_object_metadata(object)),
             Output::Protobuf | Output::Json | Output::Yaml => self.frame(kind, object),
         }
     }
@@ -130,7 +133,7 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         other => other,
     };
     let content_type = match output {
-        Output::Protobuf => PROTOBUF_STREAM,
+        Output::Protobuf | Output::PartialMetadata(Encoding::Protobuf) => PROTOBUF_STREAM,
         _ => "application/json",
     };
     let keep = r.selector(&options)?;
