@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kcp_testing::{KcpProcess, SharedKcp};
+use kcp_testing::{KcpProcess, Response, SharedKcp};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -850,4 +850,35 @@ async fn python_kubernetes_watch_list() {
         "{stdout}"
     );
     assert_eq!(events.len(), 4, "{stdout}");
+}
+
+/// YAML has no stream form: a watch that accepts only YAML is refused 406 (naming the stream
+/// encodings), one that also accepts JSON gets JSON, as kube-apiserver negotiates watches.
+#[tokio::test]
+async fn yaml_watches_fall_back_or_are_refused() {
+    let server = SERVER.get().await;
+    namespace(&server, "root", "wl-yaml").await;
+    let path = "/clusters/root/api/v1/namespaces/wl-yaml/configmaps?watch=1";
+    let refused = Response::send(
+        server
+            .admin()
+            .client()
+            .get(server.url(path))
+            .header(reqwest::header::ACCEPT, "application/yaml"),
+    )
+    .await;
+    assert_eq!(refused.status, 406, "{}", refused.text());
+    assert_eq!(
+        refused.json()["message"],
+        "only the following media types are accepted: application/json, application/vnd.kubernetes.protobuf"
+    );
+    let mut watch = RawWatch::open(&server, path, "application/yaml, application/json").await;
+    assert_eq!(watch.content_type, "application/json");
+    create(
+        &server,
+        "/clusters/root/api/v1/namespaces/wl-yaml/configmaps",
+        "y",
+    )
+    .await;
+    assert_eq!(watch.next_json().await.kind, "ADDED");
 }

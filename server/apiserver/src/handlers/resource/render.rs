@@ -11,38 +11,51 @@ use kcp_registry::table;
 
 impl Resolved<'_> {
     pub fn output(&self) -> Result<Output, ApiError> {
-        let accept = self.request.accept.as_deref();
         if self.can_be_table() {
-            return negotiation::negotiate(accept, self.request.query.get("includeObject"));
+            return negotiation::negotiate(
+                self.request.accept.as_deref(),
+                self.request.query.get("includeObject"),
+            );
         }
         // kube-apiserver offers `as=Table` only where the endpoint has a TableConvertor
         // (`RequestScope.AllowsMediaTypeTransform`): a client that asks for a Table first falls back
         // to its next media range, one that asks for nothing else gets 406.
-        let without_tables = accept.map(|accept| {
+        self.output_without(
+            |range| range.param("as") == Some("Table"),
+            &[
+                "application/json",
+                "application/yaml",
+                protobuf::CONTENT_TYPE,
+            ],
+        )
+    }
+
+    /// The output negotiated as if the client had not listed the media ranges `unusable` picks;
+    /// 406 naming `accepted` when it listed nothing else.
+    pub fn output_without(
+        &self,
+        unusable: impl Fn(&negotiation::MediaRange) -> bool,
+        accepted: &[&str],
+    ) -> Result<Output, ApiError> {
+        let accept = self.request.accept.as_deref();
+        let usable = accept.map(|accept| {
             accept
                 .split(',')
                 .filter(|range| {
                     negotiation::accept_ranges(Some(range))
                         .first()
-                        .is_none_or(|r| r.param("as") != Some("Table"))
+                        .is_none_or(|r| !unusable(r))
                 })
                 .collect::<Vec<_>>()
                 .join(",")
         });
-        if let Some(rest) = &without_tables
+        if let Some(rest) = &usable
             && rest.trim().is_empty()
             && accept.is_some_and(|a| !a.trim().is_empty())
         {
-            return Err(ApiError::not_acceptable_media_types(&[
-                "application/json",
-                "application/yaml",
-                protobuf::CONTENT_TYPE,
-            ]));
+            return Err(ApiError::not_acceptable_media_types(accepted));
         }
-        negotiation::negotiate(
-            without_tables.as_deref(),
-            self.request.query.get("includeObject"),
-        )
+        negotiation::negotiate(usable.as_deref(), self.request.query.get("includeObject"))
     }
 
     /// Whether responses of this endpoint can be rendered as a Table: not for the review APIs and

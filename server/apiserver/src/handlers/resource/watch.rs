@@ -127,9 +127,24 @@ fn filtered(change: &Change, keep: &dyn Fn(&Value) -> bool) -> Option<ChangeType
 pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = ListOptions::parse_watch(&r.request.query)?;
     // Watches stream JSON lines, or length-delimited protobuf frames for kinds with an encoding.
+    let protobuf_kind = protobuf::supports(&r.rt.api_version(), &r.rt.kind);
     let output = match r.output()? {
-        Output::Yaml => Output::Json,
-        Output::Protobuf if !protobuf::supports(&r.rt.api_version(), &r.rt.kind) => Output::Json,
+        // YAML has no stream form (kube-apiserver negotiates watches among stream serializers
+        // only): the client's next acceptable range, or 406.
+        Output::Yaml => {
+            let streams: &[&str] = match protobuf_kind {
+                true => &["application/json", protobuf::CONTENT_TYPE],
+                false => &["application/json"],
+            };
+            match r.output_without(|range| range.essence == "application/yaml", streams)? {
+                Output::Yaml => Output::Json,
+                other => other,
+            }
+        }
+        other => other,
+    };
+    let output = match output {
+        Output::Protobuf if !protobuf_kind => Output::Json,
         other => other,
     };
     let content_type = match output {
