@@ -199,6 +199,18 @@ async fn a_review_is_not_a_table() {
         status["message"],
         "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
+    // The encoding is settled before the body is read: a bad body changes nothing.
+    let unreadable = Response::send(
+        server
+            .admin()
+            .client()
+            .post(server.url(path))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, TABLE)
+            .body("{not json"),
+    )
+    .await;
+    assert_status(&unreadable, 406, "NotAcceptable");
     // kubectl's Accept (Table first, then JSON) falls back to JSON.
     let fallback = Response::send(request(&format!("{TABLE},application/json"))).await;
     assert_eq!(fallback.status, 201, "{}", fallback.text());

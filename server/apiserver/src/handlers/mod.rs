@@ -72,7 +72,12 @@ async fn serve_resolved(
     }
     if token_request::addressed(resolved) {
         return match verb {
-            Verb::Create => token_request::create(resolved).await,
+            // Like kube-apiserver, the response encoding is settled before the body is read:
+            // a Table-only client gets 406 whatever it sent.
+            Verb::Create => {
+                resolved.output()?;
+                token_request::create(resolved).await
+            }
             verb => Err(ApiError::method_not_supported(
                 "authentication.k8s.io",
                 "tokenrequests",
@@ -82,7 +87,10 @@ async fn serve_resolved(
     }
     if let Some(review) = resolved.rt.strategy.review() {
         return match verb {
-            Verb::Create if request.info.name.is_none() => review::create(resolved, review).await,
+            Verb::Create if request.info.name.is_none() => {
+                resolved.output()?;
+                review::create(resolved, review).await
+            }
             verb => Err(ApiError::method_not_supported(
                 &resolved.rt.group,
                 &resolved.rt.plural,
