@@ -344,3 +344,45 @@ async fn metadata_clients_read_partial_objects_in_protobuf() {
     );
     assert_eq!(json_only.json()["kind"], "PartialObjectMetadataList");
 }
+
+/// Broken protobuf bodies are the client's fault: 400 with a Status saying why, nothing stored,
+/// and the server goes on serving (a truncated envelope, a body without the `k8s\0` magic, noise
+/// behind the magic).
+#[tokio::test(flavor = "multi_thread")]
+async fn broken_protobuf_bodies_are_bad_requests() {
+    let server = SERVER.get().await;
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let good = protobuf::encode(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "broken"}, "data": {"a": "b"}}))
+    .unwrap();
+    let mut noise = b"k8s\0".to_vec();
+    noise.extend([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]);
+    for (what, body) in [
+        ("truncated", good[..good.len() - 3].to_vec()),
+        ("no magic", good[4..].to_vec()),
+        ("noise", noise),
+    ] {
+        let request = server
+            .admin()
+            .client()
+            .post(server.url(configmaps))
+            .header(reqwest::header::ACCEPT, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, protobuf::CONTENT_TYPE)
+            .body(body);
+        let refused = Response::send(request).await;
+        assert_eq!(refused.status, 400, "{what}: {}", refused.text());
+        let status = refused.json();
+        assert_eq!(status["kind"], "Status", "{what}");
+        assert_eq!(status["reason"], "BadRequest", "{what}");
+    }
+    let missing = call(&server, Method::GET, &format!("{configmaps}/broken"), None).await;
+    assert_eq!(missing.status, 404);
+    // The intact body still creates the object.
+    let request = server
+        .admin()
+        .client()
+        .post(server.url(configmaps))
+        .header(reqwest::header::CONTENT_TYPE, protobuf::CONTENT_TYPE)
+        .body(good);
+    assert_eq!(Response::send(request).await.status, 201);
+}
