@@ -400,3 +400,38 @@ async fn size_limits_answer_422() {
         r#"ConfigMap "annotated" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes"#
     );
 }
+
+/// `fieldValidation` judges writes to `status` like writes to the object, as kube-apiserver's
+/// strict decoding does for every body: an unknown status field is refused with `Strict`,
+/// reported with `Warn`, and never stored.
+#[tokio::test]
+async fn status_writes_are_validated_strictly_too() {
+    let server = SERVER.get().await;
+    let ns = namespace(&server, "status-strict").await;
+    let (refused, _) = send_with_warnings(
+        &server,
+        Method::PATCH,
+        &format!("{ns}/status?fieldValidation=Strict"),
+        "application/merge-patch+json",
+        &json!({"status": {"bogus": 1}}),
+    )
+    .await;
+    let status = assert_status(&refused, 400, "BadRequest");
+    assert_eq!(
+        status["message"],
+        r#"strict decoding error: unknown field "status.bogus""#
+    );
+    let mut current = server.get(&ns).await.json();
+    current["status"]["bogus"] = json!(1);
+    let (warned, warnings) = send_with_warnings(
+        &server,
+        Method::PUT,
+        &format!("{ns}/status?fieldValidation=Warn"),
+        "application/json",
+        &current,
+    )
+    .await;
+    assert_eq!(warned.status, 200, "{}", warned.text());
+    assert_eq!(warnings, [r#"299 - "unknown field \"status.bogus\"""#]);
+    assert!(warned.json()["status"].get("bogus").is_none());
+}

@@ -184,9 +184,11 @@ pub async fn update(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = r.write_options()?;
     let body = r.body_object()?;
     let subresource = r.request.info.subresource.as_deref();
+    // A `status` or `finalize` body is the whole object, checked like one (as kube-apiserver
+    // decodes it strictly too); a `scale` body is an autoscaling/v1 Scale.
     let warnings = match subresource {
-        None => r.field_warnings(&body, r.json_body())?,
-        Some(_) => Vec::new(),
+        Some("scale") => Vec::new(),
+        _ => r.field_warnings(&body, r.json_body())?,
     };
     let rt = &r.rt;
     let manager = r.manager(&options);
@@ -265,17 +267,17 @@ pub async fn patch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         if meta::resource_version(&patched).map(str::to_string) == stored_version {
             meta::metadata_mut(&mut patched).remove("resourceVersion");
         }
+        if subresource != Some("scale") {
+            // The stored object has no unknown fields, so any in the result came with the patch.
+            let found = r.field_warnings(&patched, Some(body))?;
+            *warnings
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = found;
+        }
         let new = match subresource {
             Some("scale") => rt.strategy.apply_scale(current, &patched)?,
             Some(_) => merge_subresource(rt.strategy.as_ref(), subresource, current, &patched),
-            None => {
-                // The stored object has no unknown fields, so any in the result came with the patch.
-                let found = r.field_warnings(&patched, Some(body))?;
-                *warnings
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = found;
-                patched
-            }
+            None => patched,
         };
         Ok(r.track(Some(current), &new, &manager))
     };
