@@ -1,9 +1,10 @@
 //! watch: a stream of events, one per change, as kube-apiserver's watch handler writes them.
 //!
-//! JSON watches are `{"type": ..., "object": ...}` lines answered as `application/json` (Table and
-//! PartialObjectMetadata watches too: their events are JSON); protobuf watches are 4-byte big-endian
-//! length-prefixed `metav1.WatchEvent` frames answered as `application/vnd.kubernetes.protobuf;stream=watch`,
-//! the media type k8s.io/apiserver's `serveWatchHandler` sets and client-go picks its decoder by.
+//! JSON watches (Table watches too) are `{"type": ..., "object": ...}` lines answered as
+//! `application/json`; protobuf watches (PartialObjectMetadata ones too, when asked for in
+//! protobuf) are 4-byte big-endian length-prefixed `metav1.WatchEvent` frames answered as
+//! `application/vnd.kubernetes.protobuf;stream=watch`, the media type k8s.io/apiserver's
+//! `serveWatchHandler` sets and client-go picks its decoder by. YAML has no stream form.
 //!
 //! Where the stream starts follows kube's WatchList semantics (the options are defaulted and checked
 //! in [`ListOptions::parse_watch`]): with `sendInitialEvents=true` (which a watch from `""` or `"0"`
