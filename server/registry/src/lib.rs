@@ -9,7 +9,11 @@
 //! `AfterCreate`/`AfterUpdate`/`AfterDelete`. No HTTP here: the API server turns requests into calls
 //! on this crate, and the controllers call it like any client.
 
+pub mod admission;
+mod admission_policies;
+mod admission_webhooks;
 mod apiset;
+mod certificates;
 mod cluster;
 mod configmaps;
 pub mod crds;
@@ -21,6 +25,7 @@ pub mod namespaces;
 mod object_meta;
 mod podtemplates;
 mod rbac;
+mod resourcequotas;
 pub mod reviews;
 mod secrets;
 mod serviceaccounts;
@@ -255,7 +260,11 @@ impl Registry {
             rbac::cluster_roles(),
             rbac::role_bindings(),
             rbac::cluster_role_bindings(),
+            resourcequotas::resource(),
+            certificates::resource(),
         ];
+        types.extend(admission_webhooks::resources());
+        types.extend(admission_policies::resources());
         types.extend(reviews::resources());
         attach_builtin_schemas(&mut types);
         let mut types: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();

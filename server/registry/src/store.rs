@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::namespaces;
 use super::{Registry, ResourceType};
 use crate::LogicalClusterName;
+use crate::admission::{Admit, NoAdmission, Operation, Write};
 use crate::hooks::{AfterWrite, Hooks, WriteKind, Written};
 use crate::storage::objects::{ListPage, ListRequest, ObjectRef};
 use crate::storage::{ObjectStore, ResourceKeys, StoredObject};
@@ -167,13 +168,27 @@ impl RestStore {
         Ok(page)
     }
 
-    /// Creates an object: fills system metadata, defaults, validates, checks the namespace, writes.
+    /// Creates an object without admission (controllers, bootstrap); see [`create_admitted`](Self::create_admitted).
     pub async fn create(
+        &self,
+        rt: &ResourceType,
+        at: Location<'_>,
+        object: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        self.create_admitted(rt, at, object, dry_run, &NoAdmission)
+            .await
+    }
+
+    /// Creates an object: mutating admission, system metadata, defaults, validation, validating
+    /// admission, the namespace check, the write.
+    pub async fn create_admitted(
         &self,
         rt: &ResourceType,
         at: Location<'_>,
         mut object: Value,
         dry_run: bool,
+        admit: &dyn Admit,
     ) -> Result<Value, ApiError> {
         check_type_meta(rt, &mut object)?;
         if meta::resource_version(&object).is_some_and(|rv| !rv.is_empty()) {
@@ -181,6 +196,19 @@ impl RestStore {
                 "resourceVersion should not be set on objects to be created",
             ));
         }
+        self.align_namespace(rt, at, &mut object)?;
+        let requested_name = meta::name(&object).unwrap_or_default().to_string();
+        let write = Write {
+            rt,
+            cluster: at.cluster,
+            namespace: at.namespace,
+            name: &requested_name,
+            subresource: None,
+            operation: Operation::Create,
+            dry_run,
+        };
+        admit.mutate(write, &mut object, None).await?;
+        check_type_meta(rt, &mut object)?;
         self.align_namespace(rt, at, &mut object)?;
         if meta::name(&object).is_none_or(str::is_empty)
             && let Some(prefix) = meta::generate_name(&object).filter(|p| !p.is_empty())
@@ -201,6 +229,11 @@ impl RestStore {
             return Err(ApiError::invalid(&rt.group, &rt.kind, &name, errors));
         }
         check_size(&object)?;
+        let write = Write {
+            name: &name,
+            ..write
+        };
+        admit.validate(write, Some(&object), None).await?;
         if let Some(namespace) = at.namespace.filter(|_| rt.namespaced) {
             self.check_namespace_accepts_content(rt, at.cluster, namespace, &name)
                 .await?;
@@ -232,9 +265,8 @@ impl RestStore {
         }
     }
 
-    /// Updates an object with a function of its current state (a PUT body or a patch). When the result
-    /// carries a resourceVersion, it must be the current one (409 otherwise); when it does not, lost
-    /// races are retried against the new state.
+    /// Updates an object without admission (controllers, bootstrap); see
+    /// [`update_admitted`](Self::update_admitted).
     pub async fn update(
         &self,
         rt: &ResourceType,
@@ -244,7 +276,34 @@ impl RestStore {
         subresource: Option<&str>,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        self.update_admitted(rt, at, name, update, subresource, dry_run, &NoAdmission)
+            .await
+    }
+
+    /// Updates an object with a function of its current state (a PUT body or a patch). When the result
+    /// carries a resourceVersion, it must be the current one (409 otherwise); when it does not, lost
+    /// races are retried against the new state, admission included.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update_admitted(
+        &self,
+        rt: &ResourceType,
+        at: Location<'_>,
+        name: &str,
+        update: &UpdateFn<'_>,
+        subresource: Option<&str>,
+        dry_run: bool,
+        admit: &dyn Admit,
+    ) -> Result<Value, ApiError> {
         let key = self.key(rt, at, name);
+        let write = Write {
+            rt,
+            cluster: at.cluster,
+            namespace: at.namespace,
+            name,
+            subresource,
+            operation: Operation::Update,
+            dry_run,
+        };
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -275,10 +334,16 @@ impl RestStore {
                 // An unconditional update is an update of what is stored now (kube does the same).
                 meta::set_resource_version(&mut new, &current.revision.to_string());
             }
+            admit.mutate(write, &mut new, Some(&current.object)).await?;
+            check_type_meta(rt, &mut new)?;
+            self.align_namespace(rt, at, &mut new)?;
             let new = self.prepare_update(rt, new, &current.object, subresource)?;
             if without_resource_version(&new) == without_resource_version(&current.object) {
                 return Ok(current.object);
             }
+            admit
+                .validate(write, Some(&new), Some(&current.object))
+                .await?;
             let finished = meta::deletion_timestamp(&new).is_some()
                 && meta::finalizers(&new).is_empty()
                 && !blocks_deletion(rt, &new);
@@ -385,7 +450,8 @@ impl RestStore {
         Ok(new)
     }
 
-    /// Deletes an object, or marks it for deletion when finalizers hold it.
+    /// Deletes an object without admission (controllers, bootstrap); see
+    /// [`delete_admitted`](Self::delete_admitted).
     pub async fn delete(
         &self,
         rt: &ResourceType,
@@ -393,10 +459,34 @@ impl RestStore {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        self.delete_admitted(rt, at, name, options, &NoAdmission)
+            .await
+    }
+
+    /// Deletes an object after validating admission of the deletion (which sees the object as it
+    /// is), or marks it for deletion when finalizers hold it.
+    pub async fn delete_admitted(
+        &self,
+        rt: &ResourceType,
+        at: Location<'_>,
+        name: &str,
+        options: &DeleteOptions,
+        admit: &dyn Admit,
+    ) -> Result<Deleted, ApiError> {
         let key = self.key(rt, at, name);
+        let write = Write {
+            rt,
+            cluster: at.cluster,
+            namespace: at.namespace,
+            name,
+            subresource: None,
+            operation: Operation::Delete,
+            dry_run: options.dry_run,
+        };
         for _ in 0..CONFLICT_RETRIES {
             let current = self.get(rt, at, name).await?;
             check_preconditions(rt, name, &current, options)?;
+            admit.validate(write, None, Some(&current.object)).await?;
             if meta::deletion_timestamp(&current.object).is_some() {
                 return Ok(Deleted::Pending(current.object));
             }

@@ -1,0 +1,1 @@
+//! CertificateSigningRequest admission (work in progress).

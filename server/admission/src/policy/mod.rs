@@ -1,0 +1,1 @@
+//! Admission policies (work in progress).

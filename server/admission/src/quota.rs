@@ -1,0 +1,1 @@
+//! ResourceQuota admission (work in progress).

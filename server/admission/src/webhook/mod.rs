@@ -1,0 +1,1 @@
+//! Admission webhooks (work in progress).
