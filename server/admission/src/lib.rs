@@ -6,6 +6,7 @@
 
 pub mod attributes;
 pub mod certificates;
+pub mod matching;
 pub mod outcome;
 pub mod policy;
 pub mod quota;
