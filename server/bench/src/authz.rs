@@ -345,7 +345,10 @@ async fn expect(client: &Client, path: &str, status: StatusCode) -> Result<f64, 
 }
 
 /// Success is the expected status (a 403 is what the refusal phase measures).
-fn outcome(reply: Result<Reply, ClientError>, expected: StatusCode) -> Result<(), Failure> {
+pub(crate) fn outcome(
+    reply: Result<Reply, ClientError>,
+    expected: StatusCode,
+) -> Result<(), Failure> {
     match reply {
         Ok(reply) if reply.status == expected => Ok(()),
         Ok(reply) => Err(Failure::Status(reply.status.as_u16())),
@@ -354,7 +357,7 @@ fn outcome(reply: Result<Reply, ClientError>, expected: StatusCode) -> Result<()
 }
 
 /// POSTs every object, at most `concurrency` at a time; the first failure ends the setup.
-async fn create_all(
+pub(crate) async fn create_all(
     client: &Arc<Client>,
     objects: Vec<Object>,
     concurrency: usize,

@@ -20,6 +20,7 @@
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
+mod admission;
 mod authz;
 mod client;
 mod crds;
@@ -39,6 +40,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use admission::{AdmissionArgs, AdmissionError};
 use authz::{AuthzArgs, AuthzError};
 use client::{Client, ClientError, Protocol};
 use crds::{CrdArgs, CrdError};
@@ -107,6 +109,14 @@ enum Command {
         #[command(flatten)]
         authz: AuthzArgs,
     },
+    /// Start a server; create ConfigMaps with nothing configured, with a validating webhook
+    /// (served by this command) and with a ValidatingAdmissionPolicy; report what each adds.
+    Admission {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        admission: AdmissionArgs,
+    },
     /// Start a server; create workspaces at a fixed rate and time each to Ready, read memory per
     /// empty workspace, delete them all and read the memory left.
     Workspaces {
@@ -131,6 +141,8 @@ enum BenchError {
     Crd(#[from] CrdError),
     #[error(transparent)]
     Authz(#[from] AuthzError),
+    #[error(transparent)]
+    Admission(#[from] AdmissionError),
     #[error(transparent)]
     Workspaces(#[from] WorkspaceError),
     #[error("rendering the report: {0}")]
@@ -207,6 +219,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
                 },
                 output,
             )?)
+        }
+        Command::Admission { server, admission } => {
+            let report = admission::run(&server, &admission).await?;
+            Ok(report::render(&report, output)?)
         }
         Command::Authz { server, authz } => {
             let report = authz::run(&server, &authz).await?;
