@@ -5,6 +5,7 @@
 //! The store calls admission through [`kcp_registry::admission::Admit`]; this crate implements it.
 
 pub mod attributes;
+pub mod cel;
 pub mod certificates;
 pub mod matching;
 pub mod outcome;

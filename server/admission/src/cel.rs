@@ -1,0 +1,760 @@
+//! The CEL environment of Kubernetes admission: what match conditions of webhooks and the
+//! expressions of ValidatingAdmissionPolicy and MutatingAdmissionPolicy see, as kube-apiserver's
+//! `k8s.io/apiserver/pkg/admission/plugin/cel` environment.
+//!
+//! Expressions see `object` and `oldObject` (null when absent), `request` (the AdmissionReview v1
+//! request), `params`, `namespaceObject`, and `variables.<name>` (a policy's variables; a
+//! variable whose evaluation failed fails only the expressions that use it, as kube's lazy
+//! variables). Kubernetes' function libraries come from kube-cel. What differs from kube:
+//! - `authorizer` is refused at compilation (kube-cel has no authorizer library);
+//! - the type checker is replaced by a scope check: unknown identifiers, undeclared variables
+//!   and unknown struct types fail to compile, field names are checked at run time;
+//! - `Object{...}` and `JSONPatch{...}` (mutations only) evaluate to maps, which the mutation
+//!   code applies structurally;
+//! - the runtime cost limit (kube's `PerCallLimit`) is a work budget charged while evaluating:
+//!   every comprehension step and every function call is charged for itself and the size of
+//!   what it built, and the evaluation stops with kube's "operation cancelled: actual cost limit
+//!   exceeded" when the budget is spent, so a pathological expression cannot hang a request.
+
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use base64::Engine;
+use kube_cel::KubeCelExt;
+use kube_cel::cel::common::ast::{
+    CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, MapEntryExpr, MapExpr,
+};
+use kube_cel::cel::objects::{Key, Map, OptionalValue};
+use kube_cel::cel::parser::Parser;
+use kube_cel::cel::{self, Context, ExecutionError};
+use serde_json::Value;
+
+/// The work one evaluation may do, kube's `PerCallLimit`: one unit per function call and
+/// comprehension step, plus one per [`SIZE_PER_UNIT`] elements (or bytes) of what it built.
+pub const WORK_BUDGET: u64 = 1_000_000;
+
+/// Copying an element is much cheaper than interpreting a call, so sizes are charged in blocks.
+const SIZE_PER_UNIT: u64 = 16;
+
+/// Kube's message when an evaluation exceeds its cost limit.
+pub const COST_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// The function every call and comprehension step is wrapped in to charge the budget; its name
+/// cannot be written in an expression.
+const CHARGE: &str = "@kcp.charge";
+
+/// Variables every admission expression may use.
+const ROOT_VARIABLES: [&str; 6] = [
+    "object",
+    "oldObject",
+    "request",
+    "params",
+    "namespaceObject",
+    "variables",
+];
+
+/// Prefixes of Kubernetes' namespaced functions (`lists.range(3)`, `format.dns1123Label()`).
+const FUNCTION_NAMESPACES: [&str; 8] = [
+    "base64",
+    "format",
+    "ip",
+    "jsonpatch",
+    "lists",
+    "math",
+    "sets",
+    "strings",
+];
+
+/// Type identifiers usable in `type(x) == int`-style expressions.
+const TYPE_NAMES: [&str; 11] = [
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "optional_type",
+];
+
+thread_local! {
+    /// The standard library, Kubernetes' extensions and the budget charge.
+    static BASE: Context<'static> = {
+        let mut ctx = Context::default();
+        ctx.register_all();
+        ctx.add_function(CHARGE, charge);
+        ctx.add_function("lists.range", bounded_range);
+        ctx
+    };
+    /// Work left in the evaluation running on this thread.
+    static REMAINING: Cell<u64> = const { Cell::new(WORK_BUDGET) };
+}
+
+fn size_of(value: &cel::Value) -> u64 {
+    match value {
+        cel::Value::List(items) => items.len() as u64,
+        cel::Value::Map(map) => map.map.len() as u64,
+        cel::Value::String(s) => s.len() as u64,
+        cel::Value::Bytes(b) => b.len() as u64,
+        _ => 0,
+    }
+}
+
+fn charge(value: cel::Value) -> Result<cel::Value, ExecutionError> {
+    let cost = 1 + size_of(&value) / SIZE_PER_UNIT;
+    let remaining = REMAINING.get();
+    if cost > remaining {
+        REMAINING.set(0);
+        return Err(ExecutionError::function_error("cost", COST_EXCEEDED));
+    }
+    REMAINING.set(remaining - cost);
+    Ok(value)
+}
+
+/// `lists.range(n)`, refusing lists larger than the budget before building them.
+fn bounded_range(n: i64) -> Result<cel::Value, ExecutionError> {
+    if n < 0 {
+        return Err(ExecutionError::function_error(
+            "lists.range",
+            "argument must not be negative",
+        ));
+    }
+    if n as u64 > REMAINING.get() {
+        return Err(ExecutionError::function_error("lists.range", COST_EXCEEDED));
+    }
+    Ok(cel::Value::List(Arc::new(
+        (0..n).map(cel::Value::Int).collect(),
+    )))
+}
+
+/// A JSON value as the CEL value expressions see (objects are maps keyed by field name).
+pub fn to_cel(value: &Value) -> cel::Value {
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            _ => cel::Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => cel::Value::String(Arc::new(s.clone())),
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(obj) => cel::Value::Map(Map {
+            map: Arc::new(
+                obj.iter()
+                    .map(|(k, v)| (Key::from(k.clone()), to_cel(v)))
+                    .collect(),
+            ),
+        }),
+    }
+}
+
+/// A CEL result as JSON (bytes as base64, timestamps in RFC 3339, durations as Go prints them
+/// in seconds), or why it has no JSON form.
+pub fn to_json(value: &cel::Value) -> Result<Value, String> {
+    Ok(match value {
+        cel::Value::Null => Value::Null,
+        cel::Value::Bool(b) => Value::Bool(*b),
+        cel::Value::Int(i) => Value::from(*i),
+        cel::Value::UInt(u) => Value::from(*u),
+        cel::Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| format!("{f} has no JSON representation"))?,
+        cel::Value::String(s) => Value::String(s.to_string()),
+        cel::Value::Bytes(b) => {
+            Value::String(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
+        }
+        cel::Value::List(items) => {
+            Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?)
+        }
+        cel::Value::Map(map) => {
+            let mut obj = serde_json::Map::new();
+            for (key, value) in map.map.iter() {
+                let key = match key {
+                    Key::String(s) => s.to_string(),
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                };
+                obj.insert(key, to_json(value)?);
+            }
+            Value::Object(obj)
+        }
+        cel::Value::Timestamp(t) => Value::String(t.to_rfc3339()),
+        cel::Value::Duration(d) => Value::String(format!("{}s", d.num_seconds())),
+        cel::Value::Opaque(opaque) => match opaque.downcast_ref::<OptionalValue>() {
+            Some(optional) => optional
+                .value()
+                .map(to_json)
+                .transpose()?
+                .unwrap_or(Value::Null),
+            None => {
+                return Err(format!(
+                    "{} has no JSON representation",
+                    opaque.runtime_type_name()
+                ));
+            }
+        },
+        cel::Value::Function(name, _) => {
+            return Err(format!("function {name} has no JSON representation"));
+        }
+    })
+}
+
+/// The variables of one policy evaluation, each the result of its expression.
+#[derive(Debug, Default)]
+pub struct Variables {
+    values: HashMap<String, Result<cel::Value, String>>,
+}
+
+impl Variables {
+    /// Records the result of variable `name`'s expression.
+    pub fn insert(&mut self, name: &str, result: Result<cel::Value, String>) {
+        self.values.insert(name.to_string(), result);
+    }
+
+    fn as_cel(&self) -> cel::Value {
+        cel::Value::Map(Map {
+            map: Arc::new(
+                self.values
+                    .iter()
+                    .filter_map(|(name, result)| {
+                        let value = result.as_ref().ok()?;
+                        Some((Key::from(name.clone()), value.clone()))
+                    })
+                    .collect(),
+            ),
+        })
+    }
+}
+
+/// What an evaluation sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Activation<'a> {
+    pub object: Option<&'a Value>,
+    pub old_object: Option<&'a Value>,
+    pub request: &'a Value,
+    pub params: Option<&'a Value>,
+    pub namespace_object: Option<&'a Value>,
+    pub variables: Option<&'a Variables>,
+}
+
+impl<'a> Activation<'a> {
+    /// An activation with only the request's objects and `request`.
+    pub fn new(
+        object: Option<&'a Value>,
+        old_object: Option<&'a Value>,
+        request: &'a Value,
+    ) -> Self {
+        Activation {
+            object,
+            old_object,
+            request,
+            params: None,
+            namespace_object: None,
+            variables: None,
+        }
+    }
+}
+
+/// Which declarations an expression may use beyond the root variables.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// Names usable as `variables.<name>` (a policy's variables declared before the expression).
+    pub variables: Vec<String>,
+    /// Whether `Object{...}` and `JSONPatch{...}` values may be built (mutations).
+    pub object_types: bool,
+}
+
+impl Environment {
+    /// Parses and scope-checks `source`; the error reads as kube's compile errors.
+    pub fn compile(&self, source: &str) -> Result<Expression, String> {
+        let parsed = catch_unwind(|| Parser::default().parse(source))
+            .map_err(|_| "ERROR: <input>: the expression cannot be parsed".to_string())?
+            .map_err(|err| err.to_string())?;
+        let mut checker = Checker {
+            env: self,
+            bound: Vec::new(),
+            variables_used: BTreeSet::new(),
+        };
+        let ast = checker
+            .rewrite(parsed)
+            .map_err(|detail| format!("ERROR: <input>: {detail}"))?;
+        Ok(Expression {
+            source: source.to_string(),
+            ast,
+            variables_used: checker.variables_used.into_iter().collect(),
+        })
+    }
+}
+
+/// Scope checking and rewriting of a parsed expression.
+struct Checker<'e> {
+    env: &'e Environment,
+    /// Comprehension variables in scope.
+    bound: Vec<String>,
+    variables_used: BTreeSet<String>,
+}
+
+fn string_literal(id: u64, s: &str) -> IdedExpr {
+    IdedExpr {
+        id,
+        expr: Expr::Literal(LiteralValue::String(s.to_string().into())),
+    }
+}
+
+fn charged(expr: IdedExpr) -> IdedExpr {
+    IdedExpr {
+        id: expr.id,
+        expr: Expr::Call(CallExpr {
+            func_name: CHARGE.to_string(),
+            target: None,
+            args: vec![expr],
+        }),
+    }
+}
+
+impl Checker<'_> {
+    fn rewrite(&mut self, expr: IdedExpr) -> Result<IdedExpr, String> {
+        let id = expr.id;
+        let rewritten = match expr.expr {
+            Expr::Ident(name) => {
+                self.check_ident(&name)?;
+                Expr::Ident(name)
+            }
+            Expr::Select(mut select) => {
+                if let Expr::Ident(root) = &select.operand.expr
+                    && root == "variables"
+                    && !self.bound.contains(root)
+                {
+                    if !self.env.variables.contains(&select.field) {
+                        return Err(format!("undefined field '{}'", select.field));
+                    }
+                    self.variables_used.insert(select.field.clone());
+                }
+                *select.operand = self.rewrite(*select.operand)?;
+                Expr::Select(select)
+            }
+            Expr::Call(mut call) => {
+                if let Some(target) = call.target.take() {
+                    call.target = Some(match &target.expr {
+                        Expr::Ident(prefix) if self.is_function_namespace(prefix) => target,
+                        _ => Box::new(self.rewrite(*target)?),
+                    });
+                }
+                call.args = self.rewrite_all(call.args)?;
+                return Ok(charged(IdedExpr {
+                    id,
+                    expr: Expr::Call(call),
+                }));
+            }
+            Expr::List(mut list) => {
+                list.elements = self.rewrite_all(list.elements)?;
+                Expr::List(list)
+            }
+            Expr::Map(map) => Expr::Map(MapExpr {
+                entries: self.rewrite_entries(map.entries)?,
+            }),
+            Expr::Struct(st) => {
+                let known = self.env.object_types
+                    && (st.type_name == "Object"
+                        || st.type_name.starts_with("Object.")
+                        || st.type_name == "JSONPatch");
+                if !known {
+                    return Err(format!("undeclared reference to '{}'", st.type_name));
+                }
+                Expr::Map(MapExpr {
+                    entries: self.rewrite_entries(st.entries)?,
+                })
+            }
+            Expr::Comprehension(mut comp) => {
+                comp.iter_range = self.rewrite(comp.iter_range)?;
+                comp.accu_init = self.rewrite(comp.accu_init)?;
+                let depth = self.bound.len();
+                self.bound.push(comp.iter_var.clone());
+                self.bound.push(comp.accu_var.clone());
+                if let Some(var2) = &comp.iter_var2 {
+                    self.bound.push(var2.clone());
+                }
+                let body = (|| -> Result<(), String> {
+                    comp.loop_cond = self.rewrite(std::mem::take(&mut comp.loop_cond))?;
+                    comp.loop_step = charged(self.rewrite(std::mem::take(&mut comp.loop_step))?);
+                    comp.result = self.rewrite(std::mem::take(&mut comp.result))?;
+                    Ok(())
+                })();
+                self.bound.truncate(depth);
+                body?;
+                Expr::Comprehension(comp)
+            }
+            Expr::Literal(literal) => Expr::Literal(literal),
+            Expr::Unspecified => return Err("incomplete expression".to_string()),
+        };
+        Ok(IdedExpr {
+            id,
+            expr: rewritten,
+        })
+    }
+
+    fn is_function_namespace(&self, prefix: &str) -> bool {
+        FUNCTION_NAMESPACES.contains(&prefix) && !self.bound.iter().any(|b| b == prefix)
+    }
+
+    fn check_ident(&self, name: &str) -> Result<(), String> {
+        if name == "authorizer" && !self.bound.iter().any(|b| b == name) {
+            return Err(
+                "undeclared reference to 'authorizer': authorization checks in CEL are not supported by this server"
+                    .to_string(),
+            );
+        }
+        if ROOT_VARIABLES.contains(&name)
+            || TYPE_NAMES.contains(&name)
+            || self.bound.iter().any(|b| b == name)
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "undeclared reference to '{name}' (in container '')"
+            ))
+        }
+    }
+
+    fn rewrite_all(&mut self, exprs: Vec<IdedExpr>) -> Result<Vec<IdedExpr>, String> {
+        exprs.into_iter().map(|e| self.rewrite(e)).collect()
+    }
+
+    /// Map and struct entries as map entries (struct fields keyed by their name).
+    fn rewrite_entries(
+        &mut self,
+        entries: Vec<IdedEntryExpr>,
+    ) -> Result<Vec<IdedEntryExpr>, String> {
+        entries
+            .into_iter()
+            .map(|entry| {
+                let expr = match entry.expr {
+                    EntryExpr::MapEntry(map_entry) => MapEntryExpr {
+                        key: self.rewrite(map_entry.key)?,
+                        value: self.rewrite(map_entry.value)?,
+                        optional: map_entry.optional,
+                    },
+                    EntryExpr::StructField(field) => MapEntryExpr {
+                        key: string_literal(entry.id, &field.field),
+                        value: self.rewrite(field.value)?,
+                        optional: field.optional,
+                    },
+                };
+                Ok(IdedEntryExpr {
+                    id: entry.id,
+                    expr: EntryExpr::MapEntry(expr),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A compiled expression.
+#[derive(Debug, Clone)]
+pub struct Expression {
+    source: String,
+    ast: IdedExpr,
+    /// The `variables.<name>` it reads.
+    variables_used: Vec<String>,
+}
+
+impl Expression {
+    /// Compiles `source` with the root variables only (no policy variables, no object types).
+    pub fn compile(source: &str) -> Result<Expression, String> {
+        Environment::default().compile(source)
+    }
+
+    /// The expression as written.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Evaluates the expression; the error is the runtime error's text (without the expression).
+    pub fn evaluate(&self, activation: &Activation<'_>) -> Result<cel::Value, String> {
+        if let Some(variables) = activation.variables {
+            for name in &self.variables_used {
+                if let Some(Err(err)) = variables.values.get(name) {
+                    return Err(err.clone());
+                }
+            }
+        }
+        let bind = |value: Option<&Value>| value.map_or(cel::Value::Null, to_cel);
+        BASE.with(|base| {
+            let mut scope = base.new_inner_scope();
+            scope.add_variable_from_value("object", bind(activation.object));
+            scope.add_variable_from_value("oldObject", bind(activation.old_object));
+            scope.add_variable_from_value("request", to_cel(activation.request));
+            scope.add_variable_from_value("params", bind(activation.params));
+            scope.add_variable_from_value("namespaceObject", bind(activation.namespace_object));
+            let variables = activation
+                .variables
+                .map_or_else(|| Variables::default().as_cel(), Variables::as_cel);
+            scope.add_variable_from_value("variables", variables);
+            REMAINING.set(WORK_BUDGET);
+            match catch_unwind(AssertUnwindSafe(|| cel::Value::resolve(&self.ast, &scope))) {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(err)) => Err(err.to_string()),
+                Err(_) => Err("the expression could not be evaluated".to_string()),
+            }
+        })
+    }
+
+    /// Evaluates an expression that must return a bool; the error reads as kube's.
+    pub fn evaluate_bool(&self, activation: &Activation<'_>) -> Result<bool, String> {
+        match self.evaluate(activation) {
+            Ok(cel::Value::Bool(b)) => Ok(b),
+            Ok(_) => Err(format!(
+                "expression '{}' resulted in error: expected bool",
+                self.source
+            )),
+            Err(err) => Err(format!(
+                "expression '{}' resulted in error: {err}",
+                self.source
+            )),
+        }
+    }
+}
+
+/// The `matchConditions` of a webhook or policy, compiled.
+#[derive(Debug, Clone, Default)]
+pub struct MatchConditions {
+    conditions: Vec<(String, Expression)>,
+}
+
+impl MatchConditions {
+    /// Compiles `(name, expression)` pairs; every failure is reported.
+    pub fn compile(conditions: &[(String, String)]) -> Result<MatchConditions, Vec<String>> {
+        Self::compile_in(&Environment::default(), conditions)
+    }
+
+    /// Compiles in `env` (a policy's match conditions may not use its variables, kube's rule,
+    /// but may use `params`).
+    pub fn compile_in(
+        env: &Environment,
+        conditions: &[(String, String)],
+    ) -> Result<MatchConditions, Vec<String>> {
+        let mut compiled = Vec::new();
+        let mut errors = Vec::new();
+        for (name, source) in conditions {
+            match env.compile(source) {
+                Ok(expression) => compiled.push((name.clone(), expression)),
+                Err(err) => errors.push(format!(
+                    "matchCondition '{name}': compilation failed: {err}"
+                )),
+            }
+        }
+        if errors.is_empty() {
+            Ok(MatchConditions {
+                conditions: compiled,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Whether there are no conditions.
+    pub fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+    }
+
+    /// All true: a match; any false: no match (false wins over errors); else the first error.
+    pub fn matches(&self, activation: &Activation<'_>) -> Result<bool, String> {
+        let mut first_error = None;
+        for (_, expression) in &self.conditions {
+            match expression.evaluate_bool(activation) {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                }
+            }
+        }
+        match first_error {
+            Some(err) => Err(err),
+            None => Ok(true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn eval(source: &str, activation: &Activation<'_>) -> Result<Value, String> {
+        let expression = Expression::compile(source)?;
+        to_json(&expression.evaluate(activation)?)
+    }
+
+    #[test]
+    fn every_variable_is_bound() {
+        let object = json!({"metadata": {"name": "a"}, "spec": {"replicas": 3}});
+        let old = json!({"spec": {"replicas": 1}});
+        let request = json!({"operation": "UPDATE", "userInfo": {"username": "alice"}});
+        let params = json!({"data": {"max": "5"}});
+        let namespace = json!({"metadata": {"labels": {"env": "prod"}}});
+        let activation = Activation {
+            object: Some(&object),
+            old_object: Some(&old),
+            request: &request,
+            params: Some(&params),
+            namespace_object: Some(&namespace),
+            variables: None,
+        };
+        let cases = [
+            ("object.spec.replicas", json!(3)),
+            ("oldObject.spec.replicas", json!(1)),
+            ("request.userInfo.username", json!("alice")),
+            ("request.operation == 'UPDATE'", json!(true)),
+            ("int(params.data.max)", json!(5)),
+            ("namespaceObject.metadata.labels.env", json!("prod")),
+            ("has(object.spec.paused)", json!(false)),
+        ];
+        for (source, want) in cases {
+            assert_eq!(eval(source, &activation), Ok(want), "{source}");
+        }
+    }
+
+    #[test]
+    fn absent_objects_are_null() {
+        let request = json!({});
+        let activation = Activation::new(None, None, &request);
+        assert_eq!(
+            eval("oldObject == null && params == null", &activation),
+            Ok(json!(true))
+        );
+    }
+
+    #[test]
+    fn variables_are_checked_and_fail_only_where_used() {
+        let env = Environment {
+            variables: vec!["good".into(), "bad".into()],
+            object_types: false,
+        };
+        let request = json!({});
+        let mut variables = Variables::default();
+        variables.insert("good", Ok(cel::Value::Int(2)));
+        variables.insert("bad", Err("no such key: x".into()));
+        let activation = Activation {
+            variables: Some(&variables),
+            ..Activation::new(None, None, &request)
+        };
+        let good = env.compile("variables.good + 1").unwrap();
+        assert_eq!(good.evaluate(&activation).unwrap(), cel::Value::Int(3));
+        let bad = env.compile("variables.bad == 1").unwrap();
+        assert_eq!(bad.evaluate(&activation), Err("no such key: x".to_string()));
+        let undeclared = env.compile("variables.other").unwrap_err();
+        assert!(
+            undeclared.contains("undefined field 'other'"),
+            "{undeclared}"
+        );
+    }
+
+    #[test]
+    fn compile_errors_are_clear() {
+        let parse = Expression::compile("object.spec.(").unwrap_err();
+        assert!(!parse.is_empty());
+        let unknown = Expression::compile("foo == 1").unwrap_err();
+        assert!(
+            unknown.contains("undeclared reference to 'foo'"),
+            "{unknown}"
+        );
+        let authz =
+            Expression::compile("authorizer.group('').resource('pods').check('get').allowed()")
+                .unwrap_err();
+        assert!(authz.contains("authorizer"), "{authz}");
+        assert!(authz.contains("not supported"), "{authz}");
+        assert!(Expression::compile("object.items.all(x, x > 0)").is_ok());
+        let structs = Expression::compile("Object{spec: Object.spec{}}").unwrap_err();
+        assert!(
+            structs.contains("undeclared reference to 'Object'"),
+            "{structs}"
+        );
+    }
+
+    #[test]
+    fn object_types_build_maps() {
+        let env = Environment {
+            object_types: true,
+            ..Environment::default()
+        };
+        let request = json!({});
+        let activation = Activation::new(None, None, &request);
+        let apply = env
+            .compile("Object{metadata: Object.metadata{labels: {'a': 'b'}}}")
+            .unwrap();
+        assert_eq!(
+            to_json(&apply.evaluate(&activation).unwrap()),
+            Ok(json!({"metadata": {"labels": {"a": "b"}}}))
+        );
+        let patch = env
+            .compile("[JSONPatch{op: 'add', path: '/x/' + jsonpatch.escapeKey('a/b'), value: 1}]")
+            .unwrap();
+        assert_eq!(
+            to_json(&patch.evaluate(&activation).unwrap()),
+            Ok(json!([{"op": "add", "path": "/x/a~1b", "value": 1}]))
+        );
+    }
+
+    #[test]
+    fn runaway_expressions_hit_the_budget() {
+        let object = json!({"items": (0..3000).collect::<Vec<_>>()});
+        let request = json!({});
+        let activation = Activation::new(Some(&object), None, &request);
+        let nested =
+            "object.items.all(x, object.items.all(y, object.items.all(z, x + y + z >= 0)))";
+        assert_eq!(
+            eval(nested, &activation),
+            Err(format!(
+                "{}",
+                ExecutionError::function_error("cost", COST_EXCEEDED)
+            ))
+        );
+        let range = eval("lists.range(100000000000).size() > 0", &activation).unwrap_err();
+        assert!(range.contains(COST_EXCEEDED), "{range}");
+        assert_eq!(
+            eval("object.items.all(x, x >= 0)", &activation),
+            Ok(json!(true))
+        );
+    }
+
+    #[test]
+    fn match_conditions_false_wins_over_errors() {
+        let object = json!({"metadata": {"name": "a"}});
+        let request = json!({});
+        let activation = Activation::new(Some(&object), None, &request);
+        let compile = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(n, e)| (n.to_string(), e.to_string()))
+                .collect();
+            MatchConditions::compile(&pairs).unwrap()
+        };
+        assert_eq!(
+            compile(&[("a", "true"), ("b", "object.metadata.name == 'a'")]).matches(&activation),
+            Ok(true)
+        );
+        assert_eq!(
+            compile(&[("err", "object.spec.x"), ("no", "false")]).matches(&activation),
+            Ok(false)
+        );
+        let err = compile(&[("err", "object.spec.x == 1"), ("yes", "true")])
+            .matches(&activation)
+            .unwrap_err();
+        assert!(err.contains("resulted in error"), "{err}");
+        let not_bool = compile(&[("s", "'x'")]).matches(&activation).unwrap_err();
+        assert!(not_bool.contains("expected bool"), "{not_bool}");
+        let errors = MatchConditions::compile(&[("bad".into(), "nope".into())]).unwrap_err();
+        assert!(
+            errors[0].starts_with("matchCondition 'bad': compilation failed"),
+            "{errors:?}"
+        );
+    }
+}
