@@ -25,7 +25,7 @@ pub mod namespaces;
 mod object_meta;
 mod podtemplates;
 mod rbac;
-mod resourcequotas;
+pub mod resourcequotas;
 pub mod reviews;
 mod secrets;
 mod serviceaccounts;
