@@ -16,6 +16,7 @@ mod garbage_collector;
 pub mod logical_clusters;
 pub mod namespace;
 mod namespace_defaults;
+mod resource_quota;
 mod runner;
 pub mod tenancy_index;
 pub mod workspaces;
@@ -75,6 +76,7 @@ pub async fn run_all(context: Context, stop: CancellationToken) {
             stop.clone(),
         )),
         tokio::spawn(clusterrole_aggregation::run(store.clone(), stop.clone())),
+        tokio::spawn(resource_quota::run(store.clone(), stop.clone())),
         tokio::spawn(namespace_defaults::run(store, root_ca_pem, stop)),
     ];
     for task in tasks {
