@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::{v1, v1beta1};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kcp_apimachinery::labels;
 use kcp_registry::admission::Operation;
 use serde_json::Value;
 
@@ -125,45 +126,19 @@ fn is_namespace_resource(attrs: &Attributes) -> bool {
 }
 
 /// Whether `labels` satisfy `selector`: every `matchLabels` pair and every `matchExpressions`
-/// requirement (`In`, `NotIn`, `Exists`, `DoesNotExist`). An absent or empty selector matches
-/// everything; a malformed one is an error naming what is wrong.
+/// requirement (`In`, `NotIn`, `Exists`, `DoesNotExist`), with kube's label selector rules
+/// ([`kcp_apimachinery::labels`]). An absent or empty selector matches everything; a malformed
+/// one is an error naming what is wrong.
 pub fn label_selector_matches(
     selector: Option<&LabelSelector>,
     labels: &BTreeMap<String, String>,
 ) -> Result<bool, String> {
-    let Some(selector) = selector else {
+    let Some(selector) = selector.filter(|s| !is_empty(Some(s))) else {
         return Ok(true);
     };
-    let mut matches = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value));
-    for requirement in selector.match_expressions.iter().flatten() {
-        let values = requirement.values.as_deref().unwrap_or_default();
-        let present = labels.get(&requirement.key);
-        let satisfied = match requirement.operator.as_str() {
-            "In" | "NotIn" if values.is_empty() => {
-                return Err(format!(
-                    "{}: for 'in', 'notin' operators, values set can't be empty",
-                    requirement.key
-                ));
-            }
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                return Err(format!(
-                    "{}: values set must be empty for exists and does not exist",
-                    requirement.key
-                ));
-            }
-            "In" => present.is_some_and(|v| values.contains(v)),
-            "NotIn" => present.is_none_or(|v| !values.contains(v)),
-            "Exists" => present.is_some(),
-            "DoesNotExist" => present.is_none(),
-            other => return Err(format!("{other:?} is not a valid label selector operator")),
-        };
-        matches &= satisfied;
-    }
-    Ok(matches)
+    let json = serde_json::to_value(selector).map_err(|err| err.to_string())?;
+    let parsed = labels::LabelSelector::from_json(&json).map_err(|err| err.to_string())?;
+    Ok(parsed.matches(labels))
 }
 
 /// Whether a namespace selector lets the write through. Cluster-scoped objects always match,
