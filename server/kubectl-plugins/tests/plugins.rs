@@ -57,6 +57,19 @@ impl State {
             .push(ws.clone());
         ws
     }
+
+    /// A workspace as the server has it between creation and scheduling: `Scheduling`, without
+    /// `spec.cluster` and `spec.URL`.
+    fn add_unscheduled(&mut self, parent: &str, name: &str) {
+        let ws = json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "Workspace",
+            "metadata": {"name": name},
+            "spec": {"type": {"name": "universal", "path": "root"}},
+            "status": {"phase": "Scheduling"},
+        });
+        self.children.entry(parent.to_owned()).or_default().push(ws);
+    }
 }
 
 fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
@@ -487,6 +500,31 @@ fn tree_below_the_current_workspace() {
     assert_eq!(
         ok(&fake.ws(&["tree", "--wide", "-w", "team"])),
         ".\n└── team     ws=-      lc=Ready\n    └── sub  ws=Ready  lc=Ready\n"
+    );
+}
+
+/// Somebody creating a workspace while `tree` runs: until it is scheduled it has no `spec.URL`,
+/// and it is a leaf of the tree, not a failure of the whole command.
+#[test]
+fn tree_with_a_workspace_not_scheduled_yet() {
+    let fake = Fake::start(true);
+    fake.state
+        .lock()
+        .expect("state")
+        .add_unscheduled("root:org:team", "fresh");
+    assert_eq!(
+        ok(&fake.ws(&["tree"])),
+        ".\n└── org\n    ├── team\n    │   ├── sub\n    │   └── fresh\n    └── lonely\n\n"
+    );
+    assert_eq!(
+        ok(&fake.ws(&["tree", "--wide", "-w", "team"])),
+        ".\n└── team       ws=-           lc=Ready\n    ├── sub    ws=Ready       lc=Ready\n    └── fresh  ws=Scheduling  lc=-\n"
+    );
+    // nothing is asked below it: it has no logical cluster yet
+    let requests = fake.requests();
+    assert!(
+        !requests.iter().any(|r| r.contains("fresh")),
+        "requests below the unscheduled workspace: {requests:?}"
     );
 }
 

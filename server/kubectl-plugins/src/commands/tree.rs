@@ -1,5 +1,10 @@
 //! `kubectl ws tree [--full] [--wide]`: upstream `tree.go`, listing `workspaces` in each
 //! workspace below the current one and following each child's `spec.URL`.
+//!
+//! A Workspace has no `spec.URL` until it is scheduled: while it is `Scheduling` it has no logical
+//! cluster, so nothing below it, and it is drawn as a leaf. Upstream fails the whole tree on it
+//! ("current config context URL \"\" does not point to workspace", naming the child's URL, not the
+//! kubeconfig's), so `tree` broke whenever anybody was creating a workspace anywhere below.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,19 +27,23 @@ struct Walker<'a> {
 type Children<'a> = Pin<Box<dyn Future<Output = Result<Vec<TreeNode>, Error>> + 'a>>;
 
 impl Walker<'_> {
-    /// `name\tws=<phase>\tlc=<phase>` for `--wide`, from the LogicalCluster's status.
-    async fn label(&self, name: &str, path: &ClusterPath, workspace_phase: &str) -> String {
+    /// `name\tws=<phase>\tlc=<phase>` for `--wide`, from the LogicalCluster's status; `lc=-`
+    /// without a logical cluster (`path` is `None`: not scheduled yet).
+    async fn label(&self, name: &str, path: Option<&ClusterPath>, workspace_phase: &str) -> String {
         if !self.wide {
             return name.to_owned();
         }
-        let lc_phase = match self.client.get_logical_cluster(path).await {
-            Ok(lc) => lc
-                .pointer("/status/phase")
-                .and_then(Value::as_str)
-                .filter(|p| !p.is_empty())
-                .unwrap_or("Unknown")
-                .to_owned(),
-            Err(_) => "Unknown".to_owned(),
+        let lc_phase = match path {
+            None => "-".to_owned(),
+            Some(path) => match self.client.get_logical_cluster(path).await {
+                Ok(lc) => lc
+                    .pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or("Unknown")
+                    .to_owned(),
+                Err(_) => "Unknown".to_owned(),
+            },
         };
         let ws = if workspace_phase.is_empty() {
             "-"
@@ -72,20 +81,25 @@ impl Walker<'_> {
                     nodes.push(TreeNode::new(format!("{name} [m]")));
                     continue;
                 }
+                let phase = ws
+                    .pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let url = ws
                     .pointer("/spec/URL")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
+                // not scheduled yet: no logical cluster to list, a leaf
+                if url.is_empty() {
+                    nodes.push(TreeNode::new(self.label(&name, None, phase).await));
+                    continue;
+                }
                 let child = ClusterUrl::parse(url).ok().flatten().ok_or_else(|| {
                     Error::msg(format!(
                         "current config context URL {url:?} does not point to workspace"
                     ))
                 })?;
-                let phase = ws
-                    .pointer("/status/phase")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let label = self.label(&name, &child.path, phase).await;
+                let label = self.label(&name, Some(&child.path), phase).await;
                 let children = self.children(child.path, name).await?;
                 nodes.push(TreeNode { label, children });
             }
@@ -113,7 +127,7 @@ pub async fn run(session: &mut Session, args: &TreeArgs) -> Result<(), Error> {
     } else {
         full_name.rsplit(':').next().unwrap_or_default().to_owned()
     };
-    let label = walker.label(&name, &current.path, "").await;
+    let label = walker.label(&name, Some(&current.path), "").await;
     let children = walker.children(current.path.clone(), name).await?;
     let rendered = output::render_tree(&[TreeNode { label, children }]);
     if args.wide {
