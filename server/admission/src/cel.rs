@@ -281,14 +281,28 @@ impl Environment {
             env: self,
             bound: Vec::new(),
             variables_used: BTreeSet::new(),
+            object_paths: Vec::new(),
         };
         let ast = checker
             .rewrite(parsed)
             .map_err(|detail| format!("ERROR: <input>: {detail}"))?;
+        let paths = &checker.object_paths;
+        let object_paths = paths
+            .iter()
+            .filter(|path| {
+                !paths
+                    .iter()
+                    .any(|longer| longer.len() > path.len() && longer.starts_with(path))
+            })
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         Ok(Expression {
             source: source.to_string(),
             ast,
             variables_used: checker.variables_used.into_iter().collect(),
+            object_paths,
         })
     }
 }
@@ -299,6 +313,8 @@ struct Checker<'e> {
     /// Comprehension variables in scope.
     bound: Vec<String>,
     variables_used: BTreeSet<String>,
+    /// Field paths selected from `object` and `oldObject`.
+    object_paths: Vec<Vec<String>>,
 }
 
 fn string_literal(id: u64, s: &str) -> IdedExpr {
@@ -328,6 +344,10 @@ impl Checker<'_> {
                 Expr::Ident(name)
             }
             Expr::Select(mut select) => {
+                if let Some(mut path) = self.object_path(&select.operand) {
+                    path.push(select.field.clone());
+                    self.object_paths.push(path);
+                }
                 if let Expr::Ident(root) = &select.operand.expr
                     && root == "variables"
                     && !self.bound.contains(root)
@@ -400,6 +420,24 @@ impl Checker<'_> {
         })
     }
 
+    /// The fields `expr` selects from `object` or `oldObject` (`object.spec` is `[spec]`).
+    fn object_path(&self, expr: &IdedExpr) -> Option<Vec<String>> {
+        match &expr.expr {
+            Expr::Ident(root)
+                if (root == "object" || root == "oldObject")
+                    && !self.bound.iter().any(|b| b == root) =>
+            {
+                Some(Vec::new())
+            }
+            Expr::Select(select) => {
+                let mut path = self.object_path(&select.operand)?;
+                path.push(select.field.clone());
+                Some(path)
+            }
+            _ => None,
+        }
+    }
+
     fn is_function_namespace(&self, prefix: &str) -> bool {
         FUNCTION_NAMESPACES.contains(&prefix) && !self.bound.iter().any(|b| b == prefix)
     }
@@ -463,6 +501,8 @@ pub struct Expression {
     ast: IdedExpr,
     /// The `variables.<name>` it reads.
     variables_used: Vec<String>,
+    /// The longest field paths it selects from `object` or `oldObject`.
+    object_paths: Vec<Vec<String>>,
 }
 
 impl Expression {
@@ -474,6 +514,12 @@ impl Expression {
     /// The expression as written.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The field paths it selects from `object` or `oldObject` (`object.spec.replicas` is
+    /// `["spec", "replicas"]`; only the longest of nested selections), for type checking.
+    pub fn object_paths(&self) -> &[Vec<String>] {
+        &self.object_paths
     }
 
     /// Evaluates the expression; the error is the runtime error's text (without the expression).
@@ -677,6 +723,20 @@ mod tests {
             structs.contains("undeclared reference to 'Object'"),
             "{structs}"
         );
+    }
+
+    #[test]
+    fn object_paths_are_the_longest_selections() {
+        let expression = Expression::compile(
+            "object.spec.replicas > 1 && has(oldObject.spec.paused) && object.spec.items.all(object, object.x)",
+        )
+        .unwrap();
+        let paths: Vec<String> = expression
+            .object_paths()
+            .iter()
+            .map(|p| p.join("."))
+            .collect();
+        assert_eq!(paths, ["spec.items", "spec.paused", "spec.replicas"]);
     }
 
     #[test]
