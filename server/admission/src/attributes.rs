@@ -38,7 +38,10 @@ impl Attributes {
             kind: write.rt.kind.clone(),
             resource: write.rt.plural.clone(),
             subresource: write.subresource.map(str::to_string),
-            namespace: write.namespace.filter(|_| write.rt.namespaced).map(str::to_string),
+            namespace: write
+                .namespace
+                .filter(|_| write.rt.namespaced)
+                .map(str::to_string),
             name: write.name.to_string(),
             operation: write.operation,
             user: user.clone(),
@@ -82,7 +85,10 @@ impl Attributes {
         request.insert("object".into(), object.cloned().unwrap_or(Value::Null));
         request.insert("oldObject".into(), old.cloned().unwrap_or(Value::Null));
         request.insert("dryRun".into(), json!(self.dry_run));
-        request.insert("options".into(), self.options.clone().unwrap_or(Value::Null));
+        request.insert(
+            "options".into(),
+            self.options.clone().unwrap_or(Value::Null),
+        );
         Value::Object(request)
     }
 }

@@ -7,7 +7,10 @@
 pub mod attributes;
 pub mod cel;
 pub mod certificates;
+pub mod chain;
+pub mod configs;
 pub mod matching;
+pub mod objects;
 pub mod outcome;
 pub mod policy;
 pub mod quota;

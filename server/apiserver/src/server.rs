@@ -36,6 +36,8 @@ use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
 use crate::request::path::percent_decode;
 use crate::request::query::Query;
+use kcp_admission::chain::Admission;
+use kcp_admission::configs::ConfigIndex;
 use kcp_controllers::TenancyIndex;
 use kcp_controllers::tenancy_index::Unresolved;
 use kcp_registry::ClusterTarget;
@@ -83,6 +85,8 @@ pub struct App {
     pub tenancy: Arc<TenancyIndex>,
     pub authentication: Authentication,
     pub authorizer: Authorizer,
+    /// Webhooks, admission policies, quota and CSR rules of every logical cluster.
+    pub admission: Admission,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: CancellationToken,
     pub config: ServerConfig,
@@ -109,7 +113,11 @@ impl App {
             .transpose()?;
         let tenancy = Arc::new(TenancyIndex::default());
         let policies = Arc::new(PolicyCache::new(objects.clone()));
-        let store = RestStore::new(objects, registry).with_hook(policies.clone());
+        let admission_configs = Arc::new(ConfigIndex::new());
+        let store = RestStore::new(objects, registry)
+            .with_hook(policies.clone())
+            .with_hook(admission_configs.clone());
+        let admission = Admission::new(admission_configs, store.clone());
         let authorizer = Authorizer::new(
             policies,
             tenancy.clone(),
@@ -118,6 +126,7 @@ impl App {
         );
         Ok(App {
             store,
+            admission,
             tenancy,
             authentication,
             authorizer,
@@ -139,6 +148,7 @@ impl App {
             tenancy: &self.tenancy,
             authentication: &self.authentication,
             authorizer: &self.authorizer,
+            admission: &self.admission,
             shutdown: &self.shutdown,
         }
     }

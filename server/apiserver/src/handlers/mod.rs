@@ -38,6 +38,8 @@ pub struct Scope<'a> {
     pub authentication: &'a Authentication,
     /// Access reviews and escalation checks.
     pub authorizer: &'a Authorizer,
+    /// Admission of writes (webhooks, policies, quota, CSR rules).
+    pub admission: &'a kcp_admission::chain::Admission,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: &'a CancellationToken,
 }

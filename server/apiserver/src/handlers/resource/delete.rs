@@ -89,12 +89,14 @@ fn delete_options(r: &Resolved<'_>) -> Result<DeleteOptions, ApiError> {
 pub async fn delete(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let options = delete_options(r)?;
     r.admit_delete(r.name()).await?;
-    match r
+    let chain = r.chain("DeleteOptions", options.dry_run);
+    let deleted = r
         .scope
         .store
-        .delete(&r.rt, r.location()?, r.name(), &options)
-        .await?
-    {
+        .delete_admitted(&r.rt, r.location()?, r.name(), &options, &chain)
+        .await?;
+    let warnings = chain.outcome().warnings;
+    let response = match deleted {
         Deleted::Pending(object) => r.render_object(202, object),
         Deleted::Gone(object) => {
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -107,7 +109,10 @@ pub async fn delete(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
                 _ => r.render_object(200, object),
             }
         }
-    }
+    }?;
+    Ok(crate::handlers::response::with_warnings(
+        response, &warnings,
+    ))
 }
 
 pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
@@ -123,6 +128,7 @@ pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiEr
     let at = r.location()?;
     let mut deleted = Vec::new();
     let admission = r.admission().await?;
+    let chain = r.chain("DeleteOptions", options.dry_run);
     for object in page.items {
         admission.admit_delete(&object)?;
         let name = meta::name(&object).unwrap_or_default().to_string();
@@ -130,14 +136,23 @@ pub async fn delete_collection(r: &Resolved<'_>) -> Result<Response<Body>, ApiEr
             namespace: meta::namespace(&object).or(at.namespace),
             ..at
         };
-        match r.scope.store.delete(&r.rt, at, &name, &options).await {
+        match r
+            .scope
+            .store
+            .delete_admitted(&r.rt, at, &name, &options, &chain)
+            .await
+        {
             Ok(Deleted::Gone(object) | Deleted::Pending(object)) => deleted.push(object),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
     }
-    r.render_list(
+    let list = r.render_list(
         deleted,
         json!({"resourceVersion": page.revision.to_string()}),
-    )
+    )?;
+    Ok(crate::handlers::response::with_warnings(
+        list,
+        &chain.outcome().warnings,
+    ))
 }

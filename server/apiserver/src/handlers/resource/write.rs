@@ -34,20 +34,28 @@ impl Resolved<'_> {
             admission.admit_update(&mut new, current)?;
             Ok(new)
         };
+        let options_kind = match self.request.info.verb {
+            crate::request::Verb::Patch => "PatchOptions",
+            _ => "UpdateOptions",
+        };
+        let chain = self.chain(options_kind, dry_run);
         let updated = store
-            .update(
+            .update_admitted(
                 &self.rt,
                 self.location()?,
                 self.name(),
                 &checked,
                 subresource,
                 dry_run,
+                &chain,
             )
             .await?;
-        if subresource == Some("scale") {
-            return self.render_object(200, self.scale_of(&updated)?);
-        }
-        self.render_object(200, updated)
+        let response = if subresource == Some("scale") {
+            self.render_object(200, self.scale_of(&updated)?)?
+        } else {
+            self.render_object(200, updated)?
+        };
+        Ok(response::with_warnings(response, &chain.outcome().warnings))
     }
 
     /// `fieldValidation`: unknown fields (those the type's schema prunes) and duplicate fields of the
@@ -130,15 +138,14 @@ pub async fn create(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let warnings = r.field_warnings(&object, r.json_body())?;
     let mut object = r.track(None, &object, &r.manager(&options));
     r.admit_create(&r.admission().await?, &mut object).await?;
+    let chain = r.chain("CreateOptions", options.dry_run);
     let created = r
         .scope
         .store
-        .create(&r.rt, r.location()?, object, options.dry_run)
+        .create_admitted(&r.rt, r.location()?, object, options.dry_run, &chain)
         .await?;
-    Ok(response::with_warnings(
-        r.render_object(201, created)?,
-        &warnings,
-    ))
+    let response = response::with_warnings(r.render_object(201, created)?, &warnings);
+    Ok(response::with_warnings(response, &chain.outcome().warnings))
 }
 
 /// The object a subresource update produces: the current object with only the subresource's part
@@ -162,7 +169,11 @@ fn merge_subresource(
         new["metadata"] = metadata.clone();
     }
     match subresource {
-        Some("status") => new["status"] = body.get("status").cloned().unwrap_or_else(|| json!({})),
+        // CertificateSigningRequest approval writes status conditions; its strategy keeps only
+        // the approval part of them.
+        Some("status" | "approval") => {
+            new["status"] = body.get("status").cloned().unwrap_or_else(|| json!({}))
+        }
         Some("finalize") => {
             new["spec"]["finalizers"] = body
                 .pointer("/spec/finalizers")
@@ -391,15 +402,14 @@ async fn apply(r: &Resolved<'_>, options: &WriteOptions) -> Result<Response<Body
         let mut object = merge(None)?;
         meta::set_name(&mut object, r.name());
         r.admit_create(&r.admission().await?, &mut object).await?;
+        let chain = r.chain("PatchOptions", options.dry_run);
         let created = r
             .scope
             .store
-            .create(&r.rt, at, object, options.dry_run)
+            .create_admitted(&r.rt, at, object, options.dry_run, &chain)
             .await?;
-        return Ok(response::with_warnings(
-            r.render_object(201, created)?,
-            &warnings,
-        ));
+        let response = response::with_warnings(r.render_object(201, created)?, &warnings);
+        return Ok(response::with_warnings(response, &chain.outcome().warnings));
     }
     let build = |current: &Value| {
         // Merged into the object without its resourceVersion: a configuration that names one asks

@@ -85,3 +85,62 @@ impl Admission {
         }
     }
 }
+
+/// The authorizer as kcp-admission asks it: about the logical cluster being written to.
+struct ClusterAuthorizer<'a> {
+    authorizer: &'a crate::filters::authorization::Authorizer,
+    cluster: &'a kcp_registry::ClusterTarget,
+}
+
+impl kcp_admission::sources::Authorizer for ClusterAuthorizer<'_> {
+    fn allowed<'a>(
+        &'a self,
+        user: &'a kcp_authn::UserInfo,
+        access: kcp_admission::sources::Access<'a>,
+    ) -> futures::future::BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let attributes = kcp_rbac::Attributes::resource(
+                crate::filters::authentication::rbac_user(user),
+                access.verb,
+                kcp_rbac::ResourceAttributes {
+                    api_group: access.group.to_string(),
+                    resource: access.resource.to_string(),
+                    name: access.name.to_string(),
+                    ..Default::default()
+                },
+            );
+            matches!(
+                self.authorizer.decide(self.cluster, &attributes).await,
+                Ok(kcp_rbac::Decision::Allow(_))
+            )
+        })
+    }
+}
+
+impl Resolved<'_> {
+    /// The admission chain of this request's writes (kcp-admission): policies, webhooks, quota
+    /// and CSR rules of the request's logical cluster. `options_kind` names the write's options
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`) as AdmissionReviews
+    /// carry them.
+    pub(super) fn chain(
+        &self,
+        options_kind: &str,
+        dry_run: bool,
+    ) -> kcp_admission::chain::RequestAdmission<'_> {
+        let mut options = serde_json::json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"});
+        if dry_run {
+            options["dryRun"] = serde_json::json!(["All"]);
+        }
+        if let Some(manager) = self.request.query.get("fieldManager") {
+            options["fieldManager"] = serde_json::json!(manager);
+        }
+        self.scope.admission.for_request(
+            &self.request.user,
+            Some(options),
+            Box::new(ClusterAuthorizer {
+                authorizer: self.scope.authorizer,
+                cluster: &self.request.cluster,
+            }),
+        )
+    }
+}

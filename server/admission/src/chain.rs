@@ -1,0 +1,254 @@
+//! The admission chain of one request, in kube-apiserver's plugin order: mutating admission
+//! policies, then mutating webhooks; then validating admission policies, validating webhooks,
+//! ResourceQuota and the CertificateSigningRequest rules.
+//!
+//! [`Admission`] is the server-wide part (the configuration index, the webhook client, the store);
+//! [`Admission::for_request`] binds it to the requesting user and the write's options and is what
+//! the store calls through [`Admit`]. Like kube-apiserver, the webhooks and policies never admit
+//! writes of `admissionregistration.k8s.io` objects themselves, so a broken webhook can always be
+//! removed.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use kcp_apimachinery::ApiError;
+use kcp_authn::UserInfo;
+use kcp_registry::admission::{Admit, Operation, Write};
+use kcp_registry::store::{Location, RestStore};
+use serde_json::Value;
+
+use crate::configs::{ClusterConfig, ConfigIndex};
+use crate::objects::StoreObjects;
+use crate::sources::Authorizer;
+use crate::webhook::WebhookClient;
+use crate::{Attributes, Outcome, certificates, quota};
+
+const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
+const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
+
+/// The server-wide part of admission.
+#[derive(Clone)]
+pub struct Admission {
+    configs: Arc<ConfigIndex>,
+    client: WebhookClient,
+    store: RestStore,
+}
+
+impl Admission {
+    /// Admission over `store`, whose configuration index must be one of the store's write hooks.
+    pub fn new(configs: Arc<ConfigIndex>, store: RestStore) -> Admission {
+        Admission {
+            configs,
+            client: WebhookClient::new(),
+            store,
+        }
+    }
+
+    /// The admission of one request's writes by `user`, with the write's `options` as sent.
+    pub fn for_request<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        options: Option<Value>,
+        authorizer: Box<dyn Authorizer + 'a>,
+    ) -> RequestAdmission<'a> {
+        RequestAdmission {
+            admission: self,
+            user,
+            options,
+            authorizer,
+            outcome: Mutex::new(Outcome::default()),
+        }
+    }
+}
+
+/// The admission of one request; collects its warnings and audit annotations.
+pub struct RequestAdmission<'a> {
+    admission: &'a Admission,
+    user: &'a UserInfo,
+    options: Option<Value>,
+    authorizer: Box<dyn Authorizer + 'a>,
+    outcome: Mutex<Outcome>,
+}
+
+impl RequestAdmission<'_> {
+    /// What admission added to the response (warnings, audit annotations) so far.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn record(&self, outcome: Outcome) {
+        let mut recorded = self
+            .outcome
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for warning in outcome.warnings {
+            recorded.warn(warning);
+        }
+        recorded.audit_annotations.extend(outcome.audit_annotations);
+    }
+
+    /// The cluster's webhooks and policies, unless this write is exempt from them.
+    async fn configured(&self, write: &Write<'_>) -> Result<Arc<ClusterConfig>, ApiError> {
+        self.admission
+            .configs
+            .get(&self.admission.store, write.cluster)
+            .await
+    }
+
+    /// The Namespace object of a namespaced write (for namespace selectors and
+    /// `namespaceObject`), `None` when it does not exist.
+    async fn namespace_of(&self, write: &Write<'_>) -> Result<Option<Value>, ApiError> {
+        let Some(namespace) = write.namespace.filter(|_| write.rt.namespaced) else {
+            return Ok(None);
+        };
+        let Some(namespaces) = self
+            .admission
+            .store
+            .registry()
+            .builtin_type("", "v1", "namespaces")
+        else {
+            return Ok(None);
+        };
+        let at = Location {
+            cluster: write.cluster,
+            namespace: None,
+        };
+        match self.admission.store.get(&namespaces, at, namespace).await {
+            Ok(stored) => Ok(Some(stored.object)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn mutate_write(
+        &self,
+        write: Write<'_>,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let attrs = Attributes::new(write, self.user, self.options.clone());
+        if is_csr(&write) && write.operation == Operation::Create {
+            certificates::set_requester(&attrs, object);
+        }
+        if write.rt.group == ADMISSION_GROUP {
+            return Ok(());
+        }
+        let config = self.configured(&write).await?;
+        if config.webhooks.is_empty() && config.policies.is_empty() {
+            return Ok(());
+        }
+        let namespace = self.namespace_of(&write).await?;
+        let objects = StoreObjects::new(&self.admission.store, write.cluster);
+        let mut outcome = Outcome::default();
+        let result = async {
+            config
+                .policies
+                .mutate(
+                    &objects,
+                    &attrs,
+                    namespace.as_ref(),
+                    object,
+                    old,
+                    &mut outcome,
+                )
+                .await?;
+            config
+                .webhooks
+                .mutate(
+                    &self.admission.client,
+                    &attrs,
+                    namespace.as_ref(),
+                    object,
+                    old,
+                    &mut outcome,
+                )
+                .await
+        }
+        .await;
+        self.record(outcome);
+        result
+    }
+
+    async fn validate_write(
+        &self,
+        write: Write<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let attrs = Attributes::new(write, self.user, self.options.clone());
+        if write.rt.group != ADMISSION_GROUP {
+            let config = self.configured(&write).await?;
+            if !config.webhooks.is_empty() || !config.policies.is_empty() {
+                let namespace = self.namespace_of(&write).await?;
+                let objects = StoreObjects::new(&self.admission.store, write.cluster);
+                let mut outcome = Outcome::default();
+                let result = async {
+                    config
+                        .policies
+                        .validate(
+                            &objects,
+                            &attrs,
+                            namespace.as_ref(),
+                            object,
+                            old,
+                            &mut outcome,
+                        )
+                        .await?;
+                    config
+                        .webhooks
+                        .validate(
+                            &self.admission.client,
+                            &attrs,
+                            namespace.as_ref(),
+                            object,
+                            old,
+                            &mut outcome,
+                        )
+                        .await
+                }
+                .await;
+                self.record(outcome);
+                result?;
+            }
+            let quota_applies = write.operation != Operation::Delete
+                && write
+                    .namespace
+                    .filter(|_| write.rt.namespaced)
+                    .is_some_and(|ns| config.quota_namespaces.contains(ns));
+            if quota_applies {
+                quota::admit(&self.admission.store, &attrs, object, old).await?;
+            }
+        }
+        if is_csr(&write) {
+            certificates::admit(self.authorizer.as_ref(), &attrs, object, old).await?;
+        }
+        Ok(())
+    }
+}
+
+fn is_csr(write: &Write<'_>) -> bool {
+    write.rt.group == CERTIFICATES_GROUP && write.rt.plural == "certificatesigningrequests"
+}
+
+impl Admit for RequestAdmission<'_> {
+    fn mutate<'a>(
+        &'a self,
+        write: Write<'a>,
+        object: &'a mut Value,
+        old: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.mutate_write(write, object, old))
+    }
+
+    fn validate<'a>(
+        &'a self,
+        write: Write<'a>,
+        object: Option<&'a Value>,
+        old: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.validate_write(write, object, old))
+    }
+}

@@ -1,0 +1,251 @@
+//! The admission configuration of every logical cluster, in memory: its webhook configurations,
+//! admission policies and bindings (compiled), and which of its namespaces have ResourceQuotas.
+//!
+//! kube-apiserver's admission plugins read these objects from informers; upstream kcp keeps one
+//! informer per type across all logical clusters and builds each cluster's dispatcher from its
+//! slice. Here one list per type at start-up fills the index, and a write hook marks a cluster
+//! stale whenever one of its configuration objects is written; the next request in that cluster
+//! rebuilds its configuration from storage (so compilation happens once per change, not per
+//! request). A cluster without any configuration costs one map lookup per write.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::admissionregistration::{v1, v1beta1};
+use kcp_apimachinery::{ApiError, meta};
+use kcp_registry::hooks::{AfterWrite, WriteKind, Written};
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
+use kcp_registry::store::{Location, RestStore};
+use kcp_registry::{LogicalClusterName, ResourceType};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use crate::policy::Policies;
+use crate::webhook::Webhooks;
+
+const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
+
+/// The configuration types, as `(group, version, plural)`.
+const CONFIGURATION_TYPES: [(&str, &str, &str); 7] = [
+    (ADMISSION_GROUP, "v1", "mutatingwebhookconfigurations"),
+    (ADMISSION_GROUP, "v1", "validatingwebhookconfigurations"),
+    (ADMISSION_GROUP, "v1", "validatingadmissionpolicies"),
+    (ADMISSION_GROUP, "v1", "validatingadmissionpolicybindings"),
+    (ADMISSION_GROUP, "v1beta1", "mutatingadmissionpolicies"),
+    (
+        ADMISSION_GROUP,
+        "v1beta1",
+        "mutatingadmissionpolicybindings",
+    ),
+    ("", "v1", "resourcequotas"),
+];
+
+fn is_configuration(rt: &ResourceType) -> bool {
+    CONFIGURATION_TYPES
+        .iter()
+        .any(|(group, _, plural)| rt.group == *group && rt.plural == *plural)
+}
+
+/// One logical cluster's admission configuration.
+pub struct ClusterConfig {
+    pub webhooks: Webhooks,
+    pub policies: Policies,
+    /// Namespaces holding at least one ResourceQuota.
+    pub quota_namespaces: BTreeSet<String>,
+}
+
+impl ClusterConfig {
+    /// Builds the configuration from the cluster's objects, by plural name of their type.
+    fn build(objects: &BTreeMap<&str, Vec<Value>>) -> ClusterConfig {
+        let of = |plural: &str| objects.get(plural).map(Vec::as_slice).unwrap_or_default();
+        let webhooks = Webhooks::new(
+            &typed::<v1::MutatingWebhookConfiguration>(of("mutatingwebhookconfigurations")),
+            &typed::<v1::ValidatingWebhookConfiguration>(of("validatingwebhookconfigurations")),
+        );
+        let policies = Policies::new(
+            &typed::<v1::ValidatingAdmissionPolicy>(of("validatingadmissionpolicies")),
+            &typed::<v1::ValidatingAdmissionPolicyBinding>(of("validatingadmissionpolicybindings")),
+            &typed::<v1beta1::MutatingAdmissionPolicy>(of("mutatingadmissionpolicies")),
+            &typed::<v1beta1::MutatingAdmissionPolicyBinding>(of(
+                "mutatingadmissionpolicybindings",
+            )),
+        );
+        let quota_namespaces = of("resourcequotas")
+            .iter()
+            .filter_map(|quota| meta::namespace(quota).map(str::to_string))
+            .collect();
+        ClusterConfig {
+            webhooks,
+            policies,
+            quota_namespaces,
+        }
+    }
+
+    /// Whether nothing is configured (the common case, which admission skips entirely).
+    pub fn is_empty(&self) -> bool {
+        self.webhooks.is_empty() && self.policies.is_empty() && self.quota_namespaces.is_empty()
+    }
+}
+
+/// Objects of a configuration type in their typed form; one that does not decode (stored by an
+/// older or newer server) is logged and left out.
+fn typed<T: DeserializeOwned>(objects: &[Value]) -> Vec<T> {
+    objects
+        .iter()
+        .filter_map(|object| match serde_json::from_value(object.clone()) {
+            Ok(typed) => Some(typed),
+            Err(error) => {
+                tracing::warn!(name = ?meta::name(object), %error, "admission configuration object does not decode; ignored");
+                None
+            }
+        })
+        .collect()
+}
+
+enum Slot {
+    Loaded(Arc<ClusterConfig>),
+    /// Changed since it was loaded; the number identifies the change (from one counter of the
+    /// index), so a rebuild that raced with a newer change does not mark the cluster current.
+    Stale(u64),
+}
+
+/// The admission configuration of all logical clusters.
+#[derive(Default)]
+pub struct ConfigIndex {
+    loaded: OnceCell<()>,
+    clusters: RwLock<HashMap<LogicalClusterName, Slot>>,
+    changes: AtomicU64,
+    empty: Arc<ClusterConfig>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig::build(&BTreeMap::new())
+    }
+}
+
+impl ConfigIndex {
+    pub fn new() -> ConfigIndex {
+        ConfigIndex::default()
+    }
+
+    /// The configuration of `cluster`, loading everything on first use and rebuilding a cluster
+    /// whose configuration objects changed.
+    pub async fn get(
+        &self,
+        store: &RestStore,
+        cluster: &LogicalClusterName,
+    ) -> Result<Arc<ClusterConfig>, ApiError> {
+        self.loaded.get_or_try_init(|| self.load_all(store)).await?;
+        let stale = {
+            let clusters = self
+                .clusters
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match clusters.get(cluster) {
+                None => return Ok(self.empty.clone()),
+                Some(Slot::Loaded(config)) => return Ok(config.clone()),
+                Some(Slot::Stale(changes)) => *changes,
+            }
+        };
+        let config = Arc::new(self.load_cluster(store, cluster).await?);
+        let mut clusters = self
+            .clusters
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if matches!(clusters.get(cluster), Some(Slot::Stale(changes)) if *changes == stale) {
+            if config.is_empty() {
+                clusters.remove(cluster);
+            } else {
+                clusters.insert(cluster.clone(), Slot::Loaded(config.clone()));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Reads every configuration object of every cluster (once, at the first request).
+    async fn load_all(&self, store: &RestStore) -> Result<(), ApiError> {
+        let mut by_cluster: HashMap<LogicalClusterName, BTreeMap<&str, Vec<Value>>> =
+            HashMap::new();
+        for (group, version, plural) in CONFIGURATION_TYPES {
+            let Some(rt) = store.registry().builtin_type(group, version, plural) else {
+                continue;
+            };
+            let keys = store.keys(&rt);
+            let page = store
+                .list(&rt, ListRequest::everything(keys.all_clusters()), &|_| true)
+                .await?;
+            for object in page.items {
+                let Some(cluster) = meta::annotations(&object)
+                    .get(CLUSTER_ANNOTATION)
+                    .and_then(|c| LogicalClusterName::parse(c))
+                else {
+                    continue;
+                };
+                by_cluster
+                    .entry(cluster)
+                    .or_default()
+                    .entry(plural)
+                    .or_default()
+                    .push(object);
+            }
+        }
+        let mut clusters = self
+            .clusters
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (cluster, objects) in by_cluster {
+            // A write hook may already have marked the cluster: keep that mark.
+            clusters
+                .entry(cluster)
+                .or_insert_with(|| Slot::Loaded(Arc::new(ClusterConfig::build(&objects))));
+        }
+        Ok(())
+    }
+
+    async fn load_cluster(
+        &self,
+        store: &RestStore,
+        cluster: &LogicalClusterName,
+    ) -> Result<ClusterConfig, ApiError> {
+        let mut objects = BTreeMap::new();
+        for (group, version, plural) in CONFIGURATION_TYPES {
+            let Some(rt) = store.registry().builtin_type(group, version, plural) else {
+                continue;
+            };
+            let at = Location {
+                cluster,
+                namespace: None,
+            };
+            let prefix = store.keys(&rt).scope(at.cluster, at.namespace);
+            let page = store
+                .list(&rt, ListRequest::everything(&prefix), &|_| true)
+                .await?;
+            objects.insert(plural, page.items);
+        }
+        Ok(ClusterConfig::build(&objects))
+    }
+
+    fn mark_stale(&self, cluster: &LogicalClusterName) {
+        let mut clusters = self
+            .clusters
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let change = self.changes.fetch_add(1, Ordering::Relaxed) + 1;
+        clusters.insert(cluster.clone(), Slot::Stale(change));
+    }
+}
+
+/// Marks a cluster stale when one of its configuration objects is written. Updates of a
+/// ResourceQuota (its usage, raised by every admitted create) change nothing indexed here.
+impl AfterWrite for ConfigIndex {
+    fn after_write(&self, written: &Written<'_>) {
+        let quota_update =
+            written.rt.plural == "resourcequotas" && written.kind == WriteKind::Updated;
+        if is_configuration(written.rt) && !quota_update {
+            self.mark_stale(written.cluster);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! (scenarios of this part of admission land here)
