@@ -6,8 +6,10 @@
 //! `ValidateValidatingWebhookConfiguration`/`ValidateMutatingWebhookConfiguration` for v1), with
 //! one kcp difference: a webhook is reached by `clientConfig.url` only, since a logical cluster
 //! has no Services to route to, so `clientConfig.service` is refused. Match condition
-//! expressions are checked for shape (names, count) here; whether they compile is kcp-admission's
-//! concern, which applies the webhook's `failurePolicy` to one that does not.
+//! expressions must compile with the CEL compiler kcp-admission installs
+//! ([`super::admission_policies::EXPRESSION_COMPILER`]); without one only their presence is
+//! checked, and kcp-admission applies the webhook's `failurePolicy` to a stored condition that
+//! does not compile.
 
 use std::collections::BTreeSet;
 
@@ -16,6 +18,7 @@ use kcp_apimachinery::labels::LabelSelector;
 use kcp_apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Value, json};
 
+use super::admission_policies::{ExpressionScope, compile_expression};
 use super::{Column, ResourceType, Strategy};
 
 pub fn resources() -> Vec<ResourceType> {
@@ -464,6 +467,12 @@ fn match_conditions_errors(conditions: &[Value], path: &str) -> Vec<FieldError> 
             .unwrap_or_default();
         if expression.trim().is_empty() {
             errors.push(FieldError::required(&format!("{entry}.expression"), ""));
+        } else if let Some(Err(err)) = compile_expression(expression, &ExpressionScope::default()) {
+            errors.push(FieldError::invalid(
+                &format!("{entry}.expression"),
+                json!(expression),
+                &format!("compilation failed: {err}"),
+            ));
         }
     }
     errors
@@ -471,6 +480,7 @@ fn match_conditions_errors(conditions: &[Value], path: &str) -> Vec<FieldError> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::admission_policies::EXPRESSION_COMPILER;
     use super::*;
 
     fn strategy(mutating: bool) -> WebhookConfigurations {
@@ -697,6 +707,25 @@ mod tests {
                 "webhooks[0].matchConditions[2].expression",
                 "webhooks[0].matchConditions[3].name",
             ]
+        );
+        // With a compiler installed (kcp-admission's at start-up; one refusing `bad` here, like
+        // the policy strategy's tests), expressions must compile.
+        let _ = EXPRESSION_COMPILER.set(|source, _, _| {
+            if source.contains("bad") {
+                Err("ERROR: <input>: undeclared reference to 'bad'".into())
+            } else {
+                Ok(Vec::new())
+            }
+        });
+        let errors = errors_with(false, |h| {
+            h["matchConditions"] = json!([{"name": "broken", "expression": "bad.thing"}])
+        });
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].starts_with(
+                "webhooks[0].matchConditions[0].expression: compilation failed: ERROR: <input>: undeclared reference to 'bad'"
+            ),
+            "{errors:?}"
         );
         let many: Vec<Value> = (0..65)
             .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))
