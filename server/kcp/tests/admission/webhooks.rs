@@ -111,18 +111,21 @@ fn configmap(name: &str) -> Value {
 async fn wait_for_admission(admin: &Caller, cluster: &str, prefix: &str, code: u16) {
     let path = configmaps(cluster);
     SETTLED
-        .eventually(&format!("{prefix}* answered {code} in {cluster}"), || async {
-            let name = format!("{prefix}probe-{}", next_suffix());
-            let response = admin.post(&path, &configmap(&name)).await;
-            if response.status == 201 {
-                admin.delete(&format!("{path}/{name}")).await;
-            }
-            if response.status == code {
-                Ok(())
-            } else {
-                Err(format!("{} {}", response.status, response.text()))
-            }
-        })
+        .eventually(
+            &format!("{prefix}* answered {code} in {cluster}"),
+            || async {
+                let name = format!("{prefix}probe-{}", next_suffix());
+                let response = admin.post(&path, &configmap(&name)).await;
+                if response.status == 201 {
+                    admin.delete(&format!("{path}/{name}")).await;
+                }
+                if response.status == code {
+                    Ok(())
+                } else {
+                    Err(format!("{} {}", response.status, response.text()))
+                }
+            },
+        )
         .await;
 }
 
@@ -146,7 +149,13 @@ async fn a_denial_refuses_the_write_in_its_workspace_only() {
         cluster,
         "ValidatingWebhookConfiguration",
         "deny",
-        vec![served(&webhook, "deny.webhooks.test", "/deny", "deny-", json!({}))],
+        vec![served(
+            &webhook,
+            "deny.webhooks.test",
+            "/deny",
+            "deny-",
+            json!({}),
+        )],
     )
     .await;
     wait_for_admission(&admin, cluster, "deny-", 403).await;
@@ -236,13 +245,9 @@ async fn a_webhook_that_refuses_everything_can_still_be_removed() {
     let deleted = admin.delete(&config).await;
     assert_eq!(deleted.status, 200, "{}", deleted.text());
     wait_for_admission(&admin, cluster, "any-", 201).await;
-    assert!(
-        webhook
-            .received()
-            .iter()
-            .all(|(_, review)| review["request"]["resource"]["group"]
-                != "admissionregistration.k8s.io")
-    );
+    assert!(webhook.received().iter().all(
+        |(_, review)| review["request"]["resource"]["group"] != "admissionregistration.k8s.io"
+    ));
 }
 
 #[tokio::test]
@@ -257,7 +262,13 @@ async fn mutations_are_stored_and_warnings_reach_the_client() {
         cluster,
         "MutatingWebhookConfiguration",
         "mutate",
-        vec![served(&webhook, "mutate.webhooks.test", "/mutate", "mutate-", json!({}))],
+        vec![served(
+            &webhook,
+            "mutate.webhooks.test",
+            "/mutate",
+            "mutate-",
+            json!({}),
+        )],
     )
     .await;
     configure(
@@ -265,7 +276,13 @@ async fn mutations_are_stored_and_warnings_reach_the_client() {
         cluster,
         "ValidatingWebhookConfiguration",
         "warn",
-        vec![served(&webhook, "warn.webhooks.test", "/warn", "mutate-", json!({}))],
+        vec![served(
+            &webhook,
+            "warn.webhooks.test",
+            "/warn",
+            "mutate-",
+            json!({}),
+        )],
     )
     .await;
     let path = configmaps(cluster);
@@ -318,7 +335,10 @@ async fn failing_webhooks_fail_closed_or_open_by_failure_policy() {
     ensure_default_namespace(&admin, cluster).await;
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("https://127.0.0.1:{}/", listener.local_addr().unwrap().port())
+        format!(
+            "https://127.0.0.1:{}/",
+            listener.local_addr().unwrap().port()
+        )
     };
     let fail = json!({"failurePolicy": "Fail", "timeoutSeconds": 1});
     configure(
@@ -327,9 +347,27 @@ async fn failing_webhooks_fail_closed_or_open_by_failure_policy() {
         "ValidatingWebhookConfiguration",
         "failing",
         vec![
-            served(&webhook, "slow.webhooks.test", "/slow", "slow-", fail.clone()),
-            served(&webhook, "garbage.webhooks.test", "/garbage", "garbage-", fail.clone()),
-            hook(&closed, &webhook.ca_pem, "gone.webhooks.test", "gone-", fail.clone()),
+            served(
+                &webhook,
+                "slow.webhooks.test",
+                "/slow",
+                "slow-",
+                fail.clone(),
+            ),
+            served(
+                &webhook,
+                "garbage.webhooks.test",
+                "/garbage",
+                "garbage-",
+                fail.clone(),
+            ),
+            hook(
+                &closed,
+                &webhook.ca_pem,
+                "gone.webhooks.test",
+                "gone-",
+                fail.clone(),
+            ),
         ],
     )
     .await;
@@ -338,15 +376,29 @@ async fn failing_webhooks_fail_closed_or_open_by_failure_policy() {
         cluster,
         "MutatingWebhookConfiguration",
         "bad-patch",
-        vec![served(&webhook, "patch.webhooks.test", "/bad-patch", "patch-", fail)],
+        vec![served(
+            &webhook,
+            "patch.webhooks.test",
+            "/bad-patch",
+            "patch-",
+            fail,
+        )],
     )
     .await;
     wait_for_admission(&admin, cluster, "garbage-", 500).await;
     let path = configmaps(cluster);
     for (name, webhook_name, detail) in [
         ("slow-1", "slow.webhooks.test", "context deadline exceeded"),
-        ("garbage-1", "garbage.webhooks.test", "failed to call webhook: "),
-        ("gone-1", "gone.webhooks.test", "failed to call webhook: Post \"https://127.0.0.1:"),
+        (
+            "garbage-1",
+            "garbage.webhooks.test",
+            "failed to call webhook: ",
+        ),
+        (
+            "gone-1",
+            "gone.webhooks.test",
+            "failed to call webhook: Post \"https://127.0.0.1:",
+        ),
         (
             "patch-1",
             "patch.webhooks.test",
@@ -412,7 +464,10 @@ async fn dry_runs_reach_webhooks_without_side_effects_and_store_nothing() {
             let response = admin
                 .post(&format!("{path}?dryRun=All"), &configmap(&name))
                 .await;
-            let seen = webhook.requests_on("/allow").iter().any(|r| r["name"] == name);
+            let seen = webhook
+                .requests_on("/allow")
+                .iter()
+                .any(|r| r["name"] == name);
             match (response.status, seen) {
                 (201, true) => Ok(name),
                 other => Err(format!("{other:?} {}", response.text())),
@@ -437,7 +492,13 @@ async fn invalid_configurations_are_refused() {
         "{}{ADMISSION_V1}/validatingwebhookconfigurations",
         cluster_prefix(cluster)
     );
-    let base = hook("https://127.0.0.1:9/", "", "valid.webhooks.test", "x", json!({}));
+    let base = hook(
+        "https://127.0.0.1:9/",
+        "",
+        "valid.webhooks.test",
+        "x",
+        json!({}),
+    );
     let cases = [
         (
             json!({"clientConfig": {"service": {"namespace": "default", "name": "hook"}}}),
