@@ -10,7 +10,7 @@
 //! on this crate, and the controllers call it like any client.
 
 pub mod admission;
-mod admission_policies;
+pub mod admission_policies;
 mod admission_webhooks;
 mod apiset;
 mod certificates;

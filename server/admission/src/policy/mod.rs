@@ -21,8 +21,10 @@ use kcp_apimachinery::status::StatusCause;
 use kcp_apimachinery::{ApiError, StatusReason, meta};
 use serde_json::{Map, Value};
 
+use crate::cel::Environment;
 use crate::sources::Objects;
 use crate::{Attributes, Outcome};
+use kcp_registry::admission_policies::EXPRESSION_COMPILER;
 use mutating::{MutatingBinding, MutatingPolicy};
 use validating::{ValidatingBinding, ValidatingPolicy};
 
@@ -131,6 +133,29 @@ fn mutating_error(attrs: &Attributes, object: &Value, denials: &[Denial]) -> Opt
             ..StatusCause::default()
         }));
     Some(error)
+}
+
+/// Compiles one policy expression in its scope (the variables declared before it, and for
+/// mutations `Object{...}`/`JSONPatch{...}`): the field paths it selects from `object` and
+/// `oldObject`, or the compilation error. The registry's policy strategies and the policy status
+/// controller use it through [`install_expression_checks`].
+pub fn compile_policy_expression(
+    source: &str,
+    variables: &[String],
+    object_types: bool,
+) -> Result<Vec<Vec<String>>, String> {
+    let env = Environment {
+        variables: variables.to_vec(),
+        object_types,
+    };
+    env.compile(source)
+        .map(|expression| expression.object_paths().to_vec())
+}
+
+/// Installs [`compile_policy_expression`] as the registry's CEL compiler; call once at start-up,
+/// before policies are written (the registry cannot depend on this crate).
+pub fn install_expression_checks() {
+    let _ = EXPRESSION_COMPILER.set(compile_policy_expression);
 }
 
 impl Policies {

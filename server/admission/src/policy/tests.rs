@@ -7,7 +7,7 @@ use kcp_registry::LogicalClusterName;
 use kcp_registry::admission::Operation;
 use serde_json::{Value, json};
 
-use super::Policies;
+use super::{Policies, install_expression_checks};
 use crate::sources::Objects;
 use crate::{Attributes, Outcome};
 
@@ -623,4 +623,55 @@ async fn if_needed_policies_run_again_after_a_later_change() {
 fn policies_are_shareable_between_requests() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Policies>();
+}
+
+#[test]
+fn policies_that_do_not_compile_are_refused_by_the_strategy() {
+    install_expression_checks();
+    let registry = kcp_registry::Registry::new();
+    let rt = registry
+        .builtin_type(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicies",
+        )
+        .unwrap();
+    let mut policy = validating(
+        "bad",
+        json!({"variables": [{"name": "limit", "expression": "3"}],
+               "validations": [{"expression": "size(object.data) <= variables.limit"},
+                               {"expression": "object.data.all(k, undefinedThing)"}]}),
+    );
+    rt.strategy.prepare_for_create(&mut policy);
+    let errors: Vec<String> = rt
+        .strategy
+        .validate(&policy)
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.body()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "spec.validations[1].expression: Invalid value: \"object.data.all(k, undefinedThing)\": compilation failed: ERROR: <input>: undeclared reference to 'undefinedThing' (in container '')"
+        ]
+    );
+    let mutating = kcp_registry::Registry::new()
+        .builtin_type(
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "mutatingadmissionpolicies",
+        )
+        .unwrap();
+    let mut policy =
+        mutating_policy_object("Object{metadata: Object.metadata{labels: {'a': 'b'}}}");
+    mutating.strategy.prepare_for_create(&mut policy);
+    assert!(mutating.strategy.validate(&policy).is_empty());
+}
+
+fn mutating_policy_object(expression: &str) -> Value {
+    mutating(
+        "m",
+        json!([{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}]),
+        json!({}),
+    )
 }
