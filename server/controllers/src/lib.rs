@@ -8,6 +8,7 @@
 //! rules and trigger the same hooks; nothing here knows HTTP. [`run_all`] owns the list of
 //! controllers a shard runs; [`election::run`] decides whether this replica runs them.
 
+mod admission_policy_status;
 pub mod bootstrap;
 mod clusterrole_aggregation;
 pub mod crd;
@@ -76,6 +77,7 @@ pub async fn run_all(context: Context, stop: CancellationToken) {
             stop.clone(),
         )),
         tokio::spawn(clusterrole_aggregation::run(store.clone(), stop.clone())),
+        tokio::spawn(admission_policy_status::run(store.clone(), stop.clone())),
         tokio::spawn(resource_quota::run(store.clone(), stop.clone())),
         tokio::spawn(namespace_defaults::run(store, root_ca_pem, stop)),
     ];
