@@ -282,6 +282,7 @@ impl Environment {
             bound: Vec::new(),
             variables_used: BTreeSet::new(),
             object_paths: Vec::new(),
+            roots_used: BTreeSet::new(),
         };
         let ast = checker
             .rewrite(parsed)
@@ -303,6 +304,7 @@ impl Environment {
             ast,
             variables_used: checker.variables_used.into_iter().collect(),
             object_paths,
+            roots_used: checker.roots_used,
         })
     }
 }
@@ -315,6 +317,8 @@ struct Checker<'e> {
     variables_used: BTreeSet<String>,
     /// Field paths selected from `object` and `oldObject`.
     object_paths: Vec<Vec<String>>,
+    /// The root variables it reads.
+    roots_used: BTreeSet<String>,
 }
 
 fn string_literal(id: u64, s: &str) -> IdedExpr {
@@ -341,6 +345,9 @@ impl Checker<'_> {
         let rewritten = match expr.expr {
             Expr::Ident(name) => {
                 self.check_ident(&name)?;
+                if ROOT_VARIABLES.contains(&name.as_str()) && !self.bound.contains(&name) {
+                    self.roots_used.insert(name.clone());
+                }
                 Expr::Ident(name)
             }
             Expr::Select(mut select) => {
@@ -503,6 +510,8 @@ pub struct Expression {
     variables_used: Vec<String>,
     /// The longest field paths it selects from `object` or `oldObject`.
     object_paths: Vec<Vec<String>>,
+    /// The root variables it reads (only these are converted to CEL for an evaluation).
+    roots_used: BTreeSet<String>,
 }
 
 impl Expression {
@@ -534,15 +543,19 @@ impl Expression {
         let bind = |value: Option<&Value>| value.map_or(cel::Value::Null, to_cel);
         BASE.with(|base| {
             let mut scope = base.new_inner_scope();
-            scope.add_variable_from_value("object", bind(activation.object));
-            scope.add_variable_from_value("oldObject", bind(activation.old_object));
-            scope.add_variable_from_value("request", to_cel(activation.request));
-            scope.add_variable_from_value("params", bind(activation.params));
-            scope.add_variable_from_value("namespaceObject", bind(activation.namespace_object));
-            let variables = activation
-                .variables
-                .map_or_else(|| Variables::default().as_cel(), Variables::as_cel);
-            scope.add_variable_from_value("variables", variables);
+            for root in &self.roots_used {
+                let value = match root.as_str() {
+                    "object" => bind(activation.object),
+                    "oldObject" => bind(activation.old_object),
+                    "request" => to_cel(activation.request),
+                    "params" => bind(activation.params),
+                    "namespaceObject" => bind(activation.namespace_object),
+                    _ => activation
+                        .variables
+                        .map_or_else(|| Variables::default().as_cel(), Variables::as_cel),
+                };
+                scope.add_variable_from_value(root.as_str(), value);
+            }
             REMAINING.set(WORK_BUDGET);
             match catch_unwind(AssertUnwindSafe(|| cel::Value::resolve(&self.ast, &scope))) {
                 Ok(Ok(value)) => Ok(value),
