@@ -44,6 +44,11 @@ impl Admission {
         }
     }
 
+    /// The configuration index (to [`follow`](ConfigIndex::follow) the store with).
+    pub fn configs(&self) -> &Arc<ConfigIndex> {
+        &self.configs
+    }
+
     /// The admission of one request's writes by `user`, with the write's `options` as sent.
     pub fn for_request<'a>(
         &'a self,

@@ -3,24 +3,30 @@
 //!
 //! kube-apiserver's admission plugins read these objects from informers; upstream kcp keeps one
 //! informer per type across all logical clusters and builds each cluster's dispatcher from its
-//! slice. Here one list per type at start-up fills the index, and a write hook marks a cluster
-//! stale whenever one of its configuration objects is written; the next request in that cluster
-//! rebuilds its configuration from storage (so compilation happens once per change, not per
-//! request). A cluster without any configuration costs one map lookup per write.
+//! slice. Here one list per type fills the index, and a cluster is marked stale whenever one of
+//! its configuration objects is written: at once by a write hook of the store (so the writer's
+//! next request sees its change), and by a storage watch for the writes of other replicas
+//! sharing the store ([`ConfigIndex::follow`]). The next request in a stale cluster rebuilds its
+//! configuration from storage, so compilation happens once per change, not per request. A
+//! cluster without any configuration costs one map lookup per write.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::{v1, v1beta1};
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::hooks::{AfterWrite, WriteKind, Written};
-use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
+use futures::StreamExt;
+use futures::stream::select_all;
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
 use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
 
 use crate::policy::Policies;
 use crate::webhook::Webhooks;
@@ -87,6 +93,10 @@ impl ClusterConfig {
     pub fn is_empty(&self) -> bool {
         self.webhooks.is_empty() && self.policies.is_empty() && self.quota_namespaces.is_empty()
     }
+}
+
+fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
+    LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
 }
 
 /// Objects of a configuration type in their typed form; one that does not decode (stored by an
@@ -165,8 +175,11 @@ impl ConfigIndex {
         Ok(config)
     }
 
-    /// Reads every configuration object of every cluster (once, at the first request).
+    /// Reads every configuration object of every cluster (at the first request, and whenever
+    /// [`follow`](Self::follow) starts watching again). A cluster marked stale after the read
+    /// began keeps its mark.
     async fn load_all(&self, store: &RestStore) -> Result<(), ApiError> {
+        let began = self.changes.load(Ordering::Acquire);
         let mut by_cluster: HashMap<LogicalClusterName, BTreeMap<&str, Vec<Value>>> =
             HashMap::new();
         for (group, version, plural) in CONFIGURATION_TYPES {
@@ -178,10 +191,7 @@ impl ConfigIndex {
                 .list(&rt, ListRequest::everything(keys.all_clusters()), &|_| true)
                 .await?;
             for object in page.items {
-                let Some(cluster) = meta::annotations(&object)
-                    .get(CLUSTER_ANNOTATION)
-                    .and_then(|c| LogicalClusterName::parse(c))
-                else {
+                let Some(cluster) = cluster_of(&object) else {
                     continue;
                 };
                 by_cluster
@@ -196,13 +206,62 @@ impl ConfigIndex {
             .clusters
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        clusters.retain(|_, slot| matches!(slot, Slot::Stale(change) if *change > began));
         for (cluster, objects) in by_cluster {
-            // A write hook may already have marked the cluster: keep that mark.
             clusters
                 .entry(cluster)
                 .or_insert_with(|| Slot::Loaded(Arc::new(ClusterConfig::build(&objects))));
         }
         Ok(())
+    }
+
+    /// Marks clusters stale as their configuration objects change in storage, whoever wrote
+    /// them (other replicas sharing the store included); runs until `shutdown`.
+    pub async fn follow(self: Arc<Self>, store: RestStore, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            if let Err(error) = self.follow_once(&store, &shutdown).await {
+                tracing::warn!(%error, "admission configuration watch ended, restarting");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+
+    async fn follow_once(
+        &self,
+        store: &RestStore,
+        shutdown: &CancellationToken,
+    ) -> Result<(), ApiError> {
+        let objects = store.objects();
+        let from = objects.current_revision().await? + 1;
+        let mut streams = Vec::new();
+        for (group, version, plural) in CONFIGURATION_TYPES {
+            if let Some(rt) = store.registry().builtin_type(group, version, plural) {
+                let keys = store.keys(&rt);
+                streams.push(Box::pin(objects.watch(keys.all_clusters(), from).await?));
+            }
+        }
+        // What changed before the watch started is unknown: read everything again.
+        self.load_all(store).await?;
+        let mut changes = select_all(streams);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                change = changes.next() => match change {
+                    None => return Err(ApiError::service_unavailable("admission configuration watch closed")),
+                    Some(Err(error)) => return Err(error),
+                    Some(Ok(change)) => {
+                        let quota_update = change.kind == ChangeType::Modified
+                            && meta::kind(&change.object) == Some("ResourceQuota");
+                        if !quota_update && let Some(cluster) = cluster_of(&change.object) {
+                            self.mark_stale(&cluster);
+                        }
+                    }
+                },
+            }
+        }
     }
 
     async fn load_cluster(
@@ -233,7 +292,7 @@ impl ConfigIndex {
             .clusters
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let change = self.changes.fetch_add(1, Ordering::Relaxed) + 1;
+        let change = self.changes.fetch_add(1, Ordering::AcqRel) + 1;
         clusters.insert(cluster.clone(), Slot::Stale(change));
     }
 }

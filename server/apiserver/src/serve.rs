@@ -138,6 +138,12 @@ impl ApiServer {
                     .clone()
                     .watch_changes(app.shutdown.clone()),
             ),
+            tokio::spawn(
+                app.admission
+                    .configs()
+                    .clone()
+                    .follow(app.store.clone(), app.shutdown.clone()),
+            ),
         ];
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);

@@ -113,6 +113,9 @@ impl App {
             .transpose()?;
         let tenancy = Arc::new(TenancyIndex::default());
         let policies = Arc::new(PolicyCache::new(objects.clone()));
+        // The registry's admission policy and webhook strategies check CEL with kcp-admission's
+        // compiler, which the registry cannot depend on.
+        kcp_admission::policy::install_expression_checks();
         let admission_configs = Arc::new(ConfigIndex::new());
         let store = RestStore::new(objects, registry)
             .with_hook(policies.clone())
