@@ -1,6 +1,7 @@
 //! Admission policies through a started kcp: ValidatingAdmissionPolicies denying and warning by
-//! CEL with params from a ConfigMap, a MutatingAdmissionPolicy changing what is stored, and every
-//! policy affecting its own workspace only.
+//! CEL with params from a ConfigMap, a MutatingAdmissionPolicy changing what is stored, a policy
+//! whose CEL does not compile refused with kube's 422 and nothing stored, the status controller's
+//! type checking, and every policy affecting its own workspace only.
 
 use std::time::Duration;
 
@@ -289,4 +290,50 @@ async fn a_mutating_admission_policy_changes_what_is_stored() {
         .create(&configmaps(other), &configmap("stamped", json!({"k": "v"})))
         .await;
     assert!(unstamped["metadata"].get("labels").is_none(), "{unstamped}");
+}
+
+#[tokio::test]
+async fn a_policy_whose_cel_does_not_compile_is_refused_and_status_type_checks() {
+    let kcp = SERVER.get().await;
+    let admin = Caller::admin(&kcp);
+    let cluster = "policies-compile";
+    let policies = format!(
+        "{}{POLICIES_V1}/validatingadmissionpolicies",
+        cluster_prefix(cluster)
+    );
+    let broken = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "broken"},
+        "spec": {"matchConstraints": configmap_rules(),
+            "validations": [{"expression": "object.data.all(k, nope)"}]}});
+    let refused = admin.post(&policies, &broken).await;
+    let message = expect_status("a policy that does not compile", &refused, 422, "Invalid");
+    assert_eq!(
+        message,
+        "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"broken\" is invalid: spec.validations[0].expression: Invalid value: \"object.data.all(k, nope)\": compilation failed: ERROR: <input>: undeclared reference to 'nope' (in container '')"
+    );
+    assert_eq!(
+        refused.json()["details"]["causes"][0]["field"],
+        "spec.validations[0].expression"
+    );
+    assert_eq!(admin.get(&format!("{policies}/broken")).await.status, 404);
+
+    // One that compiles but selects a field ConfigMaps do not have: stored, and type checked.
+    let mut typo = broken.clone();
+    typo["metadata"]["name"] = json!("typo");
+    typo["spec"]["validations"] = json!([{"expression": "object.spec.replicas < 5"}]);
+    admin.create(&policies, &typo).await;
+    let status = SETTLED
+        .eventually("the policy type checked", || async {
+            let policy = admin.get(&format!("{policies}/typo")).await.json();
+            match policy["status"]["observedGeneration"].as_i64() {
+                Some(1) => Ok(policy["status"].clone()),
+                _ => Err(policy["status"].to_string()),
+            }
+        })
+        .await;
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([{"fieldRef": "spec.validations[0].expression",
+            "warning": "/v1, Kind=ConfigMap: ERROR: <input>: undefined field 'spec'\n"}])
+    );
 }
