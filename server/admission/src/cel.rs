@@ -11,6 +11,8 @@
 //!   and unknown struct types fail to compile, field names are checked at run time;
 //! - `Object{...}` and `JSONPatch{...}` (mutations only) evaluate to maps, which the mutation
 //!   code applies structurally;
+//! - objects are maps: any field is selectable, and escaped property names (`x__dash__y`,
+//!   `__namespace__`) select the property they stand for;
 //! - the runtime cost limit (kube's `PerCallLimit`) is a work budget charged while evaluating:
 //!   every comprehension step and every function call is charged for itself and the size of
 //!   what it built, and the evaluation stops with kube's "operation cancelled: actual cost limit
@@ -321,6 +323,73 @@ struct Checker<'e> {
     roots_used: BTreeSet<String>,
 }
 
+/// CEL keywords Kubernetes escapes as `__<keyword>__` in property names.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// The property an escaped field name stands for, as Kubernetes escapes property names that are
+/// not CEL identifiers (`x__dash__y` is `x-y`, `__namespace__` is `namespace`); `None` when the
+/// name has no escape.
+fn unescape(field: &str) -> Option<String> {
+    if let Some(keyword) = field.strip_prefix("__").and_then(|f| f.strip_suffix("__"))
+        && RESERVED.contains(&keyword)
+    {
+        return Some(keyword.to_string());
+    }
+    let mut unescaped = String::new();
+    let mut rest = field;
+    while let Some(at) = rest.find("__") {
+        unescaped.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let escape = [
+            ("__underscores__", "__"),
+            ("__dot__", "."),
+            ("__dash__", "-"),
+            ("__slash__", "/"),
+        ]
+        .into_iter()
+        .find(|(escape, _)| after.starts_with(escape));
+        match escape {
+            Some((escape, replacement)) => {
+                unescaped.push_str(replacement);
+                rest = &after[escape.len()..];
+            }
+            None => {
+                unescaped.push_str("__");
+                rest = &after[2..];
+            }
+        }
+    }
+    unescaped.push_str(rest);
+    (unescaped != field).then_some(unescaped)
+}
+
+/// The property a selected field names.
+fn property(field: &str) -> String {
+    unescape(field).unwrap_or_else(|| field.to_string())
+}
+
 fn string_literal(id: u64, s: &str) -> IdedExpr {
     IdedExpr {
         id,
@@ -352,7 +421,7 @@ impl Checker<'_> {
             }
             Expr::Select(mut select) => {
                 if let Some(mut path) = self.object_path(&select.operand) {
-                    path.push(select.field.clone());
+                    path.push(property(&select.field));
                     self.object_paths.push(path);
                 }
                 if let Expr::Ident(root) = &select.operand.expr
@@ -363,9 +432,27 @@ impl Checker<'_> {
                         return Err(format!("undefined field '{}'", select.field));
                     }
                     self.variables_used.insert(select.field.clone());
+                    *select.operand = self.rewrite(*select.operand)?;
+                    return Ok(IdedExpr {
+                        id,
+                        expr: Expr::Select(select),
+                    });
                 }
                 *select.operand = self.rewrite(*select.operand)?;
-                Expr::Select(select)
+                match unescape(&select.field) {
+                    // `has(a.x__dash__y)` is `'x-y' in a`, `a.x__dash__y` is `a['x-y']`.
+                    Some(name) if select.test => Expr::Call(CallExpr {
+                        func_name: "@in".into(),
+                        target: None,
+                        args: vec![string_literal(id, &name), *select.operand],
+                    }),
+                    Some(name) => Expr::Call(CallExpr {
+                        func_name: "_[_]".into(),
+                        target: None,
+                        args: vec![*select.operand, string_literal(id, &name)],
+                    }),
+                    None => Expr::Select(select),
+                }
             }
             Expr::Call(mut call) => {
                 if let Some(target) = call.target.take() {
@@ -438,7 +525,7 @@ impl Checker<'_> {
             }
             Expr::Select(select) => {
                 let mut path = self.object_path(&select.operand)?;
-                path.push(select.field.clone());
+                path.push(property(&select.field));
                 Some(path)
             }
             _ => None,
@@ -736,6 +823,30 @@ mod tests {
             structs.contains("undeclared reference to 'Object'"),
             "{structs}"
         );
+    }
+
+    #[test]
+    fn escaped_property_names_select_the_property() {
+        let object = json!({"spec": {"x-y": 1, "a.b/c": 2, "namespace": 3, "p__q": 4}});
+        let request = json!({});
+        let activation = Activation::new(Some(&object), None, &request);
+        for (source, want) in [
+            ("object.spec.x__dash__y", json!(1)),
+            ("object.spec.a__dot__b__slash__c", json!(2)),
+            ("object.spec.__namespace__", json!(3)),
+            ("object.spec.p__underscores__q", json!(4)),
+            ("has(object.spec.x__dash__y)", json!(true)),
+            ("has(object.spec.x__dash__z)", json!(false)),
+        ] {
+            assert_eq!(eval(source, &activation), Ok(want), "{source}");
+        }
+        let paths = Expression::compile("object.spec.x__dash__y").unwrap();
+        assert_eq!(
+            paths.object_paths(),
+            [vec!["spec".to_string(), "x-y".to_string()]]
+        );
+        assert_eq!(unescape("plain"), None);
+        assert_eq!(unescape("a__b").as_deref(), None);
     }
 
     #[test]
