@@ -45,6 +45,8 @@ const ROOTS: &[(&str, &str)] = &[
     ("api/core/v1", "PodList"),
     ("api/core/v1", "PersistentVolumeClaim"),
     ("api/core/v1", "PersistentVolumeClaimList"),
+    ("api/core/v1", "ResourceQuota"),
+    ("api/core/v1", "ResourceQuotaList"),
     ("api/core/v1", "Endpoints"),
     ("api/core/v1", "EndpointsList"),
     ("api/events/v1", "Event"),
@@ -73,6 +75,53 @@ const ROOTS: &[(&str, &str)] = &[
     ("api/rbac/v1", "RoleBindingList"),
     ("api/rbac/v1", "ClusterRoleBinding"),
     ("api/rbac/v1", "ClusterRoleBindingList"),
+    (
+        "api/admissionregistration/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "api/admissionregistration/v1",
+        "ValidatingWebhookConfigurationList",
+    ),
+    (
+        "api/admissionregistration/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "api/admissionregistration/v1",
+        "MutatingWebhookConfigurationList",
+    ),
+    ("api/admissionregistration/v1", "ValidatingAdmissionPolicy"),
+    (
+        "api/admissionregistration/v1",
+        "ValidatingAdmissionPolicyList",
+    ),
+    (
+        "api/admissionregistration/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    (
+        "api/admissionregistration/v1",
+        "ValidatingAdmissionPolicyBindingList",
+    ),
+    (
+        "api/admissionregistration/v1beta1",
+        "MutatingAdmissionPolicy",
+    ),
+    (
+        "api/admissionregistration/v1beta1",
+        "MutatingAdmissionPolicyList",
+    ),
+    (
+        "api/admissionregistration/v1beta1",
+        "MutatingAdmissionPolicyBinding",
+    ),
+    (
+        "api/admissionregistration/v1beta1",
+        "MutatingAdmissionPolicyBindingList",
+    ),
+    ("api/certificates/v1", "CertificateSigningRequest"),
+    ("api/certificates/v1", "CertificateSigningRequestList"),
     ("api/authentication/v1", "TokenReview"),
     ("api/authentication/v1", "SelfSubjectReview"),
     ("api/authentication/v1", "TokenRequest"),
@@ -110,6 +159,7 @@ const SPECIAL: &[(&str, &str, &str)] = &[
     ("apimachinery/pkg/runtime", "RawExtension", "T::Object"),
     ("api/authentication/v1", "ExtraValue", "T::ExtraValue"),
     ("api/authorization/v1", "ExtraValue", "T::ExtraValue"),
+    ("api/certificates/v1", "ExtraValue", "T::ExtraValue"),
     (
         "apiextensions_apiserver/pkg/apis/apiextensions/v1",
         "Json",

@@ -550,3 +550,251 @@ fn malformed_envelopes_are_rejected() {
         "{err}"
     );
 }
+
+// ---- admission configuration, policies, quotas, certificate requests ----
+//
+// Sparse objects, as clients send them before the server's defaults: a Go value field left
+// unset is still written (its zero value), a pointer left unset is not, so a shape taken the
+// wrong way in `go_shapes.txt` changes these bytes. Field numbers are those of the Go types'
+// `protobuf` tags.
+
+/// `ObjectMeta` with a name and a namespace, as Go writes it.
+fn namespaced_meta(name: &str, namespace: &str) -> Vec<u8> {
+    [
+        str_field(1, name),
+        str_field(2, ""),
+        str_field(3, namespace),
+        str_field(4, ""),
+        str_field(5, ""),
+        str_field(6, ""),
+        varint_field(7, 0),
+        len_field(8, &[]),
+    ]
+    .concat()
+}
+
+#[test]
+fn webhook_configuration_matches_hand_assembled_bytes() {
+    // No failurePolicy, matchPolicy, selectors, timeout, scope, path or port: all Go pointers.
+    // RuleWithOperations embeds Rule (field 2), whose keys JSON shows flat.
+    let object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "vwc"},
+        "webhooks": [{
+            "name": "pods.example.com",
+            "clientConfig": {"service": {"namespace": "ns", "name": "svc"}},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+                "apiVersions": ["v1"], "resources": ["pods"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }],
+    });
+    let service = [str_field(1, "ns"), str_field(2, "svc")].concat();
+    let rule = [str_field(1, ""), str_field(2, "v1"), str_field(3, "pods")].concat();
+    let rule_with_operations = [
+        str_field(1, "CREATE"),
+        str_field(1, "UPDATE"),
+        len_field(2, &rule),
+    ]
+    .concat();
+    let webhook = [
+        str_field(1, "pods.example.com"),
+        len_field(2, &len_field(1, &service)),
+        len_field(3, &rule_with_operations),
+        str_field(6, "None"),
+        str_field(8, "v1"),
+    ]
+    .concat();
+    let raw = [len_field(1, &named_meta("vwc")), len_field(2, &webhook)].concat();
+    assert_same_as_go(&object, &raw);
+
+    // A mutating webhook by URL: reinvocationPolicy (10) and objectSelector (11) are pointers
+    // here too, an empty selector written as an empty message.
+    let object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "mwc"},
+        "webhooks": [{
+            "name": "url.example.com",
+            "clientConfig": {"url": "https://hook.example.com/mutate", "caBundle": "Y2E="},
+            "timeoutSeconds": 5,
+            "objectSelector": {},
+            "reinvocationPolicy": "Never",
+        }],
+    });
+    let client_config = [
+        str_field(2, "ca"),
+        str_field(3, "https://hook.example.com/mutate"),
+    ]
+    .concat();
+    let webhook = [
+        str_field(1, "url.example.com"),
+        len_field(2, &client_config),
+        varint_field(7, 5),
+        str_field(10, "Never"),
+        len_field(11, &[]),
+    ]
+    .concat();
+    let raw = [len_field(1, &named_meta("mwc")), len_field(2, &webhook)].concat();
+    assert_same_as_go(&object, &raw);
+}
+
+#[test]
+fn admission_policies_match_hand_assembled_bytes() {
+    // ValidatingAdmissionPolicy: paramKind, matchConstraints, failurePolicy, reason and
+    // typeChecking are pointers; a validation's message strings and the status's
+    // observedGeneration are values.
+    let object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "vap"},
+        "spec": {"validations": [{"expression": "true"}]},
+    });
+    let validation = [str_field(1, "true"), str_field(2, ""), str_field(4, "")].concat();
+    let raw = [
+        len_field(1, &named_meta("vap")),
+        len_field(2, &len_field(3, &validation)),
+        len_field(3, &varint_field(1, 0)),
+    ]
+    .concat();
+    assert_same_as_go(&object, &raw);
+
+    // A binding: paramRef and matchResources are pointers; within paramRef, name and namespace
+    // are values, selector and parameterNotFoundAction pointers. In matchResources,
+    // NamedRuleWithOperations embeds RuleWithOperations (field 2).
+    let object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "vapb"},
+        "spec": {
+            "policyName": "vap",
+            "paramRef": {"name": "params"},
+            "matchResources": {"resourceRules": [{"resourceNames": ["a"],
+                "operations": ["DELETE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "resources": ["deployments"], "scope": "*"}]},
+            "validationActions": ["Deny"],
+        },
+    });
+    let param_ref = [str_field(1, "params"), str_field(2, "")].concat();
+    let rule = [
+        str_field(1, "apps"),
+        str_field(2, "v1"),
+        str_field(3, "deployments"),
+        str_field(4, "*"),
+    ]
+    .concat();
+    let named_rule = [
+        str_field(1, "a"),
+        len_field(2, &[str_field(1, "DELETE"), len_field(2, &rule)].concat()),
+    ]
+    .concat();
+    let spec = [
+        str_field(1, "vap"),
+        len_field(2, &param_ref),
+        len_field(3, &len_field(3, &named_rule)),
+        str_field(4, "Deny"),
+    ]
+    .concat();
+    let raw = [len_field(1, &named_meta("vapb")), len_field(2, &spec)].concat();
+    assert_same_as_go(&object, &raw);
+
+    // MutatingAdmissionPolicy (v1beta1): reinvocationPolicy (7) is a value, a mutation's
+    // patchType (2) too; applyConfiguration (3) and jsonPatch (4) are pointers.
+    let object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1beta1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "map"},
+        "spec": {"mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}]},
+    });
+    let mutation = [str_field(2, "JSONPatch"), len_field(4, &str_field(1, "[]"))].concat();
+    let spec = [len_field(4, &mutation), str_field(7, "")].concat();
+    let raw = [len_field(1, &named_meta("map")), len_field(2, &spec)].concat();
+    assert_same_as_go(&object, &raw);
+}
+
+#[test]
+fn resource_quota_and_csr_match_hand_assembled_bytes() {
+    // No scopes and no scopeSelector (a pointer); an empty status is still written.
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "quota", "namespace": "team-a"},
+        "spec": {"hard": {"pods": "5", "requests.cpu": "2"}},
+    });
+    let hard = [
+        map_entry(1, "pods", &str_field(1, "5")),
+        map_entry(1, "requests.cpu", &str_field(1, "2")),
+    ]
+    .concat();
+    let raw = [
+        len_field(1, &namespaced_meta("quota", "team-a")),
+        len_field(2, &hard),
+        len_field(3, &[]),
+    ]
+    .concat();
+    assert_same_as_go(&object, &raw);
+
+    // A CSR as `kubectl create -f` sends it: request is Go `[]byte`, username and uid values,
+    // expirationSeconds (8) a pointer.
+    let object = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": "csr"},
+        "spec": {"request": "Y3Ny", "signerName": "example.com/signer", "usages": ["client auth"]},
+    });
+    let spec = [
+        str_field(1, "csr"),
+        str_field(2, ""),
+        str_field(3, ""),
+        str_field(5, "client auth"),
+        str_field(7, "example.com/signer"),
+    ]
+    .concat();
+    let raw = [
+        len_field(1, &named_meta("csr")),
+        len_field(2, &spec),
+        len_field(3, &[]),
+    ]
+    .concat();
+    assert_same_as_go(&object, &raw);
+
+    // What `kubectl certificate approve` PUTs to `/approval`: an Approved condition whose
+    // times are Go value fields (lastTransitionTime, left zero, written empty).
+    let object = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": "csr"},
+        "spec": {"request": "Y3Ny", "signerName": "example.com/signer",
+            "expirationSeconds": 3600, "usages": ["client auth"]},
+        "status": {"conditions": [{"type": "Approved", "status": "True",
+            "reason": "KubectlApprove", "message": "approved",
+            "lastUpdateTime": "2026-11-21T18:44:29Z"}]},
+    });
+    let spec = [
+        str_field(1, "csr"),
+        str_field(2, ""),
+        str_field(3, ""),
+        str_field(5, "client auth"),
+        str_field(7, "example.com/signer"),
+        varint_field(8, 3600),
+    ]
+    .concat();
+    let time = [varint_field(1, CREATED), varint_field(2, 0)].concat();
+    let condition = [
+        str_field(1, "Approved"),
+        str_field(2, "KubectlApprove"),
+        str_field(3, "approved"),
+        len_field(4, &time),
+        len_field(5, &[]),
+        str_field(6, "True"),
+    ]
+    .concat();
+    let raw = [
+        len_field(1, &named_meta("csr")),
+        len_field(2, &spec),
+        len_field(3, &len_field(1, &condition)),
+    ]
+    .concat();
+    assert_same_as_go(&object, &raw);
+}

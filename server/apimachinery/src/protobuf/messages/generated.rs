@@ -6,6 +6,571 @@
 
 use crate::protobuf::schema::{Field, FieldType as T, Message};
 
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION: Message = Message {
+    name: "AuditAnnotation",
+    fields: &[
+        Field::value(1, "key", T::String),
+        Field::value(2, "valueExpression", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING: Message = Message {
+    name: "ExpressionWarning",
+    fields: &[
+        Field::value(2, "fieldRef", T::String),
+        Field::value(3, "warning", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_MATCH_CONDITION: Message = Message {
+    name: "MatchCondition",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(2, "expression", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_MATCH_RESOURCES: Message = Message {
+    name: "MatchResources",
+    fields: &[
+        Field::optional(1, "namespaceSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::optional(2, "objectSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::repeated(
+            3,
+            "resourceRules",
+            T::Message(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS),
+        ),
+        Field::repeated(
+            4,
+            "excludeResourceRules",
+            T::Message(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS),
+        ),
+        Field::optional(7, "matchPolicy", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: Message = Message {
+    name: "MutatingWebhook",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(
+            2,
+            "clientConfig",
+            T::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
+        ),
+        Field::repeated(
+            3,
+            "rules",
+            T::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+        ),
+        Field::optional(4, "failurePolicy", T::String),
+        Field::optional(5, "namespaceSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::optional(6, "sideEffects", T::String),
+        Field::optional(7, "timeoutSeconds", T::Int32),
+        Field::repeated(8, "admissionReviewVersions", T::String),
+        Field::optional(9, "matchPolicy", T::String),
+        Field::optional(10, "reinvocationPolicy", T::String),
+        Field::optional(11, "objectSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::repeated(
+            12,
+            "matchConditions",
+            T::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message =
+    Message {
+        name: "MutatingWebhookConfiguration",
+        fields: &[
+            Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+            Field::repeated(
+                2,
+                "webhooks",
+                T::Message(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION_LIST:
+    Message = Message {
+    name: "MutatingWebhookConfigurationList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+        Field::repeated(
+            2,
+            "items",
+            T::Message(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS: Message =
+    Message {
+        name: "NamedRuleWithOperations",
+        fields: &[
+            Field::repeated(1, "resourceNames", T::String),
+            Field::inline(
+                2,
+                "ruleWithOperations",
+                &ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS,
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_PARAM_KIND: Message = Message {
+    name: "ParamKind",
+    fields: &[
+        Field::value(1, "apiVersion", T::String),
+        Field::value(2, "kind", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_PARAM_REF: Message = Message {
+    name: "ParamRef",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(2, "namespace", T::String),
+        Field::optional(3, "selector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::optional(4, "parameterNotFoundAction", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_RULE: Message = Message {
+    name: "Rule",
+    fields: &[
+        Field::repeated(1, "apiGroups", T::String),
+        Field::repeated(2, "apiVersions", T::String),
+        Field::repeated(3, "resources", T::String),
+        Field::optional(4, "scope", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: Message = Message {
+    name: "RuleWithOperations",
+    fields: &[
+        Field::repeated(1, "operations", T::String),
+        Field::inline(2, "rule", &ADMISSIONREGISTRATION_V1_RULE),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
+    name: "ServiceReference",
+    fields: &[
+        Field::value(1, "namespace", T::String),
+        Field::value(2, "name", T::String),
+        Field::optional(3, "path", T::String),
+        Field::optional(4, "port", T::Int32),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_TYPE_CHECKING: Message = Message {
+    name: "TypeChecking",
+    fields: &[Field::repeated(
+        1,
+        "expressionWarnings",
+        T::Message(&ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING),
+    )],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY: Message =
+    Message {
+        name: "ValidatingAdmissionPolicy",
+        fields: &[
+            Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+            Field::value(
+                2,
+                "spec",
+                T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC),
+            ),
+            Field::value(
+                3,
+                "status",
+                T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING:
+    Message = Message {
+    name: "ValidatingAdmissionPolicyBinding",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+        Field::value(
+            2,
+            "spec",
+            T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_LIST:
+    Message = Message {
+    name: "ValidatingAdmissionPolicyBindingList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+        Field::repeated(
+            2,
+            "items",
+            T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC:
+    Message = Message {
+    name: "ValidatingAdmissionPolicyBindingSpec",
+    fields: &[
+        Field::value(1, "policyName", T::String),
+        Field::optional(
+            2,
+            "paramRef",
+            T::Message(&ADMISSIONREGISTRATION_V1_PARAM_REF),
+        ),
+        Field::optional(
+            3,
+            "matchResources",
+            T::Message(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES),
+        ),
+        Field::repeated(4, "validationActions", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_LIST: Message =
+    Message {
+        name: "ValidatingAdmissionPolicyList",
+        fields: &[
+            Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+            Field::repeated(
+                2,
+                "items",
+                T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC: Message =
+    Message {
+        name: "ValidatingAdmissionPolicySpec",
+        fields: &[
+            Field::optional(
+                1,
+                "paramKind",
+                T::Message(&ADMISSIONREGISTRATION_V1_PARAM_KIND),
+            ),
+            Field::optional(
+                2,
+                "matchConstraints",
+                T::Message(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES),
+            ),
+            Field::repeated(
+                3,
+                "validations",
+                T::Message(&ADMISSIONREGISTRATION_V1_VALIDATION),
+            ),
+            Field::optional(4, "failurePolicy", T::String),
+            Field::repeated(
+                5,
+                "auditAnnotations",
+                T::Message(&ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION),
+            ),
+            Field::repeated(
+                6,
+                "matchConditions",
+                T::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+            ),
+            Field::repeated(
+                7,
+                "variables",
+                T::Message(&ADMISSIONREGISTRATION_V1_VARIABLE),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS:
+    Message = Message {
+    name: "ValidatingAdmissionPolicyStatus",
+    fields: &[
+        Field::value(1, "observedGeneration", T::Int64),
+        Field::optional(
+            2,
+            "typeChecking",
+            T::Message(&ADMISSIONREGISTRATION_V1_TYPE_CHECKING),
+        ),
+        Field::repeated(3, "conditions", T::Message(&META_V1_CONDITION)),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: Message = Message {
+    name: "ValidatingWebhook",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(
+            2,
+            "clientConfig",
+            T::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
+        ),
+        Field::repeated(
+            3,
+            "rules",
+            T::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+        ),
+        Field::optional(4, "failurePolicy", T::String),
+        Field::optional(5, "namespaceSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::optional(6, "sideEffects", T::String),
+        Field::optional(7, "timeoutSeconds", T::Int32),
+        Field::repeated(8, "admissionReviewVersions", T::String),
+        Field::optional(9, "matchPolicy", T::String),
+        Field::optional(10, "objectSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::repeated(
+            11,
+            "matchConditions",
+            T::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message =
+    Message {
+        name: "ValidatingWebhookConfiguration",
+        fields: &[
+            Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+            Field::repeated(
+                2,
+                "webhooks",
+                T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION_LIST:
+    Message = Message {
+    name: "ValidatingWebhookConfigurationList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+        Field::repeated(
+            2,
+            "items",
+            T::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VALIDATION: Message = Message {
+    name: "Validation",
+    fields: &[
+        Field::value(1, "expression", T::String),
+        Field::value(2, "message", T::String),
+        Field::optional(3, "reason", T::String),
+        Field::value(4, "messageExpression", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_VARIABLE: Message = Message {
+    name: "Variable",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(2, "expression", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
+    name: "WebhookClientConfig",
+    fields: &[
+        Field::optional(
+            1,
+            "service",
+            T::Message(&ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE),
+        ),
+        Field::optional(2, "caBundle", T::Bytes),
+        Field::optional(3, "url", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_APPLY_CONFIGURATION: Message =
+    Message {
+        name: "ApplyConfiguration",
+        fields: &[Field::value(1, "expression", T::String)],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_JSON_PATCH: Message = Message {
+    name: "JSONPatch",
+    fields: &[Field::value(1, "expression", T::String)],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MATCH_CONDITION: Message = Message {
+    name: "MatchCondition",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(2, "expression", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MATCH_RESOURCES: Message = Message {
+    name: "MatchResources",
+    fields: &[
+        Field::optional(1, "namespaceSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::optional(2, "objectSelector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::repeated(
+            3,
+            "resourceRules",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_NAMED_RULE_WITH_OPERATIONS),
+        ),
+        Field::repeated(
+            4,
+            "excludeResourceRules",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_NAMED_RULE_WITH_OPERATIONS),
+        ),
+        Field::optional(7, "matchPolicy", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY: Message =
+    Message {
+        name: "MutatingAdmissionPolicy",
+        fields: &[
+            Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+            Field::value(
+                2,
+                "spec",
+                T::Message(&ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_SPEC),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING:
+    Message = Message {
+    name: "MutatingAdmissionPolicyBinding",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+        Field::value(
+            2,
+            "spec",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING_SPEC),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING_LIST: Message = Message {
+    name: "MutatingAdmissionPolicyBindingList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+        Field::repeated(2, "items", T::Message(&ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING)),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING_SPEC: Message = Message {
+    name: "MutatingAdmissionPolicyBindingSpec",
+    fields: &[
+        Field::value(1, "policyName", T::String),
+        Field::optional(2, "paramRef", T::Message(&ADMISSIONREGISTRATION_V1BETA1_PARAM_REF)),
+        Field::optional(3, "matchResources", T::Message(&ADMISSIONREGISTRATION_V1BETA1_MATCH_RESOURCES)),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_LIST:
+    Message = Message {
+    name: "MutatingAdmissionPolicyList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+        Field::repeated(
+            2,
+            "items",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_SPEC:
+    Message = Message {
+    name: "MutatingAdmissionPolicySpec",
+    fields: &[
+        Field::optional(
+            1,
+            "paramKind",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_PARAM_KIND),
+        ),
+        Field::optional(
+            2,
+            "matchConstraints",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_MATCH_RESOURCES),
+        ),
+        Field::repeated(
+            3,
+            "variables",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_VARIABLE),
+        ),
+        Field::repeated(
+            4,
+            "mutations",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_MUTATION),
+        ),
+        Field::optional(5, "failurePolicy", T::String),
+        Field::repeated(
+            6,
+            "matchConditions",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_MATCH_CONDITION),
+        ),
+        Field::value(7, "reinvocationPolicy", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_MUTATION: Message = Message {
+    name: "Mutation",
+    fields: &[
+        Field::value(2, "patchType", T::String),
+        Field::optional(
+            3,
+            "applyConfiguration",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_APPLY_CONFIGURATION),
+        ),
+        Field::optional(
+            4,
+            "jsonPatch",
+            T::Message(&ADMISSIONREGISTRATION_V1BETA1_JSON_PATCH),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_NAMED_RULE_WITH_OPERATIONS: Message =
+    Message {
+        name: "NamedRuleWithOperations",
+        fields: &[
+            Field::repeated(1, "resourceNames", T::String),
+            Field::inline(
+                2,
+                "ruleWithOperations",
+                &ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS,
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_PARAM_KIND: Message = Message {
+    name: "ParamKind",
+    fields: &[
+        Field::value(1, "apiVersion", T::String),
+        Field::value(2, "kind", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_PARAM_REF: Message = Message {
+    name: "ParamRef",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(2, "namespace", T::String),
+        Field::optional(3, "selector", T::Message(&META_V1_LABEL_SELECTOR)),
+        Field::optional(4, "parameterNotFoundAction", T::String),
+    ],
+};
+
+pub(in crate::protobuf) static ADMISSIONREGISTRATION_V1BETA1_VARIABLE: Message = Message {
+    name: "Variable",
+    fields: &[
+        Field::value(1, "name", T::String),
+        Field::value(2, "expression", T::String),
+    ],
+};
+
 pub(in crate::protobuf) static APPS_V1_DAEMON_SET: Message = Message {
     name: "DaemonSet",
     fields: &[
@@ -663,6 +1228,77 @@ pub(in crate::protobuf) static AUTOSCALING_V1_SCALE_STATUS: Message = Message {
         Field::value(2, "selector", T::String),
     ],
 };
+
+pub(in crate::protobuf) static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST: Message = Message {
+    name: "CertificateSigningRequest",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+        Field::value(
+            2,
+            "spec",
+            T::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC),
+        ),
+        Field::value(
+            3,
+            "status",
+            T::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS),
+        ),
+    ],
+};
+
+pub(in crate::protobuf) static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION: Message =
+    Message {
+        name: "CertificateSigningRequestCondition",
+        fields: &[
+            Field::value(1, "type", T::String),
+            Field::value(2, "reason", T::String),
+            Field::value(3, "message", T::String),
+            Field::value(4, "lastUpdateTime", T::Time),
+            Field::value(5, "lastTransitionTime", T::Time),
+            Field::value(6, "status", T::String),
+        ],
+    };
+
+pub(in crate::protobuf) static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_LIST: Message =
+    Message {
+        name: "CertificateSigningRequestList",
+        fields: &[
+            Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+            Field::repeated(
+                2,
+                "items",
+                T::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST),
+            ),
+        ],
+    };
+
+pub(in crate::protobuf) static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC: Message =
+    Message {
+        name: "CertificateSigningRequestSpec",
+        fields: &[
+            Field::optional(1, "request", T::Bytes),
+            Field::value(2, "username", T::String),
+            Field::value(3, "uid", T::String),
+            Field::repeated(4, "groups", T::String),
+            Field::repeated(5, "usages", T::String),
+            Field::map(6, "extra", T::ExtraValue),
+            Field::value(7, "signerName", T::String),
+            Field::optional(8, "expirationSeconds", T::Int32),
+        ],
+    };
+
+pub(in crate::protobuf) static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS: Message =
+    Message {
+        name: "CertificateSigningRequestStatus",
+        fields: &[
+            Field::repeated(
+                1,
+                "conditions",
+                T::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION),
+            ),
+            Field::optional(2, "certificate", T::Bytes),
+        ],
+    };
 
 pub(in crate::protobuf) static COORDINATION_V1_LEASE: Message = Message {
     name: "Lease",
@@ -2126,6 +2762,40 @@ pub(in crate::protobuf) static CORE_V1_RESOURCE_HEALTH: Message = Message {
     ],
 };
 
+pub(in crate::protobuf) static CORE_V1_RESOURCE_QUOTA: Message = Message {
+    name: "ResourceQuota",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_OBJECT_META)),
+        Field::value(2, "spec", T::Message(&CORE_V1_RESOURCE_QUOTA_SPEC)),
+        Field::value(3, "status", T::Message(&CORE_V1_RESOURCE_QUOTA_STATUS)),
+    ],
+};
+
+pub(in crate::protobuf) static CORE_V1_RESOURCE_QUOTA_LIST: Message = Message {
+    name: "ResourceQuotaList",
+    fields: &[
+        Field::value(1, "metadata", T::Message(&META_V1_LIST_META)),
+        Field::repeated(2, "items", T::Message(&CORE_V1_RESOURCE_QUOTA)),
+    ],
+};
+
+pub(in crate::protobuf) static CORE_V1_RESOURCE_QUOTA_SPEC: Message = Message {
+    name: "ResourceQuotaSpec",
+    fields: &[
+        Field::map(1, "hard", T::Quantity),
+        Field::repeated(2, "scopes", T::String),
+        Field::optional(3, "scopeSelector", T::Message(&CORE_V1_SCOPE_SELECTOR)),
+    ],
+};
+
+pub(in crate::protobuf) static CORE_V1_RESOURCE_QUOTA_STATUS: Message = Message {
+    name: "ResourceQuotaStatus",
+    fields: &[
+        Field::map(1, "hard", T::Quantity),
+        Field::map(2, "used", T::Quantity),
+    ],
+};
+
 pub(in crate::protobuf) static CORE_V1_RESOURCE_REQUIREMENTS: Message = Message {
     name: "ResourceRequirements",
     fields: &[
@@ -2156,6 +2826,24 @@ pub(in crate::protobuf) static CORE_V1_SCALE_IO_VOLUME_SOURCE: Message = Message
         Field::value(8, "volumeName", T::String),
         Field::value(9, "fsType", T::String),
         Field::value(10, "readOnly", T::Bool),
+    ],
+};
+
+pub(in crate::protobuf) static CORE_V1_SCOPE_SELECTOR: Message = Message {
+    name: "ScopeSelector",
+    fields: &[Field::repeated(
+        1,
+        "matchExpressions",
+        T::Message(&CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT),
+    )],
+};
+
+pub(in crate::protobuf) static CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Message = Message {
+    name: "ScopedResourceSelectorRequirement",
+    fields: &[
+        Field::value(1, "scopeName", T::String),
+        Field::value(2, "operator", T::String),
+        Field::repeated(3, "values", T::String),
     ],
 };
 

@@ -14,7 +14,10 @@
 //! their protobuf form, so their tables cover every field of the Go types. The same holds for
 //! RBAC (`kubectl create role|rolebinding|...`) and for the authentication and authorization
 //! reviews (`kubectl auth can-i|whoami`, `kubectl create token`), requests the server answers
-//! with an object of the same kind.
+//! with an object of the same kind. Admission configuration (webhook configurations, validating
+//! and mutating admission policies and their bindings), ResourceQuota and
+//! CertificateSigningRequest are built-in kinds client-go's typed clients send in protobuf too
+//! (`kubectl certificate approve` PUTs the CSR to `/approval` in protobuf).
 
 mod generated;
 
@@ -33,6 +36,10 @@ const POLICY: &[&str] = &["policy/v1"];
 const DISCOVERY: &[&str] = &["discovery.k8s.io/v1"];
 const AUTOSCALING: &[&str] = &["autoscaling/v1"];
 const RBAC: &[&str] = &["rbac.authorization.k8s.io/v1"];
+const ADMISSIONREGISTRATION: &[&str] = &["admissionregistration.k8s.io/v1"];
+/// The mutating admission policies are served at v1beta1 only (Kubernetes 1.35).
+const ADMISSIONREGISTRATION_V1BETA1: &[&str] = &["admissionregistration.k8s.io/v1beta1"];
+const CERTIFICATES: &[&str] = &["certificates.k8s.io/v1"];
 const AUTHENTICATION: &[&str] = &["authentication.k8s.io/v1"];
 /// kubectl before 1.28 asks `whoami` at v1beta1, whose SelfSubjectReview has the same shape.
 const SELF_SUBJECT_REVIEW: &[&str] = &["authentication.k8s.io/v1", "authentication.k8s.io/v1beta1"];
@@ -51,6 +58,9 @@ const EVERY_VERSION: &[&str] = &[
     "discovery.k8s.io/v1",
     "autoscaling/v1",
     "rbac.authorization.k8s.io/v1",
+    "admissionregistration.k8s.io/v1",
+    "admissionregistration.k8s.io/v1beta1",
+    "certificates.k8s.io/v1",
     "authentication.k8s.io/v1",
     "authentication.k8s.io/v1beta1",
     "authorization.k8s.io/v1",
@@ -85,6 +95,8 @@ pub(super) static REGISTRY: &[Registration] = &[
         "PersistentVolumeClaimList",
         &CORE_V1_PERSISTENT_VOLUME_CLAIM_LIST,
     ),
+    Registration::new(CORE, "ResourceQuota", &CORE_V1_RESOURCE_QUOTA),
+    Registration::new(CORE, "ResourceQuotaList", &CORE_V1_RESOURCE_QUOTA_LIST),
     Registration::new(CORE, "Endpoints", &CORE_V1_ENDPOINTS),
     Registration::new(CORE, "EndpointsList", &CORE_V1_ENDPOINTS_LIST),
     Registration::new(EVENTS, "Event", &EVENTS_V1_EVENT),
@@ -128,6 +140,76 @@ pub(super) static REGISTRY: &[Registration] = &[
         RBAC,
         "ClusterRoleBindingList",
         &RBAC_V1_CLUSTER_ROLE_BINDING_LIST,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "ValidatingWebhookConfiguration",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "ValidatingWebhookConfigurationList",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION_LIST,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "MutatingWebhookConfiguration",
+        &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "MutatingWebhookConfigurationList",
+        &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION_LIST,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "ValidatingAdmissionPolicy",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "ValidatingAdmissionPolicyList",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_LIST,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "ValidatingAdmissionPolicyBinding",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION,
+        "ValidatingAdmissionPolicyBindingList",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_LIST,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION_V1BETA1,
+        "MutatingAdmissionPolicy",
+        &ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION_V1BETA1,
+        "MutatingAdmissionPolicyList",
+        &ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_LIST,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION_V1BETA1,
+        "MutatingAdmissionPolicyBinding",
+        &ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING,
+    ),
+    Registration::new(
+        ADMISSIONREGISTRATION_V1BETA1,
+        "MutatingAdmissionPolicyBindingList",
+        &ADMISSIONREGISTRATION_V1BETA1_MUTATING_ADMISSION_POLICY_BINDING_LIST,
+    ),
+    Registration::new(
+        CERTIFICATES,
+        "CertificateSigningRequest",
+        &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST,
+    ),
+    Registration::new(
+        CERTIFICATES,
+        "CertificateSigningRequestList",
+        &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_LIST,
     ),
     Registration::new(
         AUTHENTICATION,
@@ -283,6 +365,24 @@ mod tests {
         assert!(lookup("apps/v1", "Deployment").is_some());
         assert!(lookup("autoscaling/v1", "DeleteOptions").is_some());
         assert!(lookup("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList").is_some());
+        assert!(lookup("v1", "ResourceQuota").is_some());
+        assert!(lookup("certificates.k8s.io/v1", "CertificateSigningRequest").is_some());
+        assert!(lookup("certificates.k8s.io/v1", "DeleteOptions").is_some());
+        assert!(
+            lookup(
+                "admissionregistration.k8s.io/v1",
+                "ValidatingWebhookConfigurationList"
+            )
+            .is_some()
+        );
+        assert!(
+            lookup(
+                "admissionregistration.k8s.io/v1beta1",
+                "MutatingAdmissionPolicy"
+            )
+            .is_some()
+        );
+        assert!(lookup("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy").is_none());
         assert!(lookup("authorization.k8s.io/v1", "SelfSubjectAccessReview").is_some());
         assert!(lookup("authentication.k8s.io/v1", "Status").is_some());
         assert!(lookup("authorization.k8s.io/v1", "TokenReview").is_none());
