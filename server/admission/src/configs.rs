@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::select_all;
 use k8s_openapi::api::admissionregistration::{v1, v1beta1};
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::hooks::{AfterWrite, WriteKind, Written};
-use futures::StreamExt;
-use futures::stream::select_all;
 use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
 use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType};
