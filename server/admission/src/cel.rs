@@ -43,6 +43,66 @@ const SIZE_PER_UNIT: u64 = 16;
 /// Kube's message when an evaluation exceeds its cost limit.
 pub const COST_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
 
+/// The stack of the threads that parse expressions and evaluate deep ones: the generated parser
+/// and the interpreter recurse at least once per nesting level, with frames of tens of KiB in
+/// debug builds (an async worker's 2 MiB overflow at about 40 levels, which would abort).
+const DEEP_STACK: usize = 64 << 20;
+/// The deepest expression tree evaluated on the caller's stack.
+const SHALLOW_DEPTH: usize = 12;
+/// The deepest expression tree accepted (cel-go's default parser recursion limit).
+const MAX_DEPTH: usize = 250;
+
+/// Runs `work` on a scoped thread with [`DEEP_STACK`].
+fn on_deep_stack<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(scope, work)
+            .map_err(|err| format!("cannot start a CEL thread: {err}"))?
+            .join()
+            .map_err(|_| "the expression could not be evaluated".to_string())
+    })
+}
+
+/// The depth of an expression tree.
+fn depth(expr: &IdedExpr) -> usize {
+    let entries = |entries: &[IdedEntryExpr]| {
+        entries
+            .iter()
+            .map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => depth(&e.key).max(depth(&e.value)),
+                EntryExpr::StructField(f) => depth(&f.value),
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    1 + match &expr.expr {
+        Expr::Call(call) => call
+            .target
+            .iter()
+            .map(|t| depth(t))
+            .chain(call.args.iter().map(depth))
+            .max()
+            .unwrap_or(0),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .map(depth)
+        .max()
+        .unwrap_or(0),
+        Expr::List(list) => list.elements.iter().map(depth).max().unwrap_or(0),
+        Expr::Map(map) => entries(&map.entries),
+        Expr::Struct(st) => entries(&st.entries),
+        Expr::Select(select) => depth(&select.operand),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => 0,
+    }
+}
+
 /// The function every call and comprehension step is wrapped in to charge the budget; its name
 /// cannot be written in an expression.
 const CHARGE: &str = "@kcp.charge";
@@ -276,9 +336,19 @@ pub struct Environment {
 impl Environment {
     /// Parses and scope-checks `source`; the error reads as kube's compile errors.
     pub fn compile(&self, source: &str) -> Result<Expression, String> {
+        on_deep_stack(|| self.compile_here(source))?
+    }
+
+    fn compile_here(&self, source: &str) -> Result<Expression, String> {
         let parsed = catch_unwind(|| Parser::default().parse(source))
             .map_err(|_| "ERROR: <input>: the expression cannot be parsed".to_string())?
             .map_err(|err| err.to_string())?;
+        let depth = depth(&parsed);
+        if depth > MAX_DEPTH {
+            return Err(format!(
+                "ERROR: <input>: expression recursion limit exceeded: {MAX_DEPTH}"
+            ));
+        }
         let mut checker = Checker {
             env: self,
             bound: Vec::new(),
@@ -303,6 +373,7 @@ impl Environment {
             .collect();
         Ok(Expression {
             source: source.to_string(),
+            depth: self::depth(&ast),
             ast,
             variables_used: checker.variables_used.into_iter().collect(),
             object_paths,
@@ -599,6 +670,8 @@ pub struct Expression {
     object_paths: Vec<Vec<String>>,
     /// The root variables it reads (only these are converted to CEL for an evaluation).
     roots_used: BTreeSet<String>,
+    /// The depth of its tree, which decides the stack it is evaluated on.
+    depth: usize,
 }
 
 impl Expression {
@@ -627,6 +700,14 @@ impl Expression {
                 }
             }
         }
+        if self.depth <= SHALLOW_DEPTH {
+            self.evaluate_here(activation)
+        } else {
+            on_deep_stack(|| self.evaluate_here(activation))?
+        }
+    }
+
+    fn evaluate_here(&self, activation: &Activation<'_>) -> Result<cel::Value, String> {
         let bind = |value: Option<&Value>| value.map_or(cel::Value::Null, to_cel);
         BASE.with(|base| {
             let mut scope = base.new_inner_scope();
@@ -847,6 +928,20 @@ mod tests {
         );
         assert_eq!(unescape("plain"), None);
         assert_eq!(unescape("a__b").as_deref(), None);
+    }
+
+    #[test]
+    fn deep_expressions_neither_overflow_nor_hang() {
+        let request = json!({});
+        let activation = Activation::new(None, None, &request);
+        let sum = format!("1{}", " + 1".repeat(120));
+        assert_eq!(eval(&sum, &activation), Ok(json!(121)));
+        let parens = |n: usize| format!("{}true{}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(eval(&parens(60), &activation), Ok(json!(true)));
+        assert!(Expression::compile(&parens(400)).is_err());
+        let too_deep = format!("1{}", " + 1".repeat(300));
+        let err = Expression::compile(&too_deep).unwrap_err();
+        assert!(err.contains("recursion limit exceeded"), "{err}");
     }
 
     #[test]
