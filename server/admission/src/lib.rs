@@ -10,6 +10,8 @@ pub mod certificates;
 pub mod chain;
 pub mod configs;
 pub mod matching;
+pub mod object_count;
+pub mod object_limit;
 pub mod objects;
 pub mod outcome;
 pub mod policy;
