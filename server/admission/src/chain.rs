@@ -1,6 +1,7 @@
 //! The admission chain of one request, in kube-apiserver's plugin order: mutating admission
 //! policies, then mutating webhooks; then validating admission policies, validating webhooks,
-//! ResourceQuota and the CertificateSigningRequest rules.
+//! ResourceQuota, the CertificateSigningRequest rules and the total object count limit of the
+//! logical cluster.
 //!
 //! [`Admission`] is the server-wide part (the configuration index, the webhook client, the store);
 //! [`Admission::for_request`] binds it to the requesting user and the write's options and is what
@@ -18,10 +19,11 @@ use kcp_registry::store::{Location, RestStore};
 use serde_json::Value;
 
 use crate::configs::{ClusterConfig, ConfigIndex};
+use crate::object_count::ObjectCounts;
 use crate::objects::StoreObjects;
 use crate::sources::Authorizer;
 use crate::webhook::WebhookClient;
-use crate::{Attributes, Outcome, certificates, quota};
+use crate::{Attributes, Outcome, certificates, object_limit, quota};
 
 const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
 const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
@@ -32,21 +34,33 @@ pub struct Admission {
     configs: Arc<ConfigIndex>,
     client: WebhookClient,
     store: RestStore,
+    object_counts: Arc<ObjectCounts>,
 }
 
 impl Admission {
-    /// Admission over `store`, whose configuration index must be one of the store's write hooks.
-    pub fn new(configs: Arc<ConfigIndex>, store: RestStore) -> Admission {
+    /// Admission over `store`, whose configuration index must be one of the store's write hooks,
+    /// limiting the objects of logical clusters by `object_counts`.
+    pub fn new(
+        configs: Arc<ConfigIndex>,
+        store: RestStore,
+        object_counts: Arc<ObjectCounts>,
+    ) -> Admission {
         Admission {
             configs,
             client: WebhookClient::new(),
             store,
+            object_counts,
         }
     }
 
     /// The configuration index (to [`follow`](ConfigIndex::follow) the store with).
     pub fn configs(&self) -> &Arc<ConfigIndex> {
         &self.configs
+    }
+
+    /// The object counts of the logical clusters (to [`run`](ObjectCounts::run) their scans).
+    pub fn object_counts(&self) -> &Arc<ObjectCounts> {
+        &self.object_counts
     }
 
     /// The admission of one request's writes by `user`, with the write's `options` as sent.
@@ -230,7 +244,7 @@ impl RequestAdmission<'_> {
         if is_csr(&write) {
             certificates::admit(self.authorizer.as_ref(), &attrs, object, old).await?;
         }
-        Ok(())
+        object_limit::admit(&self.admission.object_counts, &self.admission.store, &write).await
     }
 }
 

@@ -144,6 +144,12 @@ impl ApiServer {
                     .clone()
                     .follow(app.store.clone(), app.shutdown.clone()),
             ),
+            tokio::spawn(
+                app.admission
+                    .object_counts()
+                    .clone()
+                    .run(app.store.clone(), app.shutdown.clone()),
+            ),
         ];
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);

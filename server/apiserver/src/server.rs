@@ -38,6 +38,7 @@ use crate::request::path::percent_decode;
 use crate::request::query::Query;
 use kcp_admission::chain::Admission;
 use kcp_admission::configs::ConfigIndex;
+use kcp_admission::object_count::ObjectCounts;
 use kcp_controllers::TenancyIndex;
 use kcp_controllers::tenancy_index::Unresolved;
 use kcp_registry::ClusterTarget;
@@ -76,6 +77,12 @@ pub struct ServerConfig {
     pub external_url: Option<String>,
     /// How long in-flight requests may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// The most objects a logical cluster other than root and `system:` ones may hold
+    /// (`--logical-cluster-total-object-limit`); `0`: no limit but the clusters' own annotations.
+    pub logical_cluster_total_object_limit: u64,
+    /// How often the objects of every logical cluster are counted in storage
+    /// (`--logical-cluster-object-count-scan-interval`).
+    pub logical_cluster_object_count_scan_interval: Duration,
 }
 
 /// State shared by every request.
@@ -85,7 +92,7 @@ pub struct App {
     pub tenancy: Arc<TenancyIndex>,
     pub authentication: Authentication,
     pub authorizer: Authorizer,
-    /// Webhooks, admission policies, quota and CSR rules of every logical cluster.
+    /// Webhooks, admission policies, quota, CSR rules and object limits of every logical cluster.
     pub admission: Admission,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: CancellationToken,
@@ -120,7 +127,11 @@ impl App {
         let store = RestStore::new(objects, registry)
             .with_hook(policies.clone())
             .with_hook(admission_configs.clone());
-        let admission = Admission::new(admission_configs, store.clone());
+        let object_counts = Arc::new(ObjectCounts::new(
+            config.logical_cluster_total_object_limit,
+            config.logical_cluster_object_count_scan_interval,
+        ));
+        let admission = Admission::new(admission_configs, store.clone(), object_counts);
         let authorizer = Authorizer::new(
             policies,
             tenancy.clone(),

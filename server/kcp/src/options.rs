@@ -382,6 +382,15 @@ pub struct StartOptions {
         require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Controllers")]
     pub enable_home_workspaces: bool,
 
+    // ---- admission ----
+    /// The most objects (all types together) a logical cluster other than root and system ones may
+    /// hold; 0 disables. The LogicalCluster annotation core.kcp.io/max-total-objects overrides it.
+    #[arg(long, default_value_t = 0, help_heading = "Admission")]
+    pub logical_cluster_total_object_limit: u64,
+    /// How often the objects of every logical cluster are counted in storage.
+    #[arg(long, default_value = "60s", value_parser = duration::parse, help_heading = "Admission")]
+    pub logical_cluster_object_count_scan_interval: Duration,
+
     // ---- logging ----
     /// Log format.
     #[arg(long, default_value = "text", help_heading = "Logging")]
@@ -439,6 +448,8 @@ pub enum OptionsError {
     OidcIncomplete,
     #[error("--audit-webhook-batch-throttle-qps must be greater than 0")]
     AuditThrottleQps,
+    #[error("--logical-cluster-object-count-scan-interval must be greater than 0")]
+    ObjectCountScanInterval,
 }
 
 impl StartOptions {
@@ -494,6 +505,9 @@ impl StartOptions {
         {
             return Err(OptionsError::AuditThrottleQps);
         }
+        if self.logical_cluster_object_count_scan_interval.is_zero() {
+            return Err(OptionsError::ObjectCountScanInterval);
+        }
 
         let admin_kubeconfig_path = if batteries.contains(Battery::Admin) {
             non_empty(self.kubeconfig_path.as_ref()).or_else(|| {
@@ -535,6 +549,9 @@ impl StartOptions {
             batteries,
             etcd_prefix: self.etcd_prefix,
             etcd_compaction_interval: self.etcd_compaction_interval,
+            logical_cluster_total_object_limit: self.logical_cluster_total_object_limit,
+            logical_cluster_object_count_scan_interval: self
+                .logical_cluster_object_count_scan_interval,
             authorization_always_allow_paths: self.authorization_always_allow_paths,
             authorization_webhook: non_empty(self.authorization_webhook_config_file.as_ref()).map(
                 |kubeconfig| WebhookConfig {
@@ -814,6 +831,10 @@ pub struct ValidatedOptions {
     pub etcd_prefix: String,
     /// `--etcd-compaction-interval` (zero disables compaction).
     pub etcd_compaction_interval: Duration,
+    /// `--logical-cluster-total-object-limit` (zero: no default limit).
+    pub logical_cluster_total_object_limit: u64,
+    /// `--logical-cluster-object-count-scan-interval` (never zero).
+    pub logical_cluster_object_count_scan_interval: Duration,
     /// `--authorization-always-allow-paths`: non-resource paths anybody may read.
     pub authorization_always_allow_paths: Vec<String>,
     /// `--authorization-webhook-*`, when a webhook is configured.

@@ -92,6 +92,9 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             .as_ref()
             .map(|url| url.to_string().trim_end_matches('/').to_string()),
         shutdown_grace: SHUTDOWN_GRACE,
+        logical_cluster_total_object_limit: options.logical_cluster_total_object_limit,
+        logical_cluster_object_count_scan_interval: options
+            .logical_cluster_object_count_scan_interval,
     };
     let server = ApiServer::bind(config, authentication, storage.clone()).await?;
     // The controllers stop when the server starts shutting down, like its watches.

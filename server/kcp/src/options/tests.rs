@@ -370,6 +370,30 @@ fn durations_use_go_syntax() {
 }
 
 #[test]
+fn the_object_count_limit_is_off_by_default_and_scanned_every_minute() {
+    let options = validated(&[]);
+    assert_eq!(options.logical_cluster_total_object_limit, 0);
+    assert_eq!(
+        options.logical_cluster_object_count_scan_interval,
+        Duration::from_secs(60)
+    );
+    let options = validated(&[
+        "--logical-cluster-total-object-limit=500",
+        "--logical-cluster-object-count-scan-interval=1s",
+    ]);
+    assert_eq!(options.logical_cluster_total_object_limit, 500);
+    assert_eq!(
+        options.logical_cluster_object_count_scan_interval,
+        Duration::from_secs(1)
+    );
+    usage_error(&["--logical-cluster-total-object-limit=-1"]);
+    assert!(matches!(
+        invalid(&["--logical-cluster-object-count-scan-interval=0s"]),
+        OptionsError::ObjectCountScanInterval
+    ));
+}
+
+#[test]
 fn batteries_are_resolved_and_drive_the_admin_kubeconfig() {
     let options = validated(&["--batteries-included=+user,-workspace-types"]);
     assert_eq!(options.batteries.to_string(), "admin,user");
@@ -553,6 +577,8 @@ fn every_flag_is_classified() {
         "leader-election-name",
         "leader-election-namespace",
         "logging-format",
+        "logical-cluster-object-count-scan-interval",
+        "logical-cluster-total-object-limit",
         "oidc-ca-file",
         "oidc-client-id",
         "oidc-groups-claim",

@@ -2,10 +2,13 @@
 //! `tenancy.kcp.io/WorkspaceType` and `core.kcp.io/LogicalCluster` plugins): the rules are
 //! kcp-tenancy's; this module feeds them the parent's LogicalCluster and the WorkspaceTypes from
 //! the tenancy index, and answers "may the creator `use` this type" with the authorizer of the
-//! logical cluster holding the type.
+//! logical cluster holding the type. The object count limit annotation of a LogicalCluster is
+//! reserved to privileged users, as upstream's `ReservedMetadata` plugin reserves it.
 
 use std::collections::HashSet;
 
+use kcp_admission::object_limit::MAX_OBJECTS_ANNOTATION;
+use kcp_apimachinery::gofmt::quote;
 use kcp_apimachinery::{ApiError, FieldError, meta};
 use kcp_rbac::{Attributes, ResourceAttributes};
 use kcp_tenancy::workspace::{self, CreateRequest};
@@ -199,8 +202,31 @@ impl LogicalClusterWrite {
 
     pub(super) fn admit_update(&self, new: &mut Value, old: &Value) -> Result<(), ApiError> {
         logical_cluster::admit_update(new, old);
+        self.check_admin_reserved(new, old)?;
         logical_cluster::validate_update(new, old, &self.groups)
             .map_err(|e| logical_cluster_forbidden(&e))
+    }
+
+    /// Only privileged users may set, change or remove the object count limit annotation.
+    fn check_admin_reserved(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+        let limit = |object: &Value| {
+            object
+                .pointer("/metadata/annotations")
+                .and_then(|annotations| annotations.get(MAX_OBJECTS_ANNOTATION))
+                .cloned()
+        };
+        if logical_cluster::is_privileged(&self.groups) || limit(new) == limit(old) {
+            return Ok(());
+        }
+        Err(ApiError::forbidden(
+            logical_cluster::GROUP,
+            logical_cluster::RESOURCE,
+            logical_cluster::NAME,
+            &format!(
+                "modification of admin-reserved annotation: {}",
+                quote(MAX_OBJECTS_ANNOTATION)
+            ),
+        ))
     }
 
     pub(super) fn admit_delete(&self, current: &Value) -> Result<(), ApiError> {
