@@ -14,8 +14,8 @@
 //! - objects are maps: any field is selectable, and escaped property names (`x__dash__y`,
 //!   `__namespace__`) select the property they stand for;
 //! - the runtime cost limit (kube's `PerCallLimit`) is a work budget charged while evaluating:
-//!   every comprehension step and every function call is charged for itself and the size of
-//!   what it built, and the evaluation stops with kube's "operation cancelled: actual cost limit
+//!   every comprehension step and every call that builds a value is charged for itself and the
+//!   size of what it built, and the evaluation stops with kube's "operation cancelled: actual cost limit
 //!   exceeded" when the budget is spent, so a pathological expression cannot hang a request.
 
 use std::cell::Cell;
@@ -47,8 +47,9 @@ pub const COST_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded
 /// and the interpreter recurse at least once per nesting level, with frames of tens of KiB in
 /// debug builds (an async worker's 2 MiB overflow at about 40 levels, which would abort).
 const DEEP_STACK: usize = 64 << 20;
-/// The deepest expression tree evaluated on the caller's stack.
-const SHALLOW_DEPTH: usize = 12;
+/// The deepest expression tree evaluated on the caller's stack (about 35 KiB per level in debug
+/// builds).
+const SHALLOW_DEPTH: usize = 16;
 /// The deepest expression tree accepted (cel-go's default parser recursion limit).
 const MAX_DEPTH: usize = 250;
 
@@ -106,6 +107,24 @@ fn depth(expr: &IdedExpr) -> usize {
 /// The function every call and comprehension step is wrapped in to charge the budget; its name
 /// cannot be written in an expression.
 const CHARGE: &str = "@kcp.charge";
+
+/// Operators that build nothing (their work is bounded by the expression's size, or charged as
+/// comprehension steps), left uncharged to keep the interpreter's recursion shallow.
+const FREE_CALLS: [&str; 13] = [
+    "_&&_",
+    "_||_",
+    "!_",
+    "_?_:_",
+    "_==_",
+    "_!=_",
+    "_<_",
+    "_<=_",
+    "_>_",
+    "_>=_",
+    "@in",
+    "_[_]",
+    "@not_strictly_false",
+];
 
 /// Variables every admission expression may use.
 const ROOT_VARIABLES: [&str; 6] = [
@@ -533,10 +552,12 @@ impl Checker<'_> {
                     });
                 }
                 call.args = self.rewrite_all(call.args)?;
-                return Ok(charged(IdedExpr {
+                let free = FREE_CALLS.contains(&call.func_name.as_str());
+                let call = IdedExpr {
                     id,
                     expr: Expr::Call(call),
-                }));
+                };
+                return Ok(if free { call } else { charged(call) });
             }
             Expr::List(mut list) => {
                 list.elements = self.rewrite_all(list.elements)?;
