@@ -1,7 +1,8 @@
 //! ResourceQuota end to end: the controller computes `status`, quota admission refuses the
 //! object past a count with kube's message, usage converges after deletes, one workspace's
-//! objects never count in another's quota, custom resources count once served, and kubectl
-//! shows quotas as it does against kube-apiserver.
+//! objects never count in another's quota, custom resources count once served, compute quotas
+//! apply to pods served by a core-group CRD (kube's "must specify" and finished pods), and
+//! kubectl shows quotas as it does against kube-apiserver.
 
 use std::time::Duration;
 
@@ -347,4 +348,71 @@ fn has_row(output: &str, words: &[&str]) -> bool {
         let found: Vec<&str> = line.split_whitespace().collect();
         found.windows(words.len()).any(|window| window == words)
     })
+}
+
+#[tokio::test]
+async fn compute_quotas_apply_to_pods_served_as_a_crd() {
+    let server = SERVER.get().await;
+    let admin = Caller::admin(&server);
+    let cluster = ready_workspace(&admin, "quota-pods").await;
+    namespace(&admin, &cluster, "team").await;
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../e2e/workload-crds/pods.core.yaml");
+    let crd: Value = yaml_serde::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    server.install_crd(&cluster, &crd).await;
+    let hard = json!({"pods": "2", "requests.cpu": "1", "count/pods": "5"});
+    admin
+        .create(
+            &quotas(&cluster),
+            &json!({"metadata": {"name": "compute"}, "spec": {"hard": hard}}),
+        )
+        .await;
+    used_becomes(
+        &admin,
+        &cluster,
+        "compute",
+        json!({"pods": "0", "requests.cpu": "0", "count/pods": "0"}),
+    )
+    .await;
+    let pods = format!("{}/api/v1/namespaces/team/pods", cluster_prefix(&cluster));
+    let pod = |name: &str, cpu: Option<&str>| {
+        let resources = cpu.map_or(json!({}), |cpu| json!({"requests": {"cpu": cpu}}));
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "app", "image": "nginx", "resources": resources}]}})
+    };
+    admin.create(&pods, &pod("first", Some("600m"))).await;
+    let unbounded = admin.post(&pods, &pod("unbounded", None)).await;
+    let message =
+        kcp_testing::expect_status("a pod without requests", &unbounded, 403, "Forbidden");
+    assert_eq!(
+        message,
+        "pods \"unbounded\" is forbidden: failed quota: compute: must specify requests.cpu for: app"
+    );
+    let greedy = admin.post(&pods, &pod("greedy", Some("500m"))).await;
+    let message = kcp_testing::expect_status("a pod over the cpu quota", &greedy, 403, "Forbidden");
+    assert_eq!(
+        message,
+        "pods \"greedy\" is forbidden: exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1"
+    );
+    admin.create(&pods, &pod("second", Some("400m"))).await;
+    used_becomes(
+        &admin,
+        &cluster,
+        "compute",
+        json!({"pods": "2", "requests.cpu": "1", "count/pods": "2"}),
+    )
+    .await;
+    // A finished pod no longer uses compute, only its place in storage.
+    let finished = admin.get(&format!("{pods}/first")).await.json();
+    let mut finished = finished;
+    finished["status"] = json!({"phase": "Succeeded"});
+    let written = admin.put(&format!("{pods}/first/status"), &finished).await;
+    assert_eq!(written.status, 200, "{}", written.text());
+    used_becomes(
+        &admin,
+        &cluster,
+        "compute",
+        json!({"pods": "1", "requests.cpu": "400m", "count/pods": "2"}),
+    )
+    .await;
 }
