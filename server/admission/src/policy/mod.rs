@@ -16,6 +16,8 @@ mod validating;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::admissionregistration::{v1, v1beta1};
 use kcp_apimachinery::status::StatusCause;
 use kcp_apimachinery::{ApiError, StatusReason, meta};
@@ -158,44 +160,64 @@ pub fn install_expression_checks() {
     let _ = EXPRESSION_COMPILER.set(compile_policy_expression);
 }
 
+/// Compiles the policies some binding names, in name order, each with its bindings.
+fn compile_bound<P, B, Policy, Binding>(
+    policies: &[P],
+    bindings: &[B],
+    name: impl Fn(&P) -> Option<&str>,
+    compile: impl Fn(&P) -> Option<Policy>,
+    binding: impl Fn(&B) -> Option<(String, Binding)>,
+    binding_name: impl Fn(&Binding) -> &str,
+    attach: impl Fn(&mut Policy, Vec<Binding>),
+) -> Vec<Policy> {
+    let mut by_policy: BTreeMap<String, Vec<Binding>> = BTreeMap::new();
+    for (policy, binding) in bindings.iter().filter_map(binding) {
+        by_policy.entry(policy).or_default().push(binding);
+    }
+    let mut named: Vec<(&str, &P)> = policies
+        .iter()
+        .filter_map(|p| Some((name(p)?, p)))
+        .collect();
+    named.sort_by_key(|(name, _)| *name);
+    named
+        .into_iter()
+        .filter_map(|(name, policy)| {
+            let mut bindings = by_policy.remove(name)?;
+            bindings.sort_by(|a, b| binding_name(a).cmp(binding_name(b)));
+            let mut compiled = compile(policy)?;
+            attach(&mut compiled, bindings);
+            Some(compiled)
+        })
+        .collect()
+}
+
 impl Policies {
-    /// Compiles the policies and attaches their bindings (bindings of absent policies and
-    /// objects without a spec are left out).
+    /// Compiles the bound policies and attaches their bindings (unbound policies, bindings of
+    /// absent policies and objects without a spec are left out).
     pub fn new(
         validating: &[v1::ValidatingAdmissionPolicy],
         validating_bindings: &[v1::ValidatingAdmissionPolicyBinding],
         mutating: &[v1beta1::MutatingAdmissionPolicy],
         mutating_bindings: &[v1beta1::MutatingAdmissionPolicyBinding],
     ) -> Policies {
-        let mut validating: Vec<ValidatingPolicy> = validating
-            .iter()
-            .filter_map(ValidatingPolicy::new)
-            .collect();
-        validating.sort_by(|a, b| a.name().cmp(b.name()));
-        for (policy, binding) in validating_bindings
-            .iter()
-            .filter_map(ValidatingBinding::new)
-        {
-            if let Some(target) = validating.iter_mut().find(|p| p.name() == policy) {
-                target.bindings.push(binding);
-            }
-        }
-        validating.retain_mut(|p| {
-            p.bindings.sort_by(|a, b| a.name().cmp(b.name()));
-            !p.bindings.is_empty()
-        });
-        let mut mutating: Vec<MutatingPolicy> =
-            mutating.iter().filter_map(MutatingPolicy::new).collect();
-        mutating.sort_by(|a, b| a.name().cmp(b.name()));
-        for (policy, binding) in mutating_bindings.iter().filter_map(MutatingBinding::new) {
-            if let Some(target) = mutating.iter_mut().find(|p| p.name() == policy) {
-                target.bindings.push(binding);
-            }
-        }
-        mutating.retain_mut(|p| {
-            p.bindings.sort_by(|a, b| a.name().cmp(b.name()));
-            !p.bindings.is_empty()
-        });
+        let validating = compile_bound(
+            validating,
+            validating_bindings,
+            |p| p.metadata.name.as_deref(),
+            ValidatingPolicy::new,
+            ValidatingBinding::new,
+            ValidatingBinding::name,
+            |policy, bindings| policy.bindings = bindings,
+        );
+        let mutating = compile_bound(
+            mutating,
+            mutating_bindings,
+            |p| p.metadata.name.as_deref(),
+            MutatingPolicy::new,
+            MutatingBinding::new,
+            MutatingBinding::name,
+            |policy, bindings| policy.bindings = bindings,
+        );
         Policies {
             validating,
             mutating,

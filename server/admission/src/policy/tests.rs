@@ -675,3 +675,32 @@ fn mutating_policy_object(expression: &str) -> Value {
         json!({}),
     )
 }
+
+#[tokio::test]
+async fn bindings_apply_in_name_order_and_unbound_policies_do_nothing() {
+    let small = validating(
+        "small",
+        json!({"validations": [{"expression": SMALL, "message": "too much data"}]}),
+    );
+    assert!(validating_policies(std::slice::from_ref(&small), &[]).is_empty());
+    let unknown_policy = binding("b", "absent", json!({}));
+    assert!(validating_policies(std::slice::from_ref(&small), &[unknown_policy]).is_empty());
+    let policies = validating_policies(
+        &[small],
+        &[
+            binding("z-deny", "small", json!({})),
+            binding("a-deny", "small", json!({})),
+        ],
+    );
+    let big = configmap("big", json!({"a": "1", "b": "2"}));
+    let err = validate(&policies, &Memory::default(), &big)
+        .await
+        .0
+        .unwrap_err();
+    assert!(
+        err.message.contains("with binding 'a-deny' denied request"),
+        "{}",
+        err.message
+    );
+    assert_eq!(err.details.unwrap().causes.len(), 1);
+}
