@@ -1,6 +1,7 @@
 //! CertificateSigningRequests end to end: the requester recorded on create, approval through
-//! the `approval` subresource only for users allowed to `approve` the signer (the 403 names what
-//! is missing), `kubectl certificate approve`, and no `system:masters` client certificates.
+//! the `approval` subresource only for users allowed to `approve` the signer and certificates
+//! through `status` only for those allowed to `sign` it (the 403 names what is missing),
+//! `kubectl certificate approve`, and no `system:masters` client certificates.
 //!
 //! Requests are real PKCS#10 requests made by the `openssl` command line (the unit tests of
 //! kcp-admission make theirs with rcgen).
@@ -33,6 +34,36 @@ fn request_pem(subject: &str) -> Vec<u8> {
             "ec_paramgen_curve:prime256v1",
         ])
         .args(["-nodes", "-keyout", "/dev/null", "-subj", subject])
+        .output()
+        .expect("openssl runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// A self-signed PEM certificate, standing in for what a signer would issue.
+fn certificate_pem() -> Vec<u8> {
+    let output = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args([
+            "-nodes",
+            "-keyout",
+            "/dev/null",
+            "-subj",
+            "/CN=issued",
+            "-days",
+            "1",
+        ])
         .output()
         .expect("openssl runs");
     assert!(
@@ -103,7 +134,8 @@ async fn approval_needs_approve_on_the_signer() {
             {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
                 "verbs": ["get", "list"]},
             {"apiGroups": ["certificates.k8s.io"],
-                "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]}
+                "resources": ["certificatesigningrequests/approval",
+                    "certificatesigningrequests/status"], "verbs": ["update"]}
         ]),
     )
     .await;
@@ -168,6 +200,18 @@ async fn approval_needs_approve_on_the_signer() {
         "{approved_csr}"
     );
     assert_eq!(approved_csr["spec"], created["spec"]);
+
+    let mut issued = approved_csr.clone();
+    issued["status"]["certificate"] = serde_json::to_value(ByteString(certificate_pem())).unwrap();
+    let refused = bob.put(&format!("{path}/status"), &issued).await;
+    let message = kcp_testing::expect_status("issuing without sign", &refused, 403, "Forbidden");
+    assert_eq!(
+        message,
+        "certificatesigningrequests.certificates.k8s.io \"req\" is forbidden: user not permitted to sign requests with signerName \"example.com/signer\""
+    );
+    let signed = admin.put(&format!("{path}/status"), &issued).await;
+    assert_eq!(signed.status, 200, "{}", signed.text());
+    assert_eq!(signed.json()["status"]["conditions"], conditions.clone());
 }
 
 #[tokio::test]
