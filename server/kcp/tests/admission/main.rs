@@ -11,6 +11,7 @@
 use kcp_testing::SharedKcp;
 
 mod certificates;
+mod object_limit;
 mod policies;
 mod quota;
 mod webhooks;
