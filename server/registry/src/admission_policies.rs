@@ -19,7 +19,7 @@ use kcp_apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use kcp_apimachinery::{FieldError, meta};
 use serde_json::{Map, Value, json};
 
-use super::{ResourceType, Strategy};
+use super::{Column, ResourceType, Strategy};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -289,6 +289,50 @@ impl Strategy for Policies {
         }
         errors.extend(compile_errors(spec, self.mutating));
         errors
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        let count = if self.mutating {
+            Column::new(
+                "Mutations",
+                "integer",
+                "Mutation indicates the number of mutations rules defined in this configuration",
+            )
+        } else {
+            Column::new(
+                "Validations",
+                "integer",
+                "Validations indicates the number of validation rules defined in this configuration",
+            )
+        };
+        vec![
+            count,
+            Column::new(
+                "ParamKind",
+                "string",
+                "ParamKind specifies the kind of resources used to parameterize this policy",
+            ),
+        ]
+    }
+
+    /// kubectl's cells: the number of validations or mutations and `<apiVersion>/<kind>` of the
+    /// params (`<unset>`).
+    fn cells(&self, object: &Value) -> Vec<Value> {
+        let spec = object.get("spec").unwrap_or(&Value::Null);
+        let count = items(
+            spec,
+            if self.mutating {
+                "mutations"
+            } else {
+                "validations"
+            },
+        )
+        .len();
+        let param_kind = match spec.get("paramKind").filter(|k| !k.is_null()) {
+            Some(kind) => format!("{}/{}", text(kind, "apiVersion"), text(kind, "kind")),
+            None => "<unset>".to_string(),
+        };
+        vec![json!(count), json!(param_kind)]
     }
 }
 
@@ -606,6 +650,74 @@ impl Strategy for Bindings {
         }
         errors
     }
+
+    fn columns(&self) -> Vec<Column> {
+        vec![
+            Column::new(
+                "PolicyName",
+                "string",
+                "PolicyName indicates the policy definition which the policy binding binded to",
+            ),
+            Column::new(
+                "ParamRef",
+                "string",
+                "ParamRef indicates the param resource which sets the configration param",
+            ),
+        ]
+    }
+
+    fn cells(&self, object: &Value) -> Vec<Value> {
+        let spec = object.get("spec").unwrap_or(&Value::Null);
+        vec![
+            json!(text(spec, "policyName")),
+            json!(param_ref_cell(spec.get("paramRef"))),
+        ]
+    }
+}
+
+/// kubectl's ParamRef cell: `<namespace>/<name>` (`*/<name>` without a namespace), the selector
+/// as Go prints a `LabelSelector`, or `<unset>`.
+fn param_ref_cell(param_ref: Option<&Value>) -> String {
+    let Some(param_ref) = param_ref.filter(|p| !p.is_null()) else {
+        return "<unset>".into();
+    };
+    let name = text(param_ref, "name");
+    if !name.is_empty() {
+        return match text(param_ref, "namespace") {
+            "" => format!("*/{name}"),
+            namespace => format!("{namespace}/{name}"),
+        };
+    }
+    let Some(selector) = param_ref.get("selector").filter(|s| !s.is_null()) else {
+        return "<unset>".into();
+    };
+    let mut labels: Vec<(&String, &str)> = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k, v.as_str().unwrap_or_default()))
+        .collect();
+    labels.sort();
+    let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
+    let expressions: String = items(selector, "matchExpressions")
+        .iter()
+        .map(|e| {
+            let values: Vec<&str> = items(e, "values")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                text(e, "key"),
+                text(e, "operator"),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
 }
 
 fn default_binding(object: &mut Value) {
@@ -908,6 +1020,34 @@ mod tests {
                 "spec.variables[0].expression: Invalid value: \"variables.late\": compilation failed: ERROR: <input>: undefined field 'late'",
                 "spec.validations[0].expression: Invalid value: \"bad == 1\": compilation failed: ERROR: <input>: undeclared reference to 'bad'",
             ]
+        );
+    }
+
+    #[test]
+    fn kubectl_columns_are_kubes() {
+        let policy = policy(
+            json!({"validations": [{"expression": "true"}, {"expression": "true"}],
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}),
+        );
+        assert_eq!(VALIDATING.cells(&policy), [json!(2), json!("v1/ConfigMap")]);
+        assert_eq!(MUTATING.cells(&policy), [json!(0), json!("v1/ConfigMap")]);
+        assert_eq!(VALIDATING.columns()[0].name, "Validations");
+        let binding =
+            |param_ref: Value| json!({"spec": {"policyName": "p", "paramRef": param_ref}});
+        let cell = |b: Value| VALIDATING_BINDING.cells(&b)[1].clone();
+        assert_eq!(VALIDATING_BINDING.cells(&binding(json!(null)))[0], "p");
+        assert_eq!(cell(binding(json!(null))), "<unset>");
+        assert_eq!(cell(binding(json!({"name": "x"}))), "*/x");
+        assert_eq!(
+            cell(binding(json!({"name": "x", "namespace": "ns"}))),
+            "ns/x"
+        );
+        assert_eq!(
+            cell(binding(
+                json!({"selector": {"matchLabels": {"b": "2", "a": "1"},
+                "matchExpressions": [{"key": "k", "operator": "In", "values": ["x", "y"]}]}})
+            )),
+            "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:k,Operator:In,Values:[x y],},},}"
         );
     }
 
