@@ -41,11 +41,17 @@ impl Strategy for Quotas {
         if let Some(fields) = object.as_object_mut() {
             fields.remove("status");
         }
+        canonicalize(object.pointer_mut("/spec/hard"));
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value, subresource: Option<&str>) {
         if subresource.is_none() {
             new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+            canonicalize(new.pointer_mut("/spec/hard"));
+        } else {
+            for part in ["hard", "used"] {
+                canonicalize(new.pointer_mut(&format!("/status/{part}")));
+            }
         }
     }
 
@@ -390,6 +396,24 @@ fn validate_resource_name(name: &str, path: &str) -> Vec<FieldError> {
     Vec::new()
 }
 
+/// Quantities as kube stores them: in canonical form (`1024Mi` is `1Gi`, `1000m` is `1`);
+/// what is not a quantity stays for validation to refuse.
+fn canonicalize(resources: Option<&mut Value>) {
+    let Some(entries) = resources.and_then(Value::as_object_mut) else {
+        return;
+    };
+    for value in entries.values_mut() {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => continue,
+        };
+        if let Ok(quantity) = Quantity::parse(&text) {
+            *value = json!(quantity.to_string());
+        }
+    }
+}
+
 fn string_list(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
@@ -485,8 +509,13 @@ mod tests {
             .collect();
         assert_eq!(errors, vec!["field is immutable".to_string()]);
         let mut created = old.clone();
+        created["spec"]["hard"] = json!({"memory": "1024Mi", "cpu": "1000m", "pods": 3});
         Quotas.prepare_for_create(&mut created);
         assert!(created.get("status").is_none());
+        assert_eq!(
+            created["spec"]["hard"],
+            json!({"memory": "1Gi", "cpu": "1", "pods": "3"})
+        );
     }
 
     #[test]
