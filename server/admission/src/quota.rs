@@ -5,8 +5,9 @@
 //!
 //! What a write costs is the change of its object's usage ([`object_usage`]): creates are
 //! charged for the new object, updates of services and claims for what grew (a pod's usage
-//! only changes with its phase, which gives back and never takes). Quotas are judged by their `status.hard` (what the quota controller last accepted), as in kube, so a
-//! quota is enforced once the controller has computed its status. The charge is a
+//! only changes with its phase, which gives back and never takes). Quotas are judged by their
+//! `status.hard` (what the quota controller last accepted), as in kube, so a quota is enforced
+//! once the controller has computed its status. The charge is a
 //! compare-and-swap write of the quota's status, retried against the new status when it lost a
 //! race; writes to one namespace are charged one at a time in this process (kube serialises
 //! them per namespace the same way), so N parallel creates against a quota of N cannot
