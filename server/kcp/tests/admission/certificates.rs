@@ -3,10 +3,8 @@
 //! through `status` only for those allowed to `sign` it (the 403 names what is missing),
 //! `kubectl certificate approve`, and no `system:masters` client certificates.
 //!
-//! Requests are real PKCS#10 requests made by the `openssl` command line (the unit tests of
-//! kcp-admission make theirs with rcgen).
+//! Requests are real PKCS#10 requests, made with rcgen.
 
-use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
@@ -22,56 +20,36 @@ const SETTLED: Patience = Patience::new(Duration::from_secs(60), Duration::from_
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 
-/// A PEM certificate signing request for a new P-256 key, with this subject.
+/// A PEM certificate signing request for a new P-256 key, with this subject (`/CN=a/O=b`).
 fn request_pem(subject: &str) -> Vec<u8> {
-    let output = Command::new("openssl")
-        .args([
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-        ])
-        .args(["-nodes", "-keyout", "/dev/null", "-subj", subject])
-        .output()
-        .expect("openssl runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = distinguished_name(subject);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let request = params.serialize_request(&key).unwrap();
+    request.pem().unwrap().into_bytes()
 }
 
 /// A self-signed PEM certificate, standing in for what a signer would issue.
 fn certificate_pem() -> Vec<u8> {
-    let output = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-        ])
-        .args([
-            "-nodes",
-            "-keyout",
-            "/dev/null",
-            "-subj",
-            "/CN=issued",
-            "-days",
-            "1",
-        ])
-        .output()
-        .expect("openssl runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = distinguished_name("/CN=issued");
+    let key = rcgen::KeyPair::generate().unwrap();
+    params.self_signed(&key).unwrap().pem().into_bytes()
+}
+
+/// An OpenSSL-style subject (`/CN=a/O=b/O=c`) as a distinguished name.
+fn distinguished_name(subject: &str) -> rcgen::DistinguishedName {
+    let mut name = rcgen::DistinguishedName::new();
+    for part in subject.split('/').filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap();
+        let kind = match key {
+            "CN" => rcgen::DnType::CommonName,
+            "O" => rcgen::DnType::OrganizationName,
+            other => panic!("subject part {other} is not used by these tests"),
+        };
+        name.push(kind, value);
+    }
+    name
 }
 
 fn csr(name: &str, signer: &str, subject: &str) -> Value {
