@@ -413,37 +413,12 @@ struct Checker<'e> {
     roots_used: BTreeSet<String>,
 }
 
-/// CEL keywords Kubernetes escapes as `__<keyword>__` in property names.
-const RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// The property an escaped field name stands for, as Kubernetes escapes property names that are
 /// not CEL identifiers (`x__dash__y` is `x-y`, `__namespace__` is `namespace`); `None` when the
 /// name has no escape.
 fn unescape(field: &str) -> Option<String> {
     if let Some(keyword) = field.strip_prefix("__").and_then(|f| f.strip_suffix("__"))
-        && RESERVED.contains(&keyword)
+        && kcp_apiextensions::CEL_RESERVED_WORDS.contains(&keyword)
     {
         return Some(keyword.to_string());
     }

@@ -405,38 +405,13 @@ fn match_conditions_errors(conditions: &[Value]) -> Vec<FieldError> {
     errors
 }
 
-/// CEL identifiers that are reserved words.
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 fn is_cel_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !CEL_RESERVED.contains(&name)
+        && !kcp_apiextensions::CEL_RESERVED_WORDS.contains(&name)
 }
 
 fn variables_errors(variables: &[Value]) -> Vec<FieldError> {

@@ -9,4 +9,4 @@
 mod cost;
 pub(crate) mod eval;
 pub(crate) mod rule;
-mod value;
+pub(crate) mod value;

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::schema::node::{Additional, Node, Type};
 
-const RESERVED: [&str; 21] = [
+/// CEL's reserved words: Kubernetes escapes a property of one of these names as `__<word>__`.
+pub const RESERVED_WORDS: [&str; 21] = [
     "true",
     "false",
     "null",
@@ -39,7 +40,7 @@ const RESERVED: [&str; 21] = [
 
 /// The CEL field name of property `name`, or `None` when Kubernetes makes it inaccessible.
 pub(crate) fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
+    if RESERVED_WORDS.contains(&name) {
         return Some(format!("__{name}__"));
     }
     let mut chars = name.chars();
