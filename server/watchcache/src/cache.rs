@@ -1,0 +1,253 @@
+//! The cache of one resource type for every logical cluster: filled by one list, kept current by
+//! one storage watch of the type's key prefix, answering lists at the revision it holds.
+//!
+//! Like kube-apiserver's `cacher` with its `watchCache`: the reflector lists, then watches from the
+//! list's revision; on a watch error (compacted history, lost store) it lists again, and while it
+//! does the cache is not ready and lists go to storage. The cache knows the revision it is current
+//! to (the list's, then each applied change's), and with [`Progress`] whether it holds the store's
+//! state at a later revision too, which is what a consistent list waits for
+//! (kube's `waitUntilFreshAndBlock`, bounded like kube's by a few seconds).
+
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kcp_apimachinery::ApiError;
+use kcp_registry::storage::ObjectStore;
+use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
+use kcp_storage::Revision;
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::object::{CachedObject, relative_key};
+use crate::page::{self, Objects, Range};
+use crate::progress::{Progress, RETRY_AFTER};
+use crate::{CachedPage, Freshness, NotServed};
+
+/// How long a list waits for the cache to reach the revision it needs (kube's `blockTimeout`).
+const WAIT: Duration = Duration::from_secs(3);
+
+/// The objects and the revision they are the store's state at.
+#[derive(Default)]
+struct State {
+    ready: bool,
+    revision: Revision,
+    objects: Objects,
+}
+
+/// One resource type's cache (all logical clusters).
+pub(crate) struct TypeCache {
+    /// `/<prefix>/<group>/<resource>/[customresources/]`
+    root: String,
+    namespaced: bool,
+    state: RwLock<State>,
+    /// `Some(revision)` once ready, for the lists that wait.
+    applied: watch::Sender<Option<Revision>>,
+    /// The newest write under `root` the progress watch has seen.
+    last_write: AtomicI64,
+    relist: Notify,
+    progress: Arc<Progress>,
+}
+
+impl TypeCache {
+    pub(crate) fn new(root: &str, namespaced: bool, progress: Arc<Progress>) -> TypeCache {
+        TypeCache {
+            root: root.to_string(),
+            namespaced,
+            state: RwLock::new(State::default()),
+            applied: watch::Sender::new(None),
+            last_write: AtomicI64::new(0),
+            relist: Notify::new(),
+            progress,
+        }
+    }
+
+    pub(crate) fn root(&self) -> &str {
+        &self.root
+    }
+
+    pub(crate) fn last_write(&self) -> &AtomicI64 {
+        &self.last_write
+    }
+
+    /// Asks the filling task to list again.
+    pub(crate) fn relist(&self) {
+        self.relist.notify_one();
+    }
+
+    /// A page of the objects under `prefix` (a storage prefix under the root) as fresh as asked.
+    pub(crate) async fn list(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+        freshness: Freshness,
+        keep: Option<&(dyn Fn(&Value) -> bool + Sync)>,
+    ) -> Result<CachedPage, NotServed> {
+        let relative = prefix
+            .strip_prefix(&self.root)
+            .ok_or(NotServed::OutsideRoot)?;
+        let wanted = match freshness {
+            Freshness::Any => None,
+            Freshness::AtLeast(revision) | Freshness::Exactly(revision) => Some(revision),
+        };
+        if let Some(revision) = wanted {
+            self.wait_current(revision).await?;
+        }
+        let state = self.state.read().map_err(|_| NotServed::NotReady)?;
+        if !state.ready {
+            return Err(NotServed::NotReady);
+        }
+        // After `wait_current`, no write under the root lies between the state's revision and
+        // `wanted`, so the objects are also the store's state at `wanted` when that is later.
+        let revision = match freshness {
+            Freshness::Any => state.revision,
+            Freshness::AtLeast(revision) => state.revision.max(revision),
+            Freshness::Exactly(revision) if state.revision <= revision => revision,
+            Freshness::Exactly(revision) => return Err(NotServed::Moved(revision)),
+        };
+        let page = page::read(
+            &state.objects,
+            Range {
+                prefix: relative,
+                after,
+                limit,
+            },
+            keep,
+        );
+        Ok(CachedPage::new(page, revision))
+    }
+
+    /// Waits until the cache holds every write under its root up to `revision`: the progress watch
+    /// has passed `revision` and the cache has applied the newest write it recorded.
+    async fn wait_current(&self, revision: Revision) -> Result<(), NotServed> {
+        let caught_up = async {
+            if !self.progress.reached(revision).await {
+                return false;
+            }
+            let newest = self.last_write.load(std::sync::atomic::Ordering::SeqCst);
+            self.applied
+                .subscribe()
+                .wait_for(|applied| applied.is_some_and(|a| a >= newest))
+                .await
+                .is_ok()
+        };
+        match tokio::time::timeout(WAIT, caught_up).await {
+            Ok(true) => Ok(()),
+            Ok(false) | Err(_) => Err(NotServed::Behind(revision)),
+        }
+    }
+
+    /// Lists the type and installs the result; returns its revision.
+    async fn fill(&self, objects: &ObjectStore) -> Result<Revision, ApiError> {
+        if let Ok(mut state) = self.state.write() {
+            state.ready = false;
+        }
+        self.applied.send_replace(None);
+        let page = objects
+            .list(ListRequest::everything(&self.root), &|_| true)
+            .await?;
+        let mut fresh = Objects::new();
+        for object in page.items {
+            if let Some((key, object)) = self.entry(object) {
+                fresh.insert(key, object);
+            }
+        }
+        let mut state = self
+            .state
+            .write()
+            .map_err(|e| ApiError::internal_error(&e.to_string()))?;
+        *state = State {
+            ready: true,
+            revision: page.revision,
+            objects: fresh,
+        };
+        drop(state);
+        self.applied.send_replace(Some(page.revision));
+        Ok(page.revision)
+    }
+
+    fn entry(&self, object: Value) -> Option<(String, Arc<CachedObject>)> {
+        let Some(key) = relative_key(&object, self.namespaced) else {
+            tracing::warn!(root = %self.root, "watch cache: an object without cluster or name");
+            return None;
+        };
+        match CachedObject::new(object) {
+            Ok(object) => Some((key, Arc::new(object))),
+            Err(error) => {
+                tracing::warn!(%error, %key, "watch cache: encoding an object failed");
+                None
+            }
+        }
+    }
+
+    fn apply(&self, change: Change) {
+        let revision = change.revision;
+        let entry = self.entry(change.object);
+        if let Ok(mut state) = self.state.write() {
+            match (change.kind, entry) {
+                (ChangeType::Deleted, Some((key, _))) => {
+                    state.objects.remove(&key);
+                }
+                (_, Some((key, object))) => {
+                    state.objects.insert(key, object);
+                }
+                (_, None) => {}
+            }
+            state.revision = revision;
+        }
+        self.applied.send_replace(Some(revision));
+    }
+}
+
+/// Keeps a cache filled until `shutdown`: list, watch from the list's revision, and list again
+/// whenever the watch fails or [`TypeCache::relist`] asks.
+pub(crate) async fn run(cache: Arc<TypeCache>, objects: ObjectStore, shutdown: CancellationToken) {
+    loop {
+        let filled = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            filled = cache.fill(&objects) => filled,
+        };
+        match filled {
+            Ok(revision) => match objects.watch(&cache.root, revision + 1).await {
+                Ok(changes) => {
+                    let mut changes = std::pin::pin!(changes);
+                    loop {
+                        let change = tokio::select! {
+                            biased;
+                            () = shutdown.cancelled() => return,
+                            () = cache.relist.notified() => break,
+                            change = changes.next() => change,
+                        };
+                        match change {
+                            Some(Ok(change)) => cache.apply(change),
+                            Some(Err(error)) => {
+                                tracing::info!(root = %cache.root, error = %error.message,
+                                    "watch cache: the watch ended; listing again");
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    continue;
+                }
+                Err(error) => {
+                    tracing::warn!(root = %cache.root, error = %error.message,
+                        "watch cache: watching failed");
+                }
+            },
+            Err(error) => {
+                tracing::warn!(root = %cache.root, error = %error.message,
+                    "watch cache: listing failed");
+            }
+        }
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(RETRY_AFTER) => {}
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The shared watch cache: one in-memory copy of each resource type, for every logical cluster,
+//! serving lists without reading, decoding and encoding every object from storage.
+//!
+//! kube-apiserver puts a `cacher` (a `watchCache` fed by one reflector) in front of etcd for every
+//! resource; kcp shares each one among all logical clusters, which is what keeps a workspace cheap
+//! here too: a type's cache is created on the first LIST of that type (a server whose clients never
+//! list a type pays nothing for it), filled by one list and kept current by one storage watch of the
+//! type's key prefix, and one more watch of the whole store ([`progress`]) tells lists how current
+//! each cache is. Lists are served as kube's cacher serves them: `resourceVersion` unset (consistent)
+//! and `NotOlderThan` wait, bounded, until the cache has reached the revision; `"0"` takes the cache
+//! as it is; a continuation is served when the cache still holds its revision. Whatever the cache
+//! cannot serve ([`NotServed`]) the caller reads from storage, with the same answers and the same
+//! `continue` tokens. Watches from the cache are not served yet. No HTTP here.
+
+mod cache;
+mod object;
+mod page;
+mod progress;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use kcp_registry::storage::ObjectStore;
+use kcp_registry::storage::continuation::Continuation;
+use kcp_storage::{Revision, StorageError};
+use serde_json::Value;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use cache::TypeCache;
+pub use object::CachedObject;
+use progress::Progress;
+
+/// How current a list must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Whatever the cache holds (`resourceVersion=0`).
+    Any,
+    /// The store's state at this revision or later (consistent lists, `NotOlderThan`).
+    AtLeast(Revision),
+    /// The store's state at exactly this revision (the next page of a list read at it).
+    Exactly(Revision),
+}
+
+/// What a list asks the cache for.
+#[derive(Debug, Clone, Copy)]
+pub struct ListQuery<'a> {
+    /// The type's root, `ResourceKeys::all_clusters()`: which cache.
+    pub root: &'a str,
+    /// Whether the type is namespaced (where the namespace is in its keys).
+    pub namespaced: bool,
+    /// The storage prefix the list covers (the root, a logical cluster, or a namespace in one).
+    pub prefix: &'a str,
+    /// Continue after this key, relative to `prefix` (a `continue` token's).
+    pub after: Option<&'a str>,
+    /// At most this many items; `0` for all.
+    pub limit: usize,
+    pub freshness: Freshness,
+}
+
+/// A page of a list served from the cache, in storage's order.
+#[derive(Debug)]
+pub struct CachedPage {
+    /// The objects in their stored form (before the type's `storage_to_api`).
+    pub items: Vec<Arc<CachedObject>>,
+    /// The revision the page is the store's state at: the list's `resourceVersion`.
+    pub revision: Revision,
+    /// Set when more items follow, in the format storage's pages use.
+    pub continue_token: Option<String>,
+}
+
+impl CachedPage {
+    fn new(page: page::Page, revision: Revision) -> CachedPage {
+        CachedPage {
+            items: page.items,
+            revision,
+            continue_token: page
+                .continue_after
+                .map(|after| Continuation::new(revision, &after).encode()),
+        }
+    }
+}
+
+/// Why a list was not served from the cache; the caller reads storage instead.
+#[derive(Debug, thiserror::Error)]
+pub enum NotServed {
+    #[error("the cache of this type is being created")]
+    Starting,
+    #[error("the cache is listing the type")]
+    NotReady,
+    #[error("the cache did not reach revision {0} in time")]
+    Behind(Revision),
+    #[error("the cache has moved past revision {0}")]
+    Moved(Revision),
+    #[error("the list's prefix is not under the type's root")]
+    OutsideRoot,
+    #[error("starting the store-wide progress watch: {0}")]
+    Progress(#[from] StorageError),
+}
+
+/// The caches of every type listed so far, created on demand.
+pub struct WatchCaches {
+    objects: ObjectStore,
+    shutdown: CancellationToken,
+    /// Stops every cache's tasks when the caches are dropped.
+    _stop: DropGuard,
+    /// Started with the first cache; the lock also makes creating a cache happen once.
+    progress: tokio::sync::Mutex<Option<Arc<Progress>>>,
+    caches: RwLock<HashMap<String, Arc<TypeCache>>>,
+}
+
+impl WatchCaches {
+    /// No cache and no task until the first list; all stop when `shutdown` is cancelled.
+    pub fn new(objects: ObjectStore, shutdown: &CancellationToken) -> WatchCaches {
+        let shutdown = shutdown.child_token();
+        WatchCaches {
+            objects,
+            _stop: shutdown.clone().drop_guard(),
+            shutdown,
+            progress: tokio::sync::Mutex::new(None),
+            caches: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// A page from the type's cache; creates the cache on the first list of a type (that list is
+    /// answered [`NotServed::Starting`]).
+    pub async fn list(
+        &self,
+        query: ListQuery<'_>,
+        keep: Option<&(dyn Fn(&Value) -> bool + Sync)>,
+    ) -> Result<CachedPage, NotServed> {
+        let Some(cache) = self.existing(query.root) else {
+            self.create(query.root, query.namespaced).await?;
+            return Err(NotServed::Starting);
+        };
+        cache
+            .list(
+                query.prefix,
+                query.after,
+                query.limit,
+                query.freshness,
+                keep,
+            )
+            .await
+    }
+
+    /// How many types have a cache.
+    pub fn cached_types(&self) -> usize {
+        self.caches.read().map_or(0, |caches| caches.len())
+    }
+
+    fn existing(&self, root: &str) -> Option<Arc<TypeCache>> {
+        self.caches.read().ok()?.get(root).cloned()
+    }
+
+    async fn create(&self, root: &str, namespaced: bool) -> Result<(), NotServed> {
+        let mut started = self.progress.lock().await;
+        if self.existing(root).is_some() {
+            return Ok(());
+        }
+        let progress = match &*started {
+            Some(progress) => progress.clone(),
+            None => {
+                let storage = self.objects.storage().clone();
+                let progress = Progress::start(storage, self.shutdown.clone()).await?;
+                *started = Some(progress.clone());
+                progress
+            }
+        };
+        let cache = Arc::new(TypeCache::new(root, namespaced, progress.clone()));
+        progress.register(cache.clone());
+        if let Ok(mut caches) = self.caches.write() {
+            caches.insert(root.to_string(), cache.clone());
+        }
+        tokio::spawn(cache::run(
+            cache,
+            self.objects.clone(),
+            self.shutdown.clone(),
+        ));
+        Ok(())
+    }
+}

@@ -1,0 +1,411 @@
+//! The cache answers what storage answers: randomized creates, updates and deletes across logical
+//! clusters and namespaces while lists run, each page compared with storage's page at the
+//! revision the cache reported (items, order, `continue` token), pages continued across the two;
+//! a new cache over existing data after a restart of the store; continuations after compaction.
+//! kube-apiserver's cacher tests compare cache and etcd the same way (`cacher_whitebox_test`,
+//! the storage consistency checker).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_registry::LogicalClusterName;
+use kcp_registry::storage::continuation::Continuation;
+use kcp_registry::storage::objects::{ListPage, ListRequest, ObjectRef};
+use kcp_registry::storage::{KeyLayout, ObjectStore, ResourceKeys};
+use kcp_storage::Revision;
+use kcp_watchcache::{CachedPage, Freshness, ListQuery, NotServed, WatchCaches};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const CLUSTERS: [&str; 3] = ["root", "c1", "c2"];
+const NAMESPACES: [&str; 3] = ["default", "ns1", "ns2"];
+const NAMES: usize = 12;
+const DEADLINE: Duration = Duration::from_secs(20);
+
+type Keep = dyn Fn(&Value) -> bool + Sync;
+
+fn configmaps(objects: &ObjectStore) -> ResourceKeys {
+    objects.keys("", "configmaps", KeyLayout::BuiltIn)
+}
+
+fn what(name: &str) -> ObjectRef<'_> {
+    ObjectRef {
+        group: "",
+        resource: "configmaps",
+        name,
+    }
+}
+
+fn configmap(namespace: &str, name: &str, tier: &str, value: u64) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"tier": tier}},
+        "data": {"v": value.to_string()}})
+}
+
+/// One random write; conflicts and missing objects are part of the game.
+async fn random_write(objects: &ObjectStore, rng: &mut StdRng) {
+    let keys = configmaps(objects);
+    let cluster = LogicalClusterName::parse(CLUSTERS[rng.random_range(0..3)]).unwrap();
+    let namespace = NAMESPACES[rng.random_range(0..3)];
+    let name = format!("cm-{}", rng.random_range(0..NAMES));
+    let key = keys.object(&cluster, Some(namespace), &name);
+    let tier = if rng.random_bool(0.5) { "a" } else { "b" };
+    let object = configmap(namespace, &name, tier, rng.random());
+    match rng.random_range(0..3) {
+        0 => {
+            let _ = objects.create(&key, &object, what(&name)).await;
+        }
+        1 => {
+            if let Ok(Some(current)) = objects.get(&key, what(&name)).await {
+                let _ = objects
+                    .update(&key, &object, current.revision, what(&name))
+                    .await;
+            }
+        }
+        _ => {
+            let _ = objects.delete(&key, None, what(&name)).await;
+        }
+    }
+}
+
+/// A random list scope: every cluster, one cluster, or one namespace of one cluster.
+fn random_prefix(keys: &ResourceKeys, rng: &mut StdRng) -> String {
+    let cluster = LogicalClusterName::parse(CLUSTERS[rng.random_range(0..3)]).unwrap();
+    match rng.random_range(0..3) {
+        0 => keys.all_clusters().to_string(),
+        1 => keys.scope(&cluster, None),
+        _ => keys.scope(&cluster, Some(NAMESPACES[rng.random_range(0..3)])),
+    }
+}
+
+fn tier_a(object: &Value) -> bool {
+    object["metadata"]["labels"]["tier"] == "a"
+}
+
+/// Asks the cache until it serves (it is created by the first list and then fills).
+async fn served(caches: &WatchCaches, query: ListQuery<'_>, keep: Option<&Keep>) -> CachedPage {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        match caches.list(query, keep).await {
+            Ok(page) => return page,
+            Err(error @ (NotServed::Moved(_) | NotServed::OutsideRoot)) => {
+                panic!("{error}")
+            }
+            Err(error) if tokio::time::Instant::now() > deadline => panic!("{error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Storage's page at exactly `revision`.
+async fn storage_page(
+    objects: &ObjectStore,
+    prefix: &str,
+    revision: Revision,
+    limit: usize,
+    token: Option<&str>,
+    keep: &Keep,
+) -> ListPage {
+    objects
+        .list(
+            ListRequest {
+                prefix,
+                revision,
+                limit,
+                continuation: token.map(|t| Continuation::decode(t).unwrap()),
+            },
+            keep,
+        )
+        .await
+        .unwrap()
+}
+
+fn assert_same(cache: &CachedPage, storage: &ListPage, context: &str) {
+    let items: Vec<&Value> = cache.items.iter().map(|o| o.object()).collect();
+    let expected: Vec<&Value> = storage.items.iter().collect();
+    assert_eq!(items, expected, "{context}");
+    assert_eq!(cache.revision, storage.revision, "{context}");
+    assert_eq!(cache.continue_token, storage.continue_token, "{context}");
+    for object in &cache.items {
+        assert_eq!(
+            object.json(),
+            &serde_json::to_vec(object.object()).unwrap()[..]
+        );
+    }
+}
+
+/// Lists once from the cache as `freshness` asks and pages through, each page from the cache or
+/// from storage at random, comparing every page with storage's.
+async fn list_and_compare(
+    objects: &ObjectStore,
+    caches: &WatchCaches,
+    rng: &mut StdRng,
+    freshness: Freshness,
+) {
+    let keys = configmaps(objects);
+    let prefix = random_prefix(&keys, rng);
+    let limit = [0, 1, 3, 7][rng.random_range(0..4)];
+    let selective = rng.random_bool(0.3);
+    let keep: &Keep = if selective { &tier_a } else { &|_| true };
+    let query = ListQuery {
+        root: keys.all_clusters(),
+        namespaced: true,
+        prefix: &prefix,
+        after: None,
+        limit,
+        freshness,
+    };
+    let page = served(caches, query, selective.then_some(keep)).await;
+    let context = format!("{prefix} limit {limit} selective {selective} {freshness:?}");
+    let expected = storage_page(objects, &prefix, page.revision, limit, None, keep).await;
+    assert_same(&page, &expected, &context);
+    if let Freshness::AtLeast(revision) = freshness {
+        assert!(page.revision >= revision, "{context}");
+    }
+    let mut token = page.continue_token;
+    while let Some(next) = token {
+        let revision = Continuation::decode(&next).unwrap().revision();
+        let from_storage = storage_page(objects, &prefix, revision, limit, Some(&next), keep).await;
+        let after = Continuation::decode(&next).unwrap();
+        let query = ListQuery {
+            after: Some(after.after()),
+            freshness: Freshness::Exactly(revision),
+            ..query
+        };
+        token = match caches.list(query, selective.then_some(keep)).await {
+            Ok(page) if rng.random_bool(0.5) => {
+                assert_same(&page, &from_storage, &format!("{context} continued"));
+                page.continue_token
+            }
+            Ok(_) | Err(NotServed::Moved(_) | NotServed::Behind(_)) => from_storage.continue_token,
+            Err(error) => panic!("{error}"),
+        };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn randomized_writes_and_lists_agree_with_storage() {
+    let seed: u64 = rand::random();
+    println!("seed {seed}");
+    let storage = kcp_storage::open_in_memory().await.unwrap();
+    let objects = ObjectStore::new(storage, "/registry");
+    let shutdown = CancellationToken::new();
+    let caches = Arc::new(WatchCaches::new(objects.clone(), &shutdown));
+    assert_eq!(caches.cached_types(), 0, "nothing is cached before a list");
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    for _ in 0..60 {
+        random_write(&objects, &mut rng).await;
+    }
+    let writers: Vec<_> = (0..2)
+        .map(|i| {
+            let objects = objects.clone();
+            tokio::spawn(async move {
+                let mut rng = StdRng::seed_from_u64(seed ^ (i + 1));
+                for _ in 0..400 {
+                    random_write(&objects, &mut rng).await;
+                }
+            })
+        })
+        .collect();
+    let mut lists = 0;
+    while writers.iter().any(|w| !w.is_finished()) || lists < 50 {
+        let freshness = match rng.random_range(0..3) {
+            0 => Freshness::Any,
+            1 => Freshness::AtLeast(objects.current_revision().await.unwrap()),
+            _ => {
+                Freshness::AtLeast(rng.random_range(1..=objects.current_revision().await.unwrap()))
+            }
+        };
+        list_and_compare(&objects, &caches, &mut rng, freshness).await;
+        lists += 1;
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(caches.cached_types(), 1);
+    // Quiet now: a consistent list is the store's latest state.
+    let current = objects.current_revision().await.unwrap();
+    let keys = configmaps(&objects);
+    let page = served(
+        &caches,
+        ListQuery {
+            root: keys.all_clusters(),
+            namespaced: true,
+            prefix: keys.all_clusters(),
+            after: None,
+            limit: 0,
+            freshness: Freshness::AtLeast(current),
+        },
+        None,
+    )
+    .await;
+    assert_eq!(page.revision, current);
+    let expected = storage_page(&objects, keys.all_clusters(), 0, 0, None, &|_| true).await;
+    assert_same(&page, &expected, "final");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_consistent_list_waits_for_writes_to_other_types_without_waiting_for_this_one() {
+    let storage = kcp_storage::open_in_memory().await.unwrap();
+    let objects = ObjectStore::new(storage, "/registry");
+    let shutdown = CancellationToken::new();
+    let caches = WatchCaches::new(objects.clone(), &shutdown);
+    let keys = configmaps(&objects);
+    let root = LogicalClusterName::root();
+    let key = keys.object(&root, Some("default"), "x");
+    objects
+        .create(&key, &configmap("default", "x", "a", 1), what("x"))
+        .await
+        .unwrap();
+    let query = |freshness| ListQuery {
+        root: keys.all_clusters(),
+        namespaced: true,
+        prefix: keys.all_clusters(),
+        after: None,
+        limit: 0,
+        freshness,
+    };
+    served(&caches, query(Freshness::Any), None).await;
+    // Writes of another type move the store on; the cache has nothing to apply and still serves
+    // a consistent list at once, at the store's revision.
+    let secrets = objects.keys("", "secrets", KeyLayout::BuiltIn);
+    for i in 0..5 {
+        let name = format!("s{i}");
+        objects
+            .create(
+                &secrets.object(&root, Some("default"), &name),
+                &json!({"metadata": {"name": name, "namespace": "default"}}),
+                what(&name),
+            )
+            .await
+            .unwrap();
+    }
+    let current = objects.current_revision().await.unwrap();
+    let page = caches
+        .list(query(Freshness::AtLeast(current)), None)
+        .await
+        .unwrap();
+    assert_eq!(page.revision, current);
+    assert_eq!(page.items.len(), 1);
+    // A write of this type is waited for.
+    objects
+        .update(&key, &configmap("default", "x", "b", 2), 0, what("x"))
+        .await
+        .unwrap_err();
+    let stored = objects.get(&key, what("x")).await.unwrap().unwrap();
+    let updated = objects
+        .update(
+            &key,
+            &configmap("default", "x", "b", 2),
+            stored.revision,
+            what("x"),
+        )
+        .await
+        .unwrap();
+    let page = caches
+        .list(query(Freshness::AtLeast(updated.revision)), None)
+        .await
+        .unwrap();
+    assert_eq!(page.items[0].object(), &updated.object);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_new_cache_over_a_reopened_store_agrees_and_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.redb");
+    let mut rng = StdRng::seed_from_u64(7);
+    let shutdown = CancellationToken::new();
+    {
+        let storage: Arc<dyn kcp_storage::Storage> = Arc::new(
+            kcp_storage::embedded::EmbeddedStore::open(&path)
+                .await
+                .unwrap(),
+        );
+        let objects = ObjectStore::new(storage.clone(), "/registry");
+        for _ in 0..150 {
+            random_write(&objects, &mut rng).await;
+        }
+        let caches = WatchCaches::new(objects.clone(), &shutdown);
+        list_and_compare(&objects, &caches, &mut rng, Freshness::Any).await;
+        drop(caches);
+        storage.close().await.unwrap();
+    }
+    let storage: Arc<dyn kcp_storage::Storage> = Arc::new(
+        kcp_storage::embedded::EmbeddedStore::open(&path)
+            .await
+            .unwrap(),
+    );
+    let objects = ObjectStore::new(storage, "/registry");
+    let caches = WatchCaches::new(objects.clone(), &shutdown);
+    for _ in 0..10 {
+        let current = objects.current_revision().await.unwrap();
+        list_and_compare(&objects, &caches, &mut rng, Freshness::AtLeast(current)).await;
+        for _ in 0..20 {
+            random_write(&objects, &mut rng).await;
+        }
+    }
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn after_compaction_old_pages_go_to_storage_and_current_lists_still_agree() {
+    let storage = kcp_storage::open_in_memory().await.unwrap();
+    let objects = ObjectStore::new(storage.clone(), "/registry");
+    let shutdown = CancellationToken::new();
+    let caches = WatchCaches::new(objects.clone(), &shutdown);
+    let mut rng = StdRng::seed_from_u64(11);
+    for _ in 0..100 {
+        random_write(&objects, &mut rng).await;
+    }
+    let keys = configmaps(&objects);
+    let query = ListQuery {
+        root: keys.all_clusters(),
+        namespaced: true,
+        prefix: keys.all_clusters(),
+        after: None,
+        limit: 2,
+        freshness: Freshness::AtLeast(objects.current_revision().await.unwrap()),
+    };
+    let first = served(&caches, query, None).await;
+    let token = Continuation::decode(first.continue_token.as_deref().unwrap()).unwrap();
+    for _ in 0..50 {
+        random_write(&objects, &mut rng).await;
+    }
+    let current = objects.current_revision().await.unwrap();
+    storage.compact(current).await.unwrap();
+    // The cache holds only the present: the old page's continuation is storage's to answer, 410.
+    let old = ListQuery {
+        after: Some(token.after()),
+        freshness: Freshness::Exactly(token.revision()),
+        ..query
+    };
+    assert!(matches!(
+        caches.list(old, None).await,
+        Err(NotServed::Moved(_))
+    ));
+    let expired = objects
+        .list(
+            ListRequest {
+                prefix: keys.all_clusters(),
+                revision: 0,
+                limit: 2,
+                continuation: Some(token.clone()),
+            },
+            &|_| true,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(expired.code, 410);
+    for _ in 0..10 {
+        let current = objects.current_revision().await.unwrap();
+        list_and_compare(&objects, &caches, &mut rng, Freshness::AtLeast(current)).await;
+        random_write(&objects, &mut rng).await;
+    }
+    shutdown.cancel();
+}
