@@ -109,7 +109,7 @@ impl RequestAdmission<'_> {
         recorded.audit_annotations.extend(outcome.audit_annotations);
     }
 
-    /// The cluster's webhooks and policies, unless this write is exempt from them.
+    /// The admission configuration of the write's logical cluster.
     async fn configured(&self, write: &Write<'_>) -> Result<Arc<ClusterConfig>, ApiError> {
         self.admission
             .configs
@@ -142,6 +142,26 @@ impl RequestAdmission<'_> {
         }
     }
 
+    /// What the cluster's webhooks and policies need to judge `write`; `None` when the write is
+    /// exempt from them or none are configured.
+    async fn dispatch<'w>(
+        &'w self,
+        write: &Write<'w>,
+        config: &Arc<ClusterConfig>,
+    ) -> Result<Option<Dispatch<'w>>, ApiError> {
+        if write.rt.group == ADMISSION_GROUP
+            || (config.webhooks.is_empty() && config.policies.is_empty())
+        {
+            return Ok(None);
+        }
+        Ok(Some(Dispatch {
+            config: config.clone(),
+            namespace: self.namespace_of(write).await?,
+            objects: StoreObjects::new(&self.admission.store, write.cluster),
+            client: &self.admission.client,
+        }))
+    }
+
     async fn mutate_write(
         &self,
         write: Write<'_>,
@@ -152,41 +172,12 @@ impl RequestAdmission<'_> {
         if is_csr(&write) && write.operation == Operation::Create {
             certificates::set_requester(&attrs, object);
         }
-        if write.rt.group == ADMISSION_GROUP {
-            return Ok(());
-        }
         let config = self.configured(&write).await?;
-        if config.webhooks.is_empty() && config.policies.is_empty() {
+        let Some(dispatch) = self.dispatch(&write, &config).await? else {
             return Ok(());
-        }
-        let namespace = self.namespace_of(&write).await?;
-        let objects = StoreObjects::new(&self.admission.store, write.cluster);
+        };
         let mut outcome = Outcome::default();
-        let result = async {
-            config
-                .policies
-                .mutate(
-                    &objects,
-                    &attrs,
-                    namespace.as_ref(),
-                    object,
-                    old,
-                    &mut outcome,
-                )
-                .await?;
-            config
-                .webhooks
-                .mutate(
-                    &self.admission.client,
-                    &attrs,
-                    namespace.as_ref(),
-                    object,
-                    old,
-                    &mut outcome,
-                )
-                .await
-        }
-        .await;
+        let result = dispatch.mutate(&attrs, object, old, &mut outcome).await;
         self.record(outcome);
         result
     }
@@ -198,53 +189,72 @@ impl RequestAdmission<'_> {
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
         let attrs = Attributes::new(write, self.user, self.options.clone());
-        if write.rt.group != ADMISSION_GROUP {
-            let config = self.configured(&write).await?;
-            if !config.webhooks.is_empty() || !config.policies.is_empty() {
-                let namespace = self.namespace_of(&write).await?;
-                let objects = StoreObjects::new(&self.admission.store, write.cluster);
-                let mut outcome = Outcome::default();
-                let result = async {
-                    config
-                        .policies
-                        .validate(
-                            &objects,
-                            &attrs,
-                            namespace.as_ref(),
-                            object,
-                            old,
-                            &mut outcome,
-                        )
-                        .await?;
-                    config
-                        .webhooks
-                        .validate(
-                            &self.admission.client,
-                            &attrs,
-                            namespace.as_ref(),
-                            object,
-                            old,
-                            &mut outcome,
-                        )
-                        .await
-                }
-                .await;
-                self.record(outcome);
-                result?;
-            }
-            let quota_applies = write.operation != Operation::Delete
-                && write
-                    .namespace
-                    .filter(|_| write.rt.namespaced)
-                    .is_some_and(|ns| config.quota_namespaces.contains(ns));
-            if quota_applies {
-                quota::admit(&self.admission.store, &attrs, object, old).await?;
-            }
+        let config = self.configured(&write).await?;
+        if let Some(dispatch) = self.dispatch(&write, &config).await? {
+            let mut outcome = Outcome::default();
+            let result = dispatch.validate(&attrs, object, old, &mut outcome).await;
+            self.record(outcome);
+            result?;
+        }
+        let quota_applies = write.operation != Operation::Delete
+            && write
+                .namespace
+                .filter(|_| write.rt.namespaced)
+                .is_some_and(|ns| config.quota_namespaces.contains(ns));
+        if quota_applies {
+            quota::admit(&self.admission.store, &attrs, object, old).await?;
         }
         if is_csr(&write) {
             certificates::admit(self.authorizer.as_ref(), &attrs, object, old).await?;
         }
         object_limit::admit(&self.admission.object_counts, &self.admission.store, &write).await
+    }
+}
+
+/// A write to judge by its cluster's policies and webhooks (policies first, as kube orders its
+/// plugins).
+struct Dispatch<'a> {
+    config: Arc<ClusterConfig>,
+    namespace: Option<Value>,
+    objects: StoreObjects<'a>,
+    client: &'a WebhookClient,
+}
+
+impl Dispatch<'_> {
+    async fn mutate(
+        &self,
+        attrs: &Attributes,
+        object: &mut Value,
+        old: Option<&Value>,
+        outcome: &mut Outcome,
+    ) -> Result<(), ApiError> {
+        let namespace = self.namespace.as_ref();
+        let policies = &self.config.policies;
+        policies
+            .mutate(&self.objects, attrs, namespace, object, old, outcome)
+            .await?;
+        let webhooks = &self.config.webhooks;
+        webhooks
+            .mutate(self.client, attrs, namespace, object, old, outcome)
+            .await
+    }
+
+    async fn validate(
+        &self,
+        attrs: &Attributes,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        outcome: &mut Outcome,
+    ) -> Result<(), ApiError> {
+        let namespace = self.namespace.as_ref();
+        let policies = &self.config.policies;
+        policies
+            .validate(&self.objects, attrs, namespace, object, old, outcome)
+            .await?;
+        let webhooks = &self.config.webhooks;
+        webhooks
+            .validate(self.client, attrs, namespace, object, old, outcome)
+            .await
     }
 }
 
