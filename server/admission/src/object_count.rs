@@ -12,12 +12,15 @@
 //! annotated cluster, nothing else is read, nothing is counted, and admission skips the limit
 //! after one flag check.
 //!
-//! A change admitted while a scan runs is kept past it, so it may be counted twice (by the scan
-//! and in memory) until the next scan: the count errs high, by at most the writes of one scan.
+//! A scan reads storage at the revision of its first read; changes admitted from the moment it
+//! starts are kept past it, earlier ones are replaced by what it counted. So a write admitted
+//! before a scan started but stored after its first read is missed, and one admitted after the
+//! start but stored before that read is counted twice, until the next scan (a window of the
+//! time one write takes).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kcp_apimachinery::ApiError;
@@ -160,7 +163,7 @@ impl ObjectCounts {
 
     /// Scans now, then every interval, until `shutdown`; a failed scan keeps the counts it would
     /// have replaced and is retried at the next interval.
-    pub async fn run(self: std::sync::Arc<Self>, store: RestStore, shutdown: CancellationToken) {
+    pub async fn run(self: Arc<Self>, store: RestStore, shutdown: CancellationToken) {
         loop {
             match self.scan(&store).await {
                 Ok(scan) if scan.active => tracing::debug!(
