@@ -45,6 +45,7 @@ use kcp_registry::ClusterTarget;
 use kcp_registry::Registry;
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::store::RestStore;
+use kcp_watchcache::WatchCaches;
 
 /// The Kubernetes version this server speaks (its built-in types are those of this release).
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "35");
@@ -96,6 +97,8 @@ pub struct App {
     pub admission: Admission,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: CancellationToken,
+    /// One cache per listed resource type, shared by every logical cluster (lists read it).
+    pub watch_caches: WatchCaches,
     pub config: ServerConfig,
     /// The address clients reached us at, for `/api` discovery.
     pub server_address: String,
@@ -138,13 +141,16 @@ impl App {
             webhook,
             config.always_allow_paths.clone(),
         );
+        let shutdown = CancellationToken::new();
+        let watch_caches = WatchCaches::new(store.objects().clone(), &shutdown);
         Ok(App {
             store,
             admission,
             tenancy,
             authentication,
             authorizer,
-            shutdown: CancellationToken::new(),
+            shutdown,
+            watch_caches,
             config,
             server_address,
             bootstrapped: AtomicBool::new(false),
@@ -164,6 +170,7 @@ impl App {
             authorizer: &self.authorizer,
             admission: &self.admission,
             shutdown: &self.shutdown,
+            watch_caches: &self.watch_caches,
         }
     }
 

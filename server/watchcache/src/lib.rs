@@ -3,9 +3,10 @@
 //!
 //! kube-apiserver puts a `cacher` (a `watchCache` fed by one reflector) in front of etcd for every
 //! resource; kcp shares each one among all logical clusters, which is what keeps a workspace cheap
-//! here too: a type's cache is created on the first LIST of that type (a server whose clients never
-//! list a type pays nothing for it), filled by one list and kept current by one storage watch of the
-//! type's key prefix, and one more watch of the whole store ([`progress`]) tells lists how current
+//! here too: a type's cache is created when the type is listed a second time within
+//! [`DEMAND_WINDOW`] (a server whose clients never list a type, or list it once to learn a revision
+//! before they watch, pays nothing for it), filled by one list and kept current by one storage watch
+//! of the type's key prefix, and one more watch of the whole store ([`progress`]) tells lists how current
 //! each cache is. Lists are served as kube's cacher serves them: `resourceVersion` unset (consistent)
 //! and `NotOlderThan` wait, bounded, until the cache has reached the revision; `"0"` takes the cache
 //! as it is; a continuation is served when the cache still holds its revision. Whatever the cache
@@ -18,7 +19,8 @@ mod page;
 mod progress;
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::continuation::Continuation;
@@ -29,6 +31,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use cache::TypeCache;
 pub use object::CachedObject;
 use progress::Progress;
+
+/// A type listed again within this time after a list gets a cache.
+pub const DEMAND_WINDOW: Duration = Duration::from_secs(600);
 
 /// How current a list must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +88,8 @@ impl CachedPage {
 /// Why a list was not served from the cache; the caller reads storage instead.
 #[derive(Debug, thiserror::Error)]
 pub enum NotServed {
+    #[error("the type has not been listed again within the demand window")]
+    Cold,
     #[error("the cache of this type is being created")]
     Starting,
     #[error("the cache is listing the type")]
@@ -106,6 +113,8 @@ pub struct WatchCaches {
     /// Started with the first cache; the lock also makes creating a cache happen once.
     progress: tokio::sync::Mutex<Option<Arc<Progress>>>,
     caches: RwLock<HashMap<String, Arc<TypeCache>>>,
+    /// When each type without a cache was last listed.
+    listed: Mutex<HashMap<String, Instant>>,
 }
 
 impl WatchCaches {
@@ -118,17 +127,22 @@ impl WatchCaches {
             shutdown,
             progress: tokio::sync::Mutex::new(None),
             caches: RwLock::new(HashMap::new()),
+            listed: Mutex::new(HashMap::new()),
         }
     }
 
-    /// A page from the type's cache; creates the cache on the first list of a type (that list is
-    /// answered [`NotServed::Starting`]).
+    /// A page from the type's cache. The first list of a type is answered [`NotServed::Cold`];
+    /// the next within [`DEMAND_WINDOW`] creates the cache and is answered
+    /// [`NotServed::Starting`]; later ones are served once the cache has listed.
     pub async fn list(
         &self,
         query: ListQuery<'_>,
         keep: Option<&(dyn Fn(&Value) -> bool + Sync)>,
     ) -> Result<CachedPage, NotServed> {
         let Some(cache) = self.existing(query.root) else {
+            if !self.listed_again(query.root) {
+                return Err(NotServed::Cold);
+            }
             self.create(query.root, query.namespaced).await?;
             return Err(NotServed::Starting);
         };
@@ -146,6 +160,16 @@ impl WatchCaches {
     /// How many types have a cache.
     pub fn cached_types(&self) -> usize {
         self.caches.read().map_or(0, |caches| caches.len())
+    }
+
+    /// Records a list of a type without a cache; whether it had been listed within the window.
+    fn listed_again(&self, root: &str) -> bool {
+        let Ok(mut listed) = self.listed.lock() else {
+            return false;
+        };
+        let now = Instant::now();
+        listed.retain(|_, at| now.duration_since(*at) < DEMAND_WINDOW);
+        listed.insert(root.to_string(), now).is_some()
     }
 
     fn existing(&self, root: &str) -> Option<Arc<TypeCache>> {
@@ -170,6 +194,9 @@ impl WatchCaches {
         progress.register(cache.clone());
         if let Ok(mut caches) = self.caches.write() {
             caches.insert(root.to_string(), cache.clone());
+        }
+        if let Ok(mut listed) = self.listed.lock() {
+            listed.remove(root);
         }
         tokio::spawn(cache::run(
             cache,

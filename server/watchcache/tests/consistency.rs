@@ -195,6 +195,20 @@ async fn randomized_writes_and_lists_agree_with_storage() {
     let shutdown = CancellationToken::new();
     let caches = Arc::new(WatchCaches::new(objects.clone(), &shutdown));
     assert_eq!(caches.cached_types(), 0, "nothing is cached before a list");
+    let keys = configmaps(&objects);
+    let once = ListQuery {
+        root: keys.all_clusters(),
+        namespaced: true,
+        prefix: keys.all_clusters(),
+        after: None,
+        limit: 1,
+        freshness: Freshness::Any,
+    };
+    assert!(matches!(
+        caches.list(once, None).await,
+        Err(NotServed::Cold)
+    ));
+    assert_eq!(caches.cached_types(), 0, "one list does not earn a cache");
 
     let mut rng = StdRng::seed_from_u64(seed);
     for _ in 0..60 {
@@ -229,7 +243,6 @@ async fn randomized_writes_and_lists_agree_with_storage() {
     assert_eq!(caches.cached_types(), 1);
     // Quiet now: a consistent list is the store's latest state.
     let current = objects.current_revision().await.unwrap();
-    let keys = configmaps(&objects);
     let page = served(
         &caches,
         ListQuery {

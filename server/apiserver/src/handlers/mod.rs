@@ -42,6 +42,8 @@ pub struct Scope<'a> {
     pub admission: &'a kcp_admission::chain::Admission,
     /// Cancelled when the server shuts down; watches end on it.
     pub shutdown: &'a CancellationToken,
+    /// The shared watch caches lists are served from.
+    pub watch_caches: &'a kcp_watchcache::WatchCaches,
 }
 
 /// Serves a request for `/api/...` or `/apis/...` (after authorization) with the handler of the

@@ -1,16 +1,28 @@
 //! get and list.
+//!
+//! A list is served from the type's shared watch cache (kcp-watchcache) where kube-apiserver's
+//! cacher serves it: `resourceVersion` unset (consistent: the store's current revision is read and
+//! the cache waited for, as kube does with etcd's progress notifications), `"0"`, `NotOlderThan`,
+//! and the next pages of a list the cache still holds. `Exact`, older pages, and whatever the cache
+//! cannot answer in time go to storage; both give the same items, order and `continue` tokens.
+
+use std::sync::Arc;
 
 use http::Response;
+use kcp_apimachinery::labels::LabelSelector;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_storage::Revision;
+use kcp_watchcache::{CachedObject, CachedPage, Freshness, ListQuery};
 use serde_json::{Value, json};
 
 use super::Resolved;
-use crate::handlers::response::Body;
+use crate::handlers::negotiation::Output;
+use crate::handlers::response::{self, Body};
 use crate::request::query::{ListOptions, ResourceVersionMatch};
-use kcp_registry::ClusterTarget;
+use kcp_registry::storage::KeyLayout;
 use kcp_registry::storage::continuation::Continuation;
 use kcp_registry::storage::objects::ListRequest;
+use kcp_registry::{ClusterTarget, ResourceType};
 
 pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let stored = r.scope.store.get(&r.rt, r.location()?, r.name()).await?;
@@ -57,32 +69,60 @@ impl Resolved<'_> {
     }
 }
 
-/// The revision a list reads at, from `resourceVersion` and `resourceVersionMatch`
-/// (kube's semantics: unset = latest, `0` = any (we serve latest), `N` = not older than N, or exactly
-/// N with `Exact`).
-async fn list_revision(r: &Resolved<'_>, options: &ListOptions) -> Result<Revision, ApiError> {
-    let Some(rv) = options.resource_version.as_deref() else {
-        return Ok(0);
-    };
-    let requested: Revision = rv
-        .parse()
-        .map_err(|_| ApiError::bad_request(&format!("invalid resource version: {rv:?}")))?;
-    match options.resource_version_match {
-        Some(ResourceVersionMatch::Exact) if requested == 0 => Err(ApiError::bad_request(
-            "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
-        )),
-        Some(ResourceVersionMatch::Exact) => Ok(requested),
-        _ => {
-            let current = r.scope.store.objects().current_revision().await?;
-            if requested > current {
-                return Err(ApiError::timeout(
-                    &format!("Too large resource version: {requested}, current: {current}"),
-                    1,
-                ));
-            }
-            Ok(0)
+/// What `resourceVersion` and `resourceVersionMatch` ask of a list (kube's semantics: unset = the
+/// latest state, consistent; `0` = any state; `N` = not older than N, or exactly N with `Exact`).
+#[derive(Debug, Clone, Copy)]
+enum Wanted {
+    Latest,
+    Any,
+    NotOlderThan(Revision),
+    Exact(Revision),
+}
+
+impl Wanted {
+    fn parse(options: &ListOptions) -> Result<Wanted, ApiError> {
+        let Some(rv) = options.resource_version.as_deref() else {
+            return Ok(Wanted::Latest);
+        };
+        let requested: Revision = rv
+            .parse()
+            .map_err(|_| ApiError::bad_request(&format!("invalid resource version: {rv:?}")))?;
+        match options.resource_version_match {
+            Some(ResourceVersionMatch::Exact) if requested == 0 => Err(ApiError::bad_request(
+                "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+            )),
+            Some(ResourceVersionMatch::Exact) => Ok(Wanted::Exact(requested)),
+            _ if requested == 0 => Ok(Wanted::Any),
+            _ => Ok(Wanted::NotOlderThan(requested)),
         }
     }
+}
+
+/// A revision newer than the store's is kube's 504 "Too large resource version".
+async fn check_not_future(r: &Resolved<'_>, requested: Revision) -> Result<(), ApiError> {
+    let current = r.scope.store.objects().current_revision().await?;
+    if requested > current {
+        return Err(ApiError::timeout(
+            &format!("Too large resource version: {requested}, current: {current}"),
+            1,
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the type's objects are served as stored. The registry's contract: `storage_to_api` is
+/// the identity unless several APIs share one storage (the two Event APIs, whose storage group
+/// differs) or a CRD defines the type (its apiVersion and schema defaults are applied on read).
+fn served_as_stored(rt: &ResourceType) -> bool {
+    rt.layout == KeyLayout::BuiltIn && rt.storage_group == rt.group
+}
+
+fn list_metadata(revision: Revision, continue_token: Option<String>) -> Value {
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if let Some(token) = continue_token {
+        metadata["continue"] = json!(token);
+    }
+    metadata
 }
 
 pub async fn list(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
@@ -93,8 +133,37 @@ pub async fn list(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         .as_deref()
         .map(Continuation::decode)
         .transpose()?;
-    let revision = list_revision(r, &options).await?;
+    let wanted = Wanted::parse(&options)?;
+    if let Wanted::NotOlderThan(requested) = wanted {
+        check_not_future(r, requested).await?;
+    }
     let prefix = r.list_prefix();
+    let freshness = match (&continuation, wanted) {
+        (_, Wanted::Exact(_)) => None,
+        (Some(token), _) => Some(Freshness::Exactly(token.revision())),
+        (None, Wanted::Any) => Some(Freshness::Any),
+        (None, Wanted::NotOlderThan(requested)) => Some(Freshness::AtLeast(requested)),
+        (None, Wanted::Latest) => Some(Freshness::AtLeast(
+            r.scope.store.objects().current_revision().await?,
+        )),
+    };
+    if let Some(freshness) = freshness
+        && let Some(page) = from_cache(
+            r,
+            &options,
+            continuation.as_ref(),
+            &prefix,
+            freshness,
+            &keep,
+        )
+        .await
+    {
+        return render_cached(r, page);
+    }
+    let revision = match wanted {
+        Wanted::Exact(requested) => requested,
+        _ => 0,
+    };
     let page = r
         .scope
         .store
@@ -109,9 +178,83 @@ pub async fn list(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
             &keep,
         )
         .await?;
-    let mut metadata = json!({"resourceVersion": page.revision.to_string()});
-    if let Some(token) = page.continue_token {
-        metadata["continue"] = json!(token);
+    r.render_list(
+        page.items,
+        list_metadata(page.revision, page.continue_token),
+    )
+}
+
+/// The page from the type's watch cache, or `None` when storage must answer (the cache is being
+/// created or filled, did not catch up in time, or moved past a continuation's revision).
+async fn from_cache(
+    r: &Resolved<'_>,
+    options: &ListOptions,
+    continuation: Option<&Continuation>,
+    prefix: &str,
+    freshness: Freshness,
+    keep: &(dyn Fn(&Value) -> bool + Sync),
+) -> Option<CachedPage> {
+    let keys = r.scope.store.keys(&r.rt);
+    let selective =
+        options.label_selector != LabelSelector::everything() || !options.field_selector.is_empty();
+    let converted = |stored: &Value| keep(&r.rt.strategy.storage_to_api(stored.clone()));
+    let keep: Option<&(dyn Fn(&Value) -> bool + Sync)> = match (selective, served_as_stored(&r.rt))
+    {
+        (false, _) => None,
+        (true, true) => Some(keep),
+        (true, false) => Some(&converted),
+    };
+    let query = ListQuery {
+        root: keys.all_clusters(),
+        namespaced: r.rt.namespaced,
+        prefix,
+        after: continuation.map(Continuation::after),
+        limit: options.limit,
+        freshness,
+    };
+    match r.scope.watch_caches.list(query, keep).await {
+        Ok(page) => Some(page),
+        Err(reason) => {
+            tracing::debug!(%reason, resource = %r.rt.plural, "list served from storage");
+            None
+        }
     }
-    r.render_list(page.items, metadata)
+}
+
+fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, ApiError> {
+    let metadata = list_metadata(page.revision, page.continue_token);
+    if served_as_stored(&r.rt) && r.output()? == Output::Json {
+        return json_list(r, metadata, &page.items);
+    }
+    let items = page
+        .items
+        .iter()
+        .map(|object| r.rt.strategy.storage_to_api(object.object().clone()))
+        .collect();
+    r.render_list(items, metadata)
+}
+
+/// The list exactly as `render_list` encodes it in JSON (kind, apiVersion, metadata, items), with
+/// each item's bytes copied from the cache instead of encoded again.
+fn json_list(
+    r: &Resolved<'_>,
+    metadata: Value,
+    items: &[Arc<CachedObject>],
+) -> Result<Response<Body>, ApiError> {
+    let envelope =
+        json!({"kind": r.rt.list_kind(), "apiVersion": r.rt.api_version(), "metadata": metadata});
+    let mut body = serde_json::to_vec(&envelope)
+        .map_err(|e| ApiError::internal_error(&format!("encoding a list: {e}")))?;
+    body.reserve(items.iter().map(|o| o.json().len() + 1).sum::<usize>() + 12);
+    // The envelope's closing brace comes after the items.
+    body.pop();
+    body.extend_from_slice(b",\"items\":[");
+    for (i, object) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(object.json());
+    }
+    body.extend_from_slice(b"]}");
+    Ok(response::bytes(200, "application/json", body))
 }
