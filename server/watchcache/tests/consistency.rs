@@ -1,7 +1,8 @@
 //! The cache answers what storage answers: randomized creates, updates and deletes across logical
 //! clusters and namespaces while lists run, each page compared with storage's page at the
 //! revision the cache reported (items, order, `continue` token), pages continued across the two;
-//! a new cache over existing data after a restart of the store; continuations after compaction.
+//! a new cache over existing data after a restart of the store; continuations after compaction;
+//! storage watches that break (the cache lists again, the progress watch makes every cache do so).
 //! kube-apiserver's cacher tests compare cache and etcd the same way (`cacher_whitebox_test`,
 //! the storage consistency checker).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,11 +10,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use futures::StreamExt;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::storage::continuation::Continuation;
 use kcp_registry::storage::objects::{ListPage, ListRequest, ObjectRef};
 use kcp_registry::storage::{KeyLayout, ObjectStore, ResourceKeys};
-use kcp_storage::Revision;
+use kcp_storage::{RangeRequest, RangeResponse, Revision, Storage, StorageError, WatchStream};
 use kcp_watchcache::{CachedPage, Freshness, ListQuery, NotServed, WatchCaches};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -419,6 +422,101 @@ async fn after_compaction_old_pages_go_to_storage_and_current_lists_still_agree(
         let current = objects.current_revision().await.unwrap();
         list_and_compare(&objects, &caches, &mut rng, Freshness::AtLeast(current)).await;
         random_write(&objects, &mut rng).await;
+    }
+    shutdown.cancel();
+}
+
+/// A store whose watches all end with an error when the test says so, as etcd ends them when the
+/// history they need is compacted.
+struct Breakable {
+    inner: Arc<dyn Storage>,
+    breaks: tokio::sync::watch::Sender<u64>,
+}
+
+#[async_trait]
+impl Storage for Breakable {
+    async fn current_revision(&self) -> kcp_storage::Result<Revision> {
+        self.inner.current_revision().await
+    }
+    async fn get(&self, key: &str) -> kcp_storage::Result<Option<kcp_storage::KeyValue>> {
+        self.inner.get(key).await
+    }
+    async fn range(&self, request: RangeRequest) -> kcp_storage::Result<RangeResponse> {
+        self.inner.range(request).await
+    }
+    async fn create(
+        &self,
+        key: &str,
+        value: bytes::Bytes,
+    ) -> kcp_storage::Result<kcp_storage::KeyValue> {
+        self.inner.create(key, value).await
+    }
+    async fn update(
+        &self,
+        key: &str,
+        value: bytes::Bytes,
+        expected: Revision,
+    ) -> kcp_storage::Result<kcp_storage::KeyValue> {
+        self.inner.update(key, value, expected).await
+    }
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> kcp_storage::Result<(kcp_storage::KeyValue, Revision)> {
+        self.inner.delete(key, expected).await
+    }
+    async fn watch(&self, prefix: &str, from: Revision) -> kcp_storage::Result<WatchStream> {
+        let events = self.inner.watch(prefix, from).await?;
+        let mut broken = self.breaks.subscribe();
+        broken.mark_unchanged();
+        let end = futures::stream::once(async move {
+            Err(StorageError::Compacted {
+                requested: from,
+                compacted: from,
+            })
+        });
+        Ok(Box::pin(
+            events
+                .take_until(async move { broken.changed().await.ok() })
+                .chain(end),
+        ))
+    }
+    async fn compact(&self, revision: Revision) -> kcp_storage::Result<()> {
+        self.inner.compact(revision).await
+    }
+    async fn compacted_revision(&self) -> kcp_storage::Result<Revision> {
+        self.inner.compacted_revision().await
+    }
+    async fn close(&self) -> kcp_storage::Result<()> {
+        self.inner.close().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_watches_are_recovered_from_by_listing_again() {
+    let breakable = Arc::new(Breakable {
+        inner: kcp_storage::open_in_memory().await.unwrap(),
+        breaks: tokio::sync::watch::Sender::new(0),
+    });
+    let objects = ObjectStore::new(breakable.clone(), "/registry");
+    let shutdown = CancellationToken::new();
+    let caches = WatchCaches::new(objects.clone(), &shutdown);
+    let mut rng = StdRng::seed_from_u64(23);
+    for round in 0..6 {
+        for _ in 0..40 {
+            random_write(&objects, &mut rng).await;
+        }
+        // Every watch (the type's and the store-wide progress watch) breaks now and then, while
+        // writes go on; lists wait for the cache to list again, or go to storage meanwhile.
+        if round % 2 == 1 {
+            breakable.breaks.send_modify(|n| *n += 1);
+        }
+        for _ in 0..5 {
+            random_write(&objects, &mut rng).await;
+            let current = objects.current_revision().await.unwrap();
+            list_and_compare(&objects, &caches, &mut rng, Freshness::AtLeast(current)).await;
+        }
     }
     shutdown.cancel();
 }
