@@ -1,15 +1,16 @@
 //! Admission figures (issue 16): what a validating webhook and a ValidatingAdmissionPolicy add to
 //! a ConfigMap create, measured through the real server.
 //!
-//! Three phases create ConfigMaps at the same rate in logical cluster `root`: first with nothing
-//! configured (the baseline), then with one ValidatingWebhookConfiguration matching ConfigMap
-//! creates (its webhook is served by this command on 127.0.0.1 over HTTPS with a CA it makes,
-//! and allows everything), then, the webhook configuration deleted, with one
-//! ValidatingAdmissionPolicy of three CEL validations bound to ConfigMaps. The difference to the
-//! baseline is the cost: latency (p50, p99) beyond the webhook's own handling time, and server CPU
-//! per request, the steadier figure on a busy machine. kube-apiserver pays the same HTTPS round
-//! trip per webhook; the goals are p50 <= 1 ms added by a webhook and <= 20 us of CPU per request
-//! for the policy.
+//! Five phases create ConfigMaps at the same rate in logical cluster `root`: with nothing
+//! configured, with one ValidatingWebhookConfiguration matching ConfigMap creates (its webhook is
+//! served by this command on 127.0.0.1 over HTTPS with a CA it makes, and allows everything), with
+//! nothing again (the webhook configuration deleted), with one ValidatingAdmissionPolicy of three
+//! CEL validations bound to ConfigMaps, and with nothing once more. Each configured phase is
+//! compared with the mean of the unconfigured phases around it, so drift over the run (a growing
+//! namespace, other work on the machine) cancels out: latency (p50, p99) beyond the webhook's own
+//! handling time, and server CPU per request, the steadier figure on a busy machine. kube-apiserver
+//! pays the same HTTPS round trip per webhook; the goals are p50 <= 1 ms added by a webhook and
+//! <= 20 us of CPU per request for the policy.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -81,13 +82,14 @@ pub enum AdmissionError {
 #[derive(Debug, Serialize)]
 pub struct AdmissionReport {
     pub load: LoadReport,
-    /// The webhook phase minus the baseline, less the webhook's own mean handling time.
+    /// The webhook phase minus the mean of the plain phases around it, less the webhook's own
+    /// mean handling time.
     pub webhook: Overhead,
     /// Mean time the webhook spent on one review (parse, answer), in microseconds.
     pub webhook_handler_us: Option<f64>,
     /// Reviews the webhook answered.
     pub webhook_reviews: u64,
-    /// The policy phase minus the baseline.
+    /// The policy phase minus the mean of the plain phases around it.
     pub policy: Overhead,
 }
 
@@ -119,12 +121,12 @@ pub async fn run(
     let handler_us = (reviews > 0)
         .then(|| webhook.handler_ns.load(Ordering::Relaxed) as f64 / reviews as f64 / 1e3);
     let (webhook_overhead, policy) = match report.phases.as_slice() {
-        [baseline, webhooked, policed, ..] => {
-            let mut added = Overhead::of(baseline, webhooked);
+        [before, webhooked, between, policed, after, ..] => {
+            let mut added = Overhead::against_mean(before, between, webhooked);
             let own_ms = handler_us.unwrap_or(0.0) / 1e3;
             added.p50_ms = added.p50_ms.map(|ms| ms - own_ms);
             added.p99_ms = added.p99_ms.map(|ms| ms - own_ms);
-            (added, Overhead::of(baseline, policed))
+            (added, Overhead::against_mean(between, after, policed))
         }
         _ => (Overhead::default(), Overhead::default()),
     };
@@ -154,18 +156,8 @@ async fn measure(
     create_all(&admin, vec![namespace], 1).await?;
     let pid = Some(started.pid());
     let mut phases = Vec::new();
-
-    phases.push(
-        creates(
-            &admin,
-            plan,
-            args,
-            pid,
-            "create configmap (no admission)",
-            "plain",
-        )
-        .await?,
-    );
+    let plain = "create configmap (no admission)";
+    phases.push(creates(&admin, plan, args, pid, plain, "plain-a").await?);
 
     let configuration = webhook.configuration();
     post(
@@ -185,14 +177,8 @@ async fn measure(
         )
         .await?,
     );
-    let reply = admin
-        .request(
-            Method::DELETE,
-            &format!("{ADMISSION}/validatingwebhookconfigurations/bench"),
-            None,
-        )
-        .await?;
-    check("deleting the webhook configuration", reply)?;
+    delete(&admin, "validatingwebhookconfigurations").await?;
+    phases.push(creates(&admin, plan, args, pid, plain, "plain-b").await?);
 
     post(
         &admin,
@@ -217,6 +203,8 @@ async fn measure(
         )
         .await?,
     );
+    delete(&admin, "validatingadmissionpolicybindings").await?;
+    phases.push(creates(&admin, plan, args, pid, plain, "plain-c").await?);
     Ok(LoadReport {
         protocol: "HTTP/2",
         concurrency: connections,
@@ -226,6 +214,14 @@ async fn measure(
         server: None,
         phases,
     })
+}
+
+/// Deletes the object named `bench` in the admissionregistration collection `plural`.
+async fn delete(client: &Client, plural: &str) -> Result<(), AdmissionError> {
+    let path = format!("{ADMISSION}/{plural}/bench");
+    let reply = client.request(Method::DELETE, &path, None).await?;
+    check(&format!("deleting {path}"), reply)?;
+    Ok(())
 }
 
 async fn post(client: &Client, path: &str, body: &Value) -> Result<(), AdmissionError> {

@@ -98,6 +98,30 @@ pub struct Overhead {
 }
 
 impl Overhead {
+    /// `measured` minus the mean of `before` and `after` (phases without what is measured).
+    pub fn against_mean(before: &PhaseReport, after: &PhaseReport, measured: &PhaseReport) -> Self {
+        let mean = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| (a + b) / 2.0);
+        let diff = |base: Option<f64>, m: Option<f64>| base.zip(m).map(|(b, m)| m - b);
+        let (b, a, m) = (before.latency, after.latency, measured.latency);
+        Self {
+            p50_ms: diff(
+                mean(b.map(|l| l.p50_ms), a.map(|l| l.p50_ms)),
+                m.map(|l| l.p50_ms),
+            ),
+            p99_ms: diff(
+                mean(b.map(|l| l.p99_ms), a.map(|l| l.p99_ms)),
+                m.map(|l| l.p99_ms),
+            ),
+            server_cpu_us: diff(
+                mean(
+                    before.server_cpu_us_per_request,
+                    after.server_cpu_us_per_request,
+                ),
+                measured.server_cpu_us_per_request,
+            ),
+        }
+    }
+
     pub fn of(admin: &PhaseReport, user: &PhaseReport) -> Self {
         let diff = |a: Option<f64>, u: Option<f64>| a.zip(u).map(|(a, u)| u - a);
         let (a, u) = (admin.latency, user.latency);
