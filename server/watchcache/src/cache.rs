@@ -151,7 +151,7 @@ impl TypeCache {
             .await?;
         let mut fresh = Objects::new();
         for object in page.items {
-            if let Some((key, object)) = self.entry(object) {
+            if let Some((key, object)) = self.entry(&object) {
                 fresh.insert(key, object);
             }
         }
@@ -169,8 +169,8 @@ impl TypeCache {
         Ok(page.revision)
     }
 
-    fn entry(&self, object: Value) -> Option<(String, Arc<CachedObject>)> {
-        let Some(key) = relative_key(&object, self.namespaced) else {
+    fn entry(&self, object: &Value) -> Option<(String, Arc<CachedObject>)> {
+        let Some(key) = relative_key(object, self.namespaced) else {
             tracing::warn!(root = %self.root, "watch cache: an object without cluster or name");
             return None;
         };
@@ -185,7 +185,7 @@ impl TypeCache {
 
     fn apply(&self, change: Change) {
         let revision = change.revision;
-        let entry = self.entry(change.object);
+        let entry = self.entry(&change.object);
         if let Ok(mut state) = self.state.write() {
             match (change.kind, entry) {
                 (ChangeType::Deleted, Some((key, _))) => {

@@ -1,9 +1,12 @@
-//! One object as the cache holds it: decoded once and encoded once, when its change arrives.
+//! One object as the cache holds it: its JSON, encoded once when its change arrives.
 //!
 //! kube-apiserver's watch cache keeps decoded objects and, for watch events, a `cachingObject`
-//! that remembers each serialization; here the JSON encoding is made eagerly beside the decoded
-//! form, so a list in JSON copies bytes instead of encoding every item again, and selectors still
-//! read the decoded form. Objects are kept in their stored form (the `resourceVersion` of their
+//! that remembers each serialization. Here only the JSON encoding is kept: a list in JSON without
+//! selectors (the common case, and every informer's) copies bytes instead of encoding every item
+//! again, and the memory a cached object costs is about its JSON's size (a decoded
+//! `serde_json::Value` beside it took about five times that). Lists with selectors and lists in
+//! other encodings decode the items they read, as storage does, without reading storage. Objects
+//! are kept in their stored form (the `resourceVersion` of their
 //! last write and the `kcp.io/cluster` annotation set, as `ObjectStore` reads them), under their key
 //! relative to the type's root, `<cluster>/[<namespace>/]<name>`, whose byte order is storage's.
 
@@ -12,25 +15,24 @@ use kcp_apimachinery::meta;
 use kcp_registry::storage::objects::CLUSTER_ANNOTATION;
 use serde_json::Value;
 
-/// An object of the cache: its stored form, decoded and as JSON.
+/// An object of the cache: its stored form as JSON.
 #[derive(Debug)]
 pub struct CachedObject {
-    object: Value,
     json: Bytes,
 }
 
 impl CachedObject {
-    pub(crate) fn new(object: Value) -> Result<CachedObject, serde_json::Error> {
-        let json = Bytes::from(serde_json::to_vec(&object)?);
-        Ok(CachedObject { object, json })
+    pub(crate) fn new(object: &Value) -> Result<CachedObject, serde_json::Error> {
+        let json = Bytes::from(serde_json::to_vec(object)?);
+        Ok(CachedObject { json })
     }
 
-    /// The object as storage returns it (before the type's `storage_to_api`).
-    pub fn object(&self) -> &Value {
-        &self.object
+    /// The object as storage returns it (before the type's `storage_to_api`), decoded anew.
+    pub fn decode(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(&self.json)
     }
 
-    /// [`Self::object`] encoded as compact JSON, the bytes `serde_json::to_vec` makes of it.
+    /// The object encoded as compact JSON, the bytes `serde_json::to_vec` makes of it.
     pub fn json(&self) -> &Bytes {
         &self.json
     }
@@ -72,8 +74,8 @@ mod tests {
     #[test]
     fn json_is_the_compact_encoding() {
         let object = json!({"b": 1, "a": [true, null]});
-        let cached = CachedObject::new(object.clone()).unwrap();
+        let cached = CachedObject::new(&object).unwrap();
         assert_eq!(cached.json(), &serde_json::to_vec(&object).unwrap()[..]);
-        assert_eq!(cached.object(), &object);
+        assert_eq!(cached.decode().unwrap(), object);
     }
 }

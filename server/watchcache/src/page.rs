@@ -48,7 +48,9 @@ pub(crate) fn read(
         .take_while(|(key, _)| key.starts_with(range.prefix));
     let mut items = Vec::new();
     for (key, object) in in_range.by_ref() {
-        if keep.is_none_or(|keep| keep(object.object())) {
+        // The bytes were encoded from a value, so they decode; if they did not, the object could
+        // not be judged and is left out.
+        if keep.is_none_or(|keep| object.decode().is_ok_and(|o| keep(&o))) {
             items.push(object.clone());
             if range.limit != 0 && items.len() == range.limit {
                 let continue_after = in_range
@@ -75,7 +77,7 @@ mod tests {
     fn objects(keys: &[&str]) -> Objects {
         keys.iter()
             .map(|k| {
-                let object = CachedObject::new(json!({"key": k})).unwrap();
+                let object = CachedObject::new(&json!({"key": k})).unwrap();
                 (k.to_string(), Arc::new(object))
             })
             .collect()
@@ -84,7 +86,7 @@ mod tests {
     fn keys(page: &Page) -> Vec<String> {
         page.items
             .iter()
-            .map(|o| o.object()["key"].as_str().unwrap().to_string())
+            .map(|o| o.decode().unwrap()["key"].as_str().unwrap().to_string())
             .collect()
     }
 

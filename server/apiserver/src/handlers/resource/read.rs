@@ -229,8 +229,13 @@ fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, A
     let items = page
         .items
         .iter()
-        .map(|object| r.rt.strategy.storage_to_api(object.object().clone()))
-        .collect();
+        .map(|object| {
+            object
+                .decode()
+                .map(|o| r.rt.strategy.storage_to_api(o))
+                .map_err(|e| ApiError::internal_error(&format!("a cached object: {e}")))
+        })
+        .collect::<Result<Vec<Value>, ApiError>>()?;
     r.render_list(items, metadata)
 }
 
