@@ -21,7 +21,7 @@
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine;
 use kube_cel::KubeCelExt;
@@ -323,6 +323,21 @@ pub struct Activation<'a> {
     pub params: Option<&'a Value>,
     pub namespace_object: Option<&'a Value>,
     pub variables: Option<&'a Variables>,
+    /// Where the root variables' CEL values are kept once converted, so the expressions of one
+    /// evaluation (a policy's variables and validations) convert each JSON value once;
+    /// `None`: converted per expression.
+    pub converted: Option<&'a Converted>,
+}
+
+/// The root variables of one activation as CEL values, converted on first use. Only valid for
+/// the activation (the same JSON values) it was made for.
+#[derive(Debug, Default)]
+pub struct Converted {
+    object: OnceLock<cel::Value>,
+    old_object: OnceLock<cel::Value>,
+    request: OnceLock<cel::Value>,
+    params: OnceLock<cel::Value>,
+    namespace_object: OnceLock<cel::Value>,
 }
 
 impl<'a> Activation<'a> {
@@ -339,6 +354,7 @@ impl<'a> Activation<'a> {
             params: None,
             namespace_object: None,
             variables: None,
+            converted: None,
         }
     }
 }
@@ -704,16 +720,24 @@ impl Expression {
     }
 
     fn evaluate_here(&self, activation: &Activation<'_>) -> Result<cel::Value, String> {
-        let bind = |value: Option<&Value>| value.map_or(cel::Value::Null, to_cel);
+        let convert = |slot: fn(&Converted) -> &OnceLock<cel::Value>, value: Option<&Value>| {
+            let make = || value.map_or(cel::Value::Null, to_cel);
+            match activation.converted {
+                Some(converted) => slot(converted).get_or_init(make).clone(),
+                None => make(),
+            }
+        };
         BASE.with(|base| {
             let mut scope = base.new_inner_scope();
             for root in &self.roots_used {
                 let value = match root.as_str() {
-                    "object" => bind(activation.object),
-                    "oldObject" => bind(activation.old_object),
-                    "request" => to_cel(activation.request),
-                    "params" => bind(activation.params),
-                    "namespaceObject" => bind(activation.namespace_object),
+                    "object" => convert(|c| &c.object, activation.object),
+                    "oldObject" => convert(|c| &c.old_object, activation.old_object),
+                    "request" => convert(|c| &c.request, Some(activation.request)),
+                    "params" => convert(|c| &c.params, activation.params),
+                    "namespaceObject" => {
+                        convert(|c| &c.namespace_object, activation.namespace_object)
+                    }
                     _ => activation
                         .variables
                         .map_or_else(|| Variables::default().as_cel(), Variables::as_cel),
@@ -830,6 +854,7 @@ mod tests {
             params: Some(&params),
             namespace_object: Some(&namespace),
             variables: None,
+            converted: None,
         };
         let cases = [
             ("object.spec.replicas", json!(3)),

@@ -9,7 +9,7 @@ use kube_cel::cel as cel_value;
 
 use super::Request;
 use super::matcher::Constraints;
-use crate::cel::{Activation, Environment, Expression, MatchConditions, Variables};
+use crate::cel::{Activation, Converted, Environment, Expression, MatchConditions, Variables};
 
 /// `failurePolicy`: what an error (compilation, evaluation, params, configuration) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,11 +126,13 @@ impl Common {
     }
 }
 
-/// The activation of one evaluation (without variables).
+/// The activation of one evaluation (without variables); its values are converted to CEL once,
+/// into `converted`.
 pub(super) fn activation<'a>(
     request: &'a Request<'a>,
     object: Option<&'a serde_json::Value>,
     params: Option<&'a serde_json::Value>,
+    converted: &'a Converted,
 ) -> Activation<'a> {
     Activation {
         object,
@@ -139,5 +141,6 @@ pub(super) fn activation<'a>(
         params,
         namespace_object: request.namespace_object,
         variables: None,
+        converted: Some(converted),
     }
 }

@@ -25,7 +25,7 @@ use super::compiled::{Common, Compiled, FailurePolicy, ParamKind, activation};
 use super::matcher::Constraints;
 use super::params::{self, ParamRef};
 use super::{Denial, Request};
-use crate::cel::{Activation, Environment, to_json};
+use crate::cel::{Activation, Converted, Environment, to_json};
 use crate::sources::Objects;
 
 /// One `mutations` entry.
@@ -236,7 +236,8 @@ impl MutatingPolicy {
                 object: Some(&current),
                 ..*base
             };
-            let base_activation = activation(&request, Some(&current), param);
+            let converted = Converted::default();
+            let base_activation = activation(&request, Some(&current), param, &converted);
             if index == 0 {
                 match self.common.conditions_match(&base_activation) {
                     Ok(true) => invocation.invoked = true,

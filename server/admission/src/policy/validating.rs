@@ -20,7 +20,7 @@ use super::matcher::Constraints;
 use super::params::{self, ParamRef};
 use super::{Denial, Request};
 use crate::Outcome;
-use crate::cel::{Activation, Environment};
+use crate::cel::{Activation, Converted, Environment};
 use crate::sources::Objects;
 
 /// Kube's cap on a message produced by `messageExpression`.
@@ -273,7 +273,8 @@ impl ValidatingPolicy {
     fn evaluate(&self, request: &Request<'_>, param: Option<&serde_json::Value>) -> Evaluation {
         let fail = self.common.failure_policy == FailurePolicy::Fail;
         let mut evaluation = Evaluation::default();
-        let base = activation(request, request.object, param);
+        let converted = Converted::default();
+        let base = activation(request, request.object, param, &converted);
         match self.common.conditions_match(&base) {
             Ok(true) => {}
             Ok(false) => return evaluation,
