@@ -14,11 +14,11 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use kcp_apimachinery::labels::LabelSelector;
 use kcp_apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use kcp_apimachinery::{FieldError, meta};
 use serde_json::{Map, Value, json};
 
+use super::admission_webhooks::{rule_errors, selector_errors};
 use super::{Column, ResourceType, Strategy};
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -365,16 +365,15 @@ fn match_resources_errors(resources: &Value, path: &str) -> Vec<FieldError> {
         let at = format!("{path}.{selector}");
         match resources.get(selector).filter(|s| !s.is_null()) {
             None => errors.push(FieldError::required(&at, "")),
-            Some(value) => errors.extend(selector_error(value, &at)),
+            Some(value) => errors.extend(selector_errors(Some(value), &at)),
+        }
+    }
+    for rules in ["resourceRules", "excludeResourceRules"] {
+        for (index, rule) in items(resources, rules).iter().enumerate() {
+            errors.extend(rule_errors(rule, &format!("{path}.{rules}[{index}]")));
         }
     }
     errors
-}
-
-fn selector_error(selector: &Value, path: &str) -> Option<FieldError> {
-    LabelSelector::from_json(selector)
-        .err()
-        .map(|err| FieldError::invalid(path, selector.clone(), &err.to_string()))
 }
 
 /// Names present, qualified and unique; expressions present.
@@ -716,7 +715,7 @@ fn param_ref_errors(param_ref: &Value) -> Vec<FieldError> {
         errors.push(FieldError::forbidden("spec.paramRef.selector", EXCLUSIVE));
     }
     if let Some(selector) = selector {
-        errors.extend(selector_error(selector, "spec.paramRef.selector"));
+        errors.extend(selector_errors(Some(selector), "spec.paramRef.selector"));
     }
     if name.is_empty() && selector.is_none() {
         errors.push(FieldError::required(
@@ -890,6 +889,38 @@ mod tests {
             found
                 .iter()
                 .any(|f| f.starts_with("spec.validations[0].reason: Unsupported value"))
+        );
+    }
+
+    #[test]
+    fn resource_rules_are_checked_like_webhook_rules() {
+        let found = errors(
+            &VALIDATING,
+            policy(json!({
+                "matchConstraints": {
+                    "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["PATCH"], "resources": ["configmaps"]}],
+                    "excludeResourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "resources": ["secrets"]}]},
+                "validations": [{"expression": "true"}],
+            })),
+        );
+        for expected in [
+            "spec.matchConstraints.resourceRules[0].operations[0]: Unsupported value: \"PATCH\"",
+            "spec.matchConstraints.excludeResourceRules[0].operations: Required value",
+        ] {
+            assert!(
+                found.iter().any(|f| f.starts_with(expected)),
+                "{expected} not in {found:#?}"
+            );
+        }
+        assert!(
+            errors(
+                &VALIDATING,
+                policy(json!({"matchConstraints": rules(),
+            "validations": [{"expression": "true"}]}))
+            )
+            .is_empty()
         );
     }
 

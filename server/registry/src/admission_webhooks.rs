@@ -270,8 +270,8 @@ fn url_problem(url: &str) -> Option<String> {
     None
 }
 
-/// kube's checks of a RuleWithOperations.
-fn rule_errors(rule: &Value, path: &str) -> Vec<FieldError> {
+/// kube's checks of a RuleWithOperations (the policies' NamedRuleWithOperations share them).
+pub(crate) fn rule_errors(rule: &Value, path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let operations = strings(rule.get("operations"));
     if operations.is_empty() {
@@ -423,7 +423,8 @@ fn review_versions_errors(value: Option<&Value>, path: &str) -> Vec<FieldError> 
     errors
 }
 
-fn selector_errors(selector: Option<&Value>, path: &str) -> Option<FieldError> {
+/// A label selector that does not parse.
+pub(crate) fn selector_errors(selector: Option<&Value>, path: &str) -> Option<FieldError> {
     let selector = selector.filter(|s| !s.is_null())?;
     LabelSelector::from_json(selector)
         .err()
