@@ -352,4 +352,36 @@ async fn custom_resources_are_served_with_their_defaults() {
     assert_eq!(names(&even), ["g-0", "g-2", "g-4"]);
     same_as_storage(&server, path, "limit=4", "application/json").await;
     same_as_storage(&server, path, "", TABLE).await;
+
+    // A changed definition: a new field's default applies on read to the objects stored before
+    // it, from the cache as from storage.
+    let crds = "/clusters/wc-crd/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let mut changed = server
+        .get(&format!("{crds}/gadgets.cache.kcp.io"))
+        .await
+        .json();
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["shape"] = json!({"type": "string", "default": "round"});
+    let updated = server
+        .send_json(
+            Method::PUT,
+            &format!("{crds}/gadgets.cache.kcp.io"),
+            &changed,
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    server
+        .wait_for("the new default on read", &format!("{path}/g-0"), |r| {
+            r.status == 200 && r.json()["spec"]["shape"] == "round"
+        })
+        .await;
+    let list = same_as_storage(&server, path, "", "application/json").await;
+    assert!(
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["spec"]["shape"] == "round"),
+        "{list}"
+    );
 }

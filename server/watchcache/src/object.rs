@@ -5,26 +5,71 @@
 //! selectors (the common case, and every informer's) copies bytes instead of encoding every item
 //! again, and the memory a cached object costs is about its JSON's size (a decoded
 //! `serde_json::Value` beside it took about five times that). Lists with selectors and lists in
-//! other encodings decode the items they read, as storage does, without reading storage. Objects
-//! are kept in their stored form (the `resourceVersion` of their
-//! last write and the `kcp.io/cluster` annotation set, as `ObjectStore` reads them), under their key
-//! relative to the type's root, `<cluster>/[<namespace>/]<name>`, whose byte order is storage's.
+//! other encodings decode the items they read, as storage does, without reading storage. Types
+//! whose API form differs from the stored one (custom resources get their version's apiVersion and
+//! schema defaults on read) keep the JSON of the type last listed beside it, made once and reused
+//! until another version, or a changed definition of the type, is listed. Objects are kept in their
+//! stored form (the `resourceVersion` of their last write and the `kcp.io/cluster` annotation set,
+//! as `ObjectStore` reads them), under their key relative to the type's root,
+//! `<cluster>/[<namespace>/]<name>`, whose byte order is storage's.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 use kcp_apimachinery::meta;
+use kcp_registry::ResourceType;
 use kcp_registry::storage::objects::CLUSTER_ANNOTATION;
 use serde_json::Value;
 
-/// An object of the cache: its stored form as JSON.
+/// An object of the cache: its stored form as JSON, and its API form for the type last served.
 #[derive(Debug)]
 pub struct CachedObject {
     json: Bytes,
+    served: Mutex<Option<Served>>,
+}
+
+/// The JSON of an object as one resource type (one served version of one definition) returns it.
+struct Served {
+    /// Held weakly, so a type no longer served is not kept alive, and compared by address: the
+    /// allocation stays while this points at it, so no other type can take its address.
+    rt: Weak<ResourceType>,
+    json: Bytes,
+}
+
+impl fmt::Debug for Served {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Served({} bytes)", self.json.len())
+    }
 }
 
 impl CachedObject {
     pub(crate) fn new(object: &Value) -> Result<CachedObject, serde_json::Error> {
         let json = Bytes::from(serde_json::to_vec(object)?);
-        Ok(CachedObject { json })
+        Ok(CachedObject {
+            json,
+            served: Mutex::new(None),
+        })
+    }
+
+    /// The object as `rt` serves it (`storage_to_api`), as compact JSON: made on the first call
+    /// for `rt` and kept until another type asks.
+    pub fn served_json(&self, rt: &Arc<ResourceType>) -> Result<Bytes, serde_json::Error> {
+        if let Ok(served) = self.served.lock()
+            && let Some(served) = served.as_ref()
+            && served.rt.as_ptr() == Arc::as_ptr(rt)
+        {
+            return Ok(served.json.clone());
+        }
+        let object = rt.strategy.storage_to_api(self.decode()?);
+        let json = Bytes::from(serde_json::to_vec(&object)?);
+        if let Ok(mut served) = self.served.lock() {
+            *served = Some(Served {
+                rt: Arc::downgrade(rt),
+                json: json.clone(),
+            });
+        }
+        Ok(json)
     }
 
     /// The object as storage returns it (before the type's `storage_to_api`), decoded anew.
@@ -69,6 +114,27 @@ mod tests {
             relative_key(&json!({"metadata": {"name": "x"}}), false),
             None
         );
+    }
+
+    #[test]
+    fn the_served_form_is_made_once_per_type() {
+        let registry = kcp_registry::Registry::new();
+        let core = registry.builtin_type("", "v1", "events").unwrap();
+        let events = registry
+            .builtin_type("events.k8s.io", "v1", "events")
+            .unwrap();
+        let stored = json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "default"}, "reason": "Seen"});
+        let cached = CachedObject::new(&stored).unwrap();
+        let as_events = |cached: &CachedObject| cached.served_json(&events).unwrap();
+        let expected = serde_json::to_vec(&events.strategy.storage_to_api(stored.clone())).unwrap();
+        assert_eq!(as_events(&cached), &expected[..]);
+        // The same bytes again, not a new encoding.
+        assert_eq!(as_events(&cached).as_ptr(), as_events(&cached).as_ptr());
+        // Another type gets its own form, and the first is made again after it.
+        let as_core = cached.served_json(&core).unwrap();
+        assert_eq!(as_core, cached.json());
+        assert_eq!(as_events(&cached), &expected[..]);
     }
 
     #[test]

@@ -6,13 +6,12 @@
 //! and the next pages of a list the cache still holds. `Exact`, older pages, and whatever the cache
 //! cannot answer in time go to storage; both give the same items, order and `continue` tokens.
 
-use std::sync::Arc;
-
+use bytes::Bytes;
 use http::Response;
 use kcp_apimachinery::labels::LabelSelector;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_storage::Revision;
-use kcp_watchcache::{CachedObject, CachedPage, Freshness, ListQuery};
+use kcp_watchcache::{CachedPage, Freshness, ListQuery};
 use serde_json::{Value, json};
 
 use super::Resolved;
@@ -223,42 +222,48 @@ async fn from_cache(
 
 fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, ApiError> {
     let metadata = list_metadata(page.revision, page.continue_token);
-    if served_as_stored(&r.rt) && r.output()? == Output::Json {
-        return json_list(r, metadata, &page.items);
+    let failed = |e: serde_json::Error| ApiError::internal_error(&format!("a cached object: {e}"));
+    if r.output()? == Output::Json {
+        let items = if served_as_stored(&r.rt) {
+            page.items.iter().map(|o| o.json().clone()).collect()
+        } else {
+            page.items
+                .iter()
+                .map(|o| o.served_json(&r.rt))
+                .collect::<Result<Vec<Bytes>, _>>()
+                .map_err(failed)?
+        };
+        return json_list(r, metadata, &items);
     }
     let items = page
         .items
         .iter()
-        .map(|object| {
-            object
-                .decode()
-                .map(|o| r.rt.strategy.storage_to_api(o))
-                .map_err(|e| ApiError::internal_error(&format!("a cached object: {e}")))
-        })
-        .collect::<Result<Vec<Value>, ApiError>>()?;
+        .map(|o| o.decode().map(|o| r.rt.strategy.storage_to_api(o)))
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(failed)?;
     r.render_list(items, metadata)
 }
 
 /// The list exactly as `render_list` encodes it in JSON (kind, apiVersion, metadata, items), with
-/// each item's bytes copied from the cache instead of encoded again.
+/// each item's bytes taken from the cache instead of encoded again.
 fn json_list(
     r: &Resolved<'_>,
     metadata: Value,
-    items: &[Arc<CachedObject>],
+    items: &[Bytes],
 ) -> Result<Response<Body>, ApiError> {
     let envelope =
         json!({"kind": r.rt.list_kind(), "apiVersion": r.rt.api_version(), "metadata": metadata});
     let mut body = serde_json::to_vec(&envelope)
         .map_err(|e| ApiError::internal_error(&format!("encoding a list: {e}")))?;
-    body.reserve(items.iter().map(|o| o.json().len() + 1).sum::<usize>() + 12);
+    body.reserve(items.iter().map(|json| json.len() + 1).sum::<usize>() + 12);
     // The envelope's closing brace comes after the items.
     body.pop();
     body.extend_from_slice(b",\"items\":[");
-    for (i, object) in items.iter().enumerate() {
+    for (i, json) in items.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(object.json());
+        body.extend_from_slice(json);
     }
     body.extend_from_slice(b"]}");
     Ok(response::bytes(200, "application/json", body))
