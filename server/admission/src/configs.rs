@@ -236,12 +236,15 @@ impl ConfigIndex {
     ) -> Result<(), ApiError> {
         let objects = store.objects();
         let from = objects.current_revision().await? + 1;
-        let mut streams = Vec::new();
-        for (group, version, plural) in CONFIGURATION_TYPES {
-            if let Some(rt) = store.registry().builtin_type(group, version, plural) {
-                let keys = store.keys(&rt);
-                streams.push(Box::pin(objects.watch(keys.all_clusters(), from).await?));
-            }
+        // Two watches, not one per type: every storage watch is woken by every write.
+        let mut streams = vec![Box::pin(
+            objects
+                .watch(&objects.group_root(ADMISSION_GROUP), from)
+                .await?,
+        )];
+        if let Some(quotas) = store.registry().builtin_type("", "v1", "resourcequotas") {
+            let keys = store.keys(&quotas);
+            streams.push(Box::pin(objects.watch(keys.all_clusters(), from).await?));
         }
         // What changed before the watch started is unknown: read everything again.
         self.load_all(store).await?;

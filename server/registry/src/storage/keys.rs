@@ -25,14 +25,20 @@ pub struct ResourceKeys {
     root: String,
 }
 
+/// `/<prefix>/<group>/`: every resource of an API group (built-in and custom), in every logical
+/// cluster. One watch over it replaces one per resource where a reader follows a whole group.
+pub fn group_root(prefix: &str, group: &str) -> String {
+    let group = if group.is_empty() { "core" } else { group };
+    format!("{}/{group}/", prefix.trim_end_matches('/'))
+}
+
 impl ResourceKeys {
     pub fn new(prefix: &str, group: &str, resource: &str, layout: KeyLayout) -> Self {
-        let group = if group.is_empty() { "core" } else { group };
-        let prefix = prefix.trim_end_matches('/');
+        let group_root = group_root(prefix, group);
         let root = match layout {
-            KeyLayout::BuiltIn => format!("{prefix}/{group}/{resource}/"),
+            KeyLayout::BuiltIn => format!("{group_root}{resource}/"),
             KeyLayout::CustomResource => {
-                format!("{prefix}/{group}/{resource}/{CUSTOM_RESOURCES_SEGMENT}/")
+                format!("{group_root}{resource}/{CUSTOM_RESOURCES_SEGMENT}/")
             }
         };
         ResourceKeys { root }

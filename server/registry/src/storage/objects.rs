@@ -9,7 +9,7 @@ use kcp_storage::{EventKind, KeyValue, RangeRequest, Revision, Storage, StorageE
 use serde_json::Value;
 
 use super::continuation::Continuation;
-use super::keys::{KeyLayout, ResourceKeys};
+use super::keys::{self, KeyLayout, ResourceKeys};
 use crate::LogicalClusterName;
 
 /// The most keys one storage read of a list asks for.
@@ -110,6 +110,11 @@ impl ObjectStore {
             storage,
             prefix: prefix.to_string(),
         }
+    }
+
+    /// Where every resource of an API group is stored (see [`keys::group_root`]).
+    pub fn group_root(&self, group: &str) -> String {
+        keys::group_root(&self.prefix, group)
     }
 
     pub fn keys(&self, group: &str, resource: &str, layout: KeyLayout) -> ResourceKeys {

@@ -16,7 +16,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::select_all;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_rbac::{PolicyIndex, bootstrap};
 use serde_json::{Value, json};
@@ -216,16 +215,14 @@ impl PolicyCache {
 
     async fn follow(&self, shutdown: &CancellationToken) -> Result<(), ApiError> {
         let from = self.objects.current_revision().await? + 1;
-        let mut streams = Vec::new();
-        for (resource, _) in RBAC_RESOURCES {
-            let keys = self.objects.keys(RBAC_GROUP, resource, KeyLayout::BuiltIn);
-            streams.push(Box::pin(
-                self.objects.watch(keys.all_clusters(), from).await?,
-            ));
-        }
+        // One watch over the group, not one per RBAC type: every storage watch is woken by every
+        // write.
+        let mut changes = self
+            .objects
+            .watch(&self.objects.group_root(RBAC_GROUP), from)
+            .await?;
         // Whatever happened before the watch started is unknown: start from nothing.
         self.invalidate_all();
-        let mut changes = select_all(streams);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
