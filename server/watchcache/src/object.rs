@@ -45,7 +45,7 @@ impl fmt::Debug for Served {
 
 impl CachedObject {
     pub(crate) fn new(object: &Value) -> Result<CachedObject, serde_json::Error> {
-        let json = Bytes::from(serde_json::to_vec(object)?);
+        let json = encode(object)?;
         Ok(CachedObject {
             json,
             served: Mutex::new(None),
@@ -62,7 +62,7 @@ impl CachedObject {
             return Ok(served.json.clone());
         }
         let object = rt.strategy.storage_to_api(self.decode()?);
-        let json = Bytes::from(serde_json::to_vec(&object)?);
+        let json = encode(&object)?;
         if let Ok(mut served) = self.served.lock() {
             *served = Some(Served {
                 rt: Arc::downgrade(rt),
@@ -81,6 +81,14 @@ impl CachedObject {
     pub fn json(&self) -> &Bytes {
         &self.json
     }
+}
+
+/// Compact JSON in an allocation of its size (the encoder's buffer grows by doubling, and a cached
+/// object keeps its bytes for as long as it lives).
+fn encode(object: &Value) -> Result<Bytes, serde_json::Error> {
+    let mut json = serde_json::to_vec(object)?;
+    json.shrink_to_fit();
+    Ok(Bytes::from(json))
 }
 
 /// The key of an object relative to its type's root, rebuilt from what decoding put in it: the
