@@ -6,7 +6,7 @@
 //! round-robin (many streams each), HTTP/1.1 connections are checked out one request at a time (a
 //! request waits for a free connection, and that wait counts as latency). A connection that breaks
 //! is reopened on next use. Watches get a connection of their own, so a long stream never holds a
-//! pooled HTTP/1.1 connection.
+//! pooled HTTP/1.1 connection, or (`stream_pooled`, HTTP/2) share the pool as informers do.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -203,18 +203,7 @@ impl Client {
     ) -> Result<Reply, ClientError> {
         let request = self.build(media, method, path, body)?;
         let response = match &self.free {
-            None => {
-                let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
-                let mut sender = {
-                    let mut slot = self.slots[i].lock().await;
-                    let sender = self.ensure_connected(&mut slot).await?;
-                    match sender {
-                        Sender::H2(s) => Sender::H2(s.clone()),
-                        Sender::H1(_) => return Err(ClientError::Closed),
-                    }
-                };
-                sender.send(request).await?
-            }
+            None => self.next_h2().await?.send(request).await?,
             Some((tx, rx)) => {
                 let i = rx.lock().await.recv().await.ok_or(ClientError::Closed)?;
                 let result = async {
@@ -240,6 +229,29 @@ impl Client {
     pub async fn stream(&self, path: &str) -> Result<Response<Incoming>, ClientError> {
         let request = self.build(Media::Json, Method::GET, path, None)?;
         self.connect().await?.send(request).await
+    }
+
+    /// Starts a request as one more HTTP/2 stream on the next pooled connection (round-robin),
+    /// returning as soon as the headers arrive; with HTTP/1.1, on a connection of its own.
+    ///
+    /// The server limits concurrent streams per connection (kcp: 200); a stream beyond that waits
+    /// for a free one, so long-running streams must be spread over enough connections.
+    pub async fn stream_pooled(&self, path: &str) -> Result<Response<Incoming>, ClientError> {
+        if self.free.is_some() {
+            return self.stream(path).await;
+        }
+        let request = self.build(Media::Json, Method::GET, path, None)?;
+        self.next_h2().await?.send(request).await
+    }
+
+    /// A handle on the next HTTP/2 connection of the pool (connecting it if needed).
+    async fn next_h2(&self) -> Result<Sender, ClientError> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let mut slot = self.slots[i].lock().await;
+        match self.ensure_connected(&mut slot).await? {
+            Sender::H2(s) => Ok(Sender::H2(s.clone())),
+            Sender::H1(_) => Err(ClientError::Closed),
+        }
     }
 
     fn build(

@@ -159,8 +159,10 @@ pub fn widget(namespace: &str, name: &str, payload: &str, generation: u64) -> Va
     })
 }
 
-/// The key of a CRD event once it shows `Established=True`: `<logical cluster>/<name>`.
-pub fn established_key(event: &Value) -> Option<String> {
+/// The key of a CRD event (a line of the watch) once it shows `Established=True`:
+/// `<logical cluster>/<name>`.
+pub fn established_key(line: &[u8]) -> Option<String> {
+    let event: Value = serde_json::from_slice(line).ok()?;
     if !matches!(event["type"].as_str(), Some("ADDED" | "MODIFIED")) {
         return None;
     }
@@ -539,6 +541,8 @@ mod tests {
                 "status": {"conditions": [
                     {"type": "NamesAccepted", "status": "True"},
                     {"type": "Established", "status": status}]}}})
+            .to_string()
+            .into_bytes()
         };
         assert_eq!(
             established_key(&event("MODIFIED", "True")),
@@ -547,7 +551,11 @@ mod tests {
         assert_eq!(established_key(&event("MODIFIED", "False")), None);
         assert_eq!(established_key(&event("DELETED", "True")), None);
         assert_eq!(
-            established_key(&json!({"type": "ADDED", "object": {"metadata": {"name": "a"}}})),
+            established_key(
+                json!({"type": "ADDED", "object": {"metadata": {"name": "a"}}})
+                    .to_string()
+                    .as_bytes()
+            ),
             None
         );
     }

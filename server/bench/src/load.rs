@@ -23,7 +23,7 @@ use crate::client::{Client, ClientError, Media, Reply};
 use crate::crds;
 use crate::schedule::{self, Failure, Plan, PlanError};
 use crate::server;
-use crate::stats::PhaseReport;
+use crate::stats::{PhaseReport, micros_per};
 use crate::watchers::{self, Watchers};
 
 /// A load phase.
@@ -393,18 +393,29 @@ impl Workload {
     }
 }
 
-/// Runs a phase; with the server's pid, adds the server's CPU time per successful request.
+/// Runs a phase; with the server's pid, adds the server's CPU time per successful request and,
+/// for a watch phase, the server's and this client's CPU time per delivered event.
 pub async fn with_server_cpu(
     server_pid: Option<u32>,
     phase: impl Future<Output = Result<PhaseReport, LoadError>>,
 ) -> Result<PhaseReport, LoadError> {
+    let client_pid = std::process::id();
     let before = server_pid.and_then(server::cpu_time);
+    let client_before = server::cpu_time(client_pid);
     let mut report = phase.await?;
-    if let (Some(before), Some(after)) = (before, server_pid.and_then(server::cpu_time))
-        && report.ok > 0
-    {
-        report.server_cpu_us_per_request =
-            Some((after - before).as_secs_f64() * 1e6 / report.ok as f64);
+    let server_cpu = match (before, server_pid.and_then(server::cpu_time)) {
+        (Some(before), Some(after)) => after.checked_sub(before),
+        _ => None,
+    };
+    let client_cpu = match (client_before, server::cpu_time(client_pid)) {
+        (Some(before), Some(after)) => after.checked_sub(before),
+        _ => None,
+    };
+    report.server_cpu_us_per_request = server_cpu.and_then(|cpu| micros_per(cpu, report.ok));
+    if let Some(watch) = &mut report.watch {
+        let delivered = watch.delivered_events;
+        watch.server_cpu_us_per_event = server_cpu.and_then(|cpu| micros_per(cpu, delivered));
+        watch.client_cpu_us_per_event = client_cpu.and_then(|cpu| micros_per(cpu, delivered));
     }
     Ok(report)
 }

@@ -17,6 +17,9 @@
 //! - `workspaces` (issue 7): start a server, create N workspaces at a fixed rate and time each to
 //!   phase `Ready`, read the memory per empty workspace, delete them all and time that, and read
 //!   the memory left afterwards.
+//! - `idle-watchers` (issue 17): start a server, create N workspaces, open one informer-style
+//!   watch per workspace, and report the memory and idle CPU per watcher, whether writes reach
+//!   exactly their workspace's watcher (and how fast), and the memory left once they are closed.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -24,6 +27,7 @@ mod admission;
 mod authz;
 mod client;
 mod crds;
+mod idle_watchers;
 mod kubeconfig;
 mod load;
 mod report;
@@ -44,6 +48,7 @@ use admission::{AdmissionArgs, AdmissionError};
 use authz::{AuthzArgs, AuthzError};
 use client::{Client, ClientError, Protocol};
 use crds::{CrdArgs, CrdError};
+use idle_watchers::{IdleWatchersArgs, IdleWatchersError};
 use kubeconfig::{KubeconfigError, Target};
 use load::{LoadArgs, LoadError, Resource, Workload};
 use report::{CrdsReport, LoadReport, Output, ServerReport, StartupReport, StartupRun};
@@ -125,6 +130,17 @@ enum Command {
         #[command(flatten)]
         workspaces: WorkspaceArgs,
     },
+    /// Start a server; create N workspaces, open one watch per workspace (ConfigMaps, from a
+    /// list's resourceVersion, with bookmarks, as an informer does) over a few HTTP/2
+    /// connections, and report RSS before, with and after closing them (KiB per watcher), server
+    /// CPU while they idle, and whether one write in each of K workspaces reaches exactly that
+    /// workspace's watcher (latency p50/p99).
+    IdleWatchers {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        idle: IdleWatchersArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,6 +161,8 @@ enum BenchError {
     Admission(#[from] AdmissionError),
     #[error(transparent)]
     Workspaces(#[from] WorkspaceError),
+    #[error(transparent)]
+    IdleWatchers(#[from] IdleWatchersError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -230,6 +248,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
         }
         Command::Workspaces { server, workspaces } => {
             let report = workspaces::run(&server, &workspaces).await?;
+            Ok(report::render(&report, output)?)
+        }
+        Command::IdleWatchers { server, idle } => {
+            let report = idle_watchers::run(&server, &idle).await?;
             Ok(report::render(&report, output)?)
         }
         Command::Startup { server, runs } => {

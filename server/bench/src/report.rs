@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::admission::AdmissionReport;
 use crate::authz;
 use crate::crds::MemoryRow;
+use crate::idle_watchers::Delivery;
 use crate::server::{Backend, Memory, Stopped};
 use crate::stats::PhaseReport;
 use crate::workspaces::{Settled, WatchSummary};
@@ -185,6 +186,59 @@ pub struct WorkspacesReport {
     pub stopped: Option<Stopped>,
 }
 
+/// What `idle-watchers` prints: memory and CPU of one mostly idle watcher per workspace, and
+/// whether writes reach exactly their own workspace's watcher.
+#[derive(Debug, Serialize)]
+pub struct IdleWatchersReport {
+    pub backend: Backend,
+    /// Workspaces asked for.
+    pub workspaces: u64,
+    /// Those that became Ready (each gets a watcher).
+    pub ready_workspaces: u64,
+    /// `<path>:<name>` of their WorkspaceType.
+    pub workspace_type: String,
+    /// HTTP/2 connections the watches share.
+    pub connections: usize,
+    /// /proc/loadavg (1, 5, 15 min) at the end.
+    pub loadavg: String,
+    pub startup_ms: f64,
+    /// Before the first workspace.
+    pub idle: Memory,
+    pub create: PhaseReport,
+    pub ready: Settled,
+    pub create_failure: Option<String>,
+    /// How the watch on root's Workspaces (waiting for Ready) went.
+    pub tracker: WatchSummary,
+    /// One informer list per workspace.
+    pub list: PhaseReport,
+    /// After the lists and an idle pause, before any watcher.
+    pub before_watchers: Memory,
+    /// Watches opened (one per workspace whose list answered).
+    pub watchers: usize,
+    /// Seconds to open them all (one after the other, each until its headers).
+    pub open_s: f64,
+    /// An idle pause after opening them.
+    pub after_open: Memory,
+    /// Seconds every watcher stayed open with nothing written.
+    pub idle_s: f64,
+    /// At the end of that period.
+    pub after_idle: Memory,
+    /// (after_idle - before_watchers) / watchers.
+    pub kib_per_watcher: f64,
+    /// Server CPU per second of the pause before the watchers (workspaces alone).
+    pub cpu_ms_per_s_without_watchers: Option<f64>,
+    /// Server CPU per second of the idle period with every watcher open.
+    pub cpu_ms_per_s_with_watchers: Option<f64>,
+    /// The probe ConfigMap creates.
+    pub writes: PhaseReport,
+    pub delivery: Delivery,
+    /// An idle pause after every watch was closed.
+    pub after_close: Memory,
+    /// (after_close - before_watchers) / watchers: what closed watchers left behind.
+    pub kib_per_watcher_after_close: f64,
+    pub stopped: Option<Stopped>,
+}
+
 /// Serialises `value` as pretty JSON, or renders it as a table.
 pub fn render<T: Serialize + Table>(
     value: &T,
@@ -207,6 +261,53 @@ fn ms(value: Option<f64>) -> String {
 
 fn memory(m: &Memory) -> String {
     format!("{:.1} MiB (peak {:.1} MiB)", m.rss_mib, m.peak_rss_mib)
+}
+
+/// The column titles of [`request_row`].
+fn request_header() -> Vec<String> {
+    [
+        "phase",
+        "requests",
+        "ok",
+        "errors",
+        "rate/s",
+        "achieved/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "lag p99 ms",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// A phase of requests as table cells: counts, errors by cause, rates, latency, dispatch lag.
+fn request_row(phase: &PhaseReport) -> Vec<String> {
+    let errors = if phase.errors.is_empty() {
+        "-".to_owned()
+    } else {
+        phase
+            .errors
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let latency = phase.latency;
+    vec![
+        phase.phase.clone(),
+        phase.requests.to_string(),
+        phase.ok.to_string(),
+        errors,
+        format!("{:.0}", phase.target_rate),
+        format!("{:.1}", phase.throughput),
+        ms(latency.map(|l| l.p50_ms)),
+        ms(latency.map(|l| l.p90_ms)),
+        ms(latency.map(|l| l.p99_ms)),
+        ms(latency.map(|l| l.max_ms)),
+        format!("{:.2}", phase.dispatch_lag_p99_ms),
+    ]
 }
 
 /// Left-aligned first column, right-aligned others, two spaces apart.
@@ -273,56 +374,29 @@ impl Table for LoadReport {
             "{} x {} connections; load average at the end: {}",
             self.protocol, self.concurrency, self.loadavg
         );
-        let mut rows = vec![
-            [
-                "phase",
-                "requests",
-                "ok",
-                "errors",
-                "rate/s",
-                "achieved/s",
-                "p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "max ms",
-                "lag p99 ms",
-                "server CPU us/req",
-            ]
-            .map(String::from)
-            .to_vec(),
-        ];
+        let mut header = request_header();
+        header.extend(["server CPU us/req", "us/event"].map(String::from));
+        let mut rows = vec![header];
         for phase in &self.phases {
-            let errors = if phase.errors.is_empty() {
-                "-".to_owned()
-            } else {
-                phase
-                    .errors
-                    .iter()
-                    .map(|(k, v)| format!("{k}:{v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let latency = phase.latency;
-            rows.push(vec![
-                phase.phase.clone(),
-                phase.requests.to_string(),
-                phase.ok.to_string(),
-                errors,
-                format!("{:.0}", phase.target_rate),
-                format!("{:.1}", phase.throughput),
-                ms(latency.map(|l| l.p50_ms)),
-                ms(latency.map(|l| l.p90_ms)),
-                ms(latency.map(|l| l.p99_ms)),
-                ms(latency.map(|l| l.max_ms)),
-                format!("{:.2}", phase.dispatch_lag_p99_ms),
+            let mut row = request_row(phase);
+            row.push(
                 phase
                     .server_cpu_us_per_request
                     .map_or("-".into(), |us| format!("{us:.0}")),
-            ]);
+            );
+            row.push(
+                phase
+                    .watch
+                    .as_ref()
+                    .and_then(|w| w.server_cpu_us_per_event)
+                    .map_or("-".into(), |us| format!("{us:.1}")),
+            );
+            rows.push(row);
         }
         out.push_str(&grid(&rows));
         out.push_str(
-            "latency: due time -> response read (open loop); lag: due time -> request sent\n",
+            "latency: due time -> response read (open loop); lag: due time -> request sent; \
+             us/event: server CPU per delivered event (per event per watcher, writes included)\n",
         );
         for phase in &self.phases {
             if let Some(watch) = &phase.watch {
@@ -330,7 +404,8 @@ impl Table for LoadReport {
                 let _ = writeln!(
                     out,
                     "{}: {} watchers, {}/{} events delivered ({} before the write's response); \
-                     latency above is write ack -> event; the writes themselves: p50 {} ms, p99 {} ms",
+                     latency above is write ack -> event; the writes themselves: p50 {} ms, p99 {} ms; \
+                     client CPU {} us per delivered event",
                     phase.phase,
                     watch.watchers,
                     watch.delivered_events,
@@ -338,6 +413,9 @@ impl Table for LoadReport {
                     watch.before_ack,
                     ms(write.map(|l| l.p50_ms)),
                     ms(write.map(|l| l.p99_ms)),
+                    watch
+                        .client_cpu_us_per_event
+                        .map_or("-".into(), |us| format!("{us:.1}")),
                 );
             }
         }
@@ -496,50 +574,9 @@ impl Table for WorkspacesReport {
             self.max_in_flight,
             self.loadavg
         );
-        let errors = |phase: &PhaseReport| {
-            if phase.errors.is_empty() {
-                "-".to_owned()
-            } else {
-                phase
-                    .errors
-                    .iter()
-                    .map(|(k, v)| format!("{k}:{v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            }
-        };
-        let mut rows = vec![
-            [
-                "requests",
-                "sent",
-                "ok",
-                "errors",
-                "rate/s",
-                "achieved/s",
-                "p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "max ms",
-                "lag p99 ms",
-            ]
-            .map(String::from)
-            .to_vec(),
-        ];
+        let mut rows = vec![request_header()];
         for phase in [&self.create, &self.delete] {
-            let latency = phase.latency;
-            rows.push(vec![
-                phase.phase.clone(),
-                phase.requests.to_string(),
-                phase.ok.to_string(),
-                errors(phase),
-                format!("{:.0}", phase.target_rate),
-                format!("{:.1}", phase.throughput),
-                ms(latency.map(|l| l.p50_ms)),
-                ms(latency.map(|l| l.p90_ms)),
-                ms(latency.map(|l| l.p99_ms)),
-                ms(latency.map(|l| l.max_ms)),
-                format!("{:.2}", phase.dispatch_lag_p99_ms),
-            ]);
+            rows.push(request_row(phase));
         }
         out.push_str(&grid(&rows));
         let mut rows = vec![
@@ -644,6 +681,116 @@ impl Table for WorkspacesReport {
     }
 }
 
+impl Table for IdleWatchersReport {
+    fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "server: {:?} backend, start to /readyz {:.1} ms; {} of {} workspaces of type {} \
+             Ready; watches over {} HTTP/2 connections; load average at the end: {}",
+            self.backend,
+            self.startup_ms,
+            self.ready_workspaces,
+            self.workspaces,
+            self.workspace_type,
+            self.connections,
+            self.loadavg
+        );
+        let mut rows = vec![request_header()];
+        for phase in [&self.create, &self.list, &self.writes] {
+            rows.push(request_row(phase));
+        }
+        out.push_str(&grid(&rows));
+        let ready = &self.ready;
+        let _ = writeln!(
+            out,
+            "workspaces Ready: {}/{}, p99 {} ms after their create was due; tracker watch: {} \
+             events, {} reopened",
+            ready.observed,
+            ready.expected,
+            ms(ready.latency.map(|l| l.p99_ms)),
+            self.tracker.events,
+            self.tracker.reconnects
+        );
+        let _ = writeln!(
+            out,
+            "\n{} watchers (one per workspace, ConfigMaps, allowWatchBookmarks), opened in {:.1} s",
+            self.watchers, self.open_s
+        );
+        let _ = writeln!(out, "memory:");
+        let _ = writeln!(out, "  idle, no workspaces:   {}", memory(&self.idle));
+        let _ = writeln!(
+            out,
+            "  before the watchers:   {}",
+            memory(&self.before_watchers)
+        );
+        let _ = writeln!(out, "  watchers just opened:  {}", memory(&self.after_open));
+        let _ = writeln!(
+            out,
+            "  after {:.0} s idle:       {} = {:.2} KiB per watcher",
+            self.idle_s,
+            memory(&self.after_idle),
+            self.kib_per_watcher
+        );
+        let _ = writeln!(
+            out,
+            "  watchers closed:       {} = {:.2} KiB per watcher left",
+            memory(&self.after_close),
+            self.kib_per_watcher_after_close
+        );
+        let cpu = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        let per_watcher = match (
+            self.cpu_ms_per_s_with_watchers,
+            self.cpu_ms_per_s_without_watchers,
+        ) {
+            (Some(with), Some(without)) if self.watchers > 0 => {
+                format!("{:.2}", (with - without) * 1e3 / self.watchers as f64)
+            }
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "server CPU idle: {} ms/s without watchers, {} ms/s with them = {} us/s per watcher",
+            cpu(self.cpu_ms_per_s_without_watchers),
+            cpu(self.cpu_ms_per_s_with_watchers),
+            per_watcher
+        );
+        let d = &self.delivery;
+        let _ = writeln!(
+            out,
+            "delivery: {}/{} writes on their own watcher ({} missing, {} on a wrong watcher, {} \
+             before the write's response); p50 {} ms, p99 {} ms, max {} ms (write ack -> event)",
+            d.delivered,
+            d.acknowledged,
+            d.missing,
+            d.stray,
+            d.before_ack,
+            ms(d.latency.map(|l| l.p50_ms)),
+            ms(d.latency.map(|l| l.p99_ms)),
+            ms(d.latency.map(|l| l.max_ms)),
+        );
+        let _ = writeln!(
+            out,
+            "other events on the watchers: {} (other objects), {} bookmarks, {} ERROR",
+            d.other_events, d.bookmarks, d.errors
+        );
+        if let Some(stopped) = &self.stopped {
+            let _ = writeln!(
+                out,
+                "SIGTERM to exit: {:.1} ms, exit code {}",
+                stopped.shutdown_ms,
+                stopped
+                    .exit_code
+                    .map_or("none (signal)".into(), |c| c.to_string())
+            );
+        }
+        if let Some(failure) = &self.create_failure {
+            let _ = writeln!(out, "first failed create: {failure}");
+        }
+        out
+    }
+}
+
 impl Table for StartupReport {
     fn table(&self) -> String {
         let mut rows = vec![
@@ -688,5 +835,42 @@ mod tests {
             vec!["get".to_owned(), "1000".to_owned()],
         ];
         assert_eq!(grid(&rows), "phase     n\nget    1000\n");
+    }
+
+    #[test]
+    fn watch_phases_show_cpu_per_write_and_per_event() {
+        let run = crate::schedule::Run::<()> {
+            samples: Vec::new(),
+            elapsed: std::time::Duration::from_secs(10),
+        };
+        let mut watch = PhaseReport::of("watch", 500.0, &run);
+        watch.server_cpu_us_per_request = Some(1_500.0);
+        watch.watch = Some(crate::stats::WatchReport {
+            watchers: 100,
+            expected_events: 500_000,
+            delivered_events: 500_000,
+            before_ack: 0,
+            write_latency: None,
+            server_cpu_us_per_event: Some(15.0),
+            client_cpu_us_per_event: Some(4.25),
+        });
+        let report = LoadReport {
+            protocol: "HTTP/2",
+            concurrency: 8,
+            loadavg: String::new(),
+            server: None,
+            phases: vec![watch],
+        };
+        let table = report.table();
+        let row = table.lines().find(|l| l.starts_with("watch ")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 2..], ["1500", "15.0"], "{row}");
+        assert!(
+            table.contains("client CPU 4.2 us per delivered event"),
+            "{table}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["phases"][0]["watch"]["server_cpu_us_per_event"], 15.0);
+        assert_eq!(json["phases"][0]["server_cpu_us_per_request"], 1_500.0);
     }
 }

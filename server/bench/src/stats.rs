@@ -82,6 +82,19 @@ pub struct WatchReport {
     pub before_ack: u64,
     /// Latency of the writes themselves (due time to response).
     pub write_latency: Option<Latency>,
+    /// Server CPU time (all threads) over the phase per delivered event, i.e. per event per
+    /// watcher (the writes' own cost included), when the server is ours (`run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_event: Option<f64>,
+    /// This client's CPU time over the phase per delivered event: when it approaches the
+    /// server's, the client may be what limits delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpu_us_per_event: Option<f64>,
+}
+
+/// CPU time per item in microseconds; `None` without items.
+pub fn micros_per(cpu: Duration, items: u64) -> Option<f64> {
+    (items > 0).then(|| cpu.as_secs_f64() * 1e6 / items as f64)
 }
 
 impl PhaseReport {
@@ -208,6 +221,13 @@ mod tests {
             2.0,
             "errors are not in the latency"
         );
+    }
+
+    #[test]
+    fn cpu_per_item() {
+        assert_eq!(micros_per(ms(50), 1_000), Some(50.0));
+        assert_eq!(micros_per(Duration::from_secs(2), 50_000), Some(40.0));
+        assert_eq!(micros_per(ms(50), 0), None);
     }
 
     #[test]

@@ -48,7 +48,7 @@ use crate::load::{LoadError, check, resource_version, to_bytes};
 use crate::report::WorkspacesReport;
 use crate::schedule::{self, Failure, Plan};
 use crate::server::{self, Server, ServerArgs, ServerError};
-use crate::stats::{Latency, PhaseReport};
+use crate::stats::{Latency, PhaseReport, micros_per};
 use crate::watchers::take_lines;
 
 /// Root's Workspaces (below the server URL, without a cluster prefix).
@@ -226,55 +226,13 @@ async fn measure(
         + Duration::from_secs(60);
     let tracker = Tracker::open(client.clone(), watch_limit).await?;
 
-    // Create.
-    tracing::info!(
-        workspaces = args.workspaces,
-        rate = args.rate,
-        "create phase starting"
-    );
-    let cpu_before = server::cpu_time(pid);
-    let began = Instant::now();
-    let counters = Arc::new(Counters::default());
-    let progress = spawn_progress("create", began, counters.clone(), tracker.seen.clone());
-    let in_flight = Arc::new(Semaphore::new(args.max_in_flight.max(1)));
-    let body = |name: &str| {
-        to_bytes(&json!({
-            "apiVersion": "tenancy.kcp.io/v1alpha1",
-            "kind": "Workspace",
-            "metadata": {"name": name},
-            "spec": {"type": {"name": args.workspace_type, "path": args.workspace_type_path}},
-        }))
-    };
-    let create_run = schedule::drive(&create_plan, args.drain, |i| {
-        let request = (Method::POST, COLLECTION.to_owned(), Some(body(&name(i))));
-        send(&client, &in_flight, &counters, request, CREATED)
-    })
-    .await;
-    let created: Vec<(String, Instant)> =
-        due_times(&create_names(args.workspaces), &create_plan, began)
-            .into_iter()
-            .zip(&create_run.samples)
-            .filter(|(_, sample)| sample.result.is_ok())
-            .map(|(due, _)| due)
-            .collect();
+    let Created {
+        create,
+        ready,
+        created,
+        failure: create_failure,
+    } = create_until_ready(&client, &tracker, &args.create_spec(), pid).await?;
     let created_names: Vec<String> = created.iter().map(|(n, _)| n.clone()).collect();
-    let ready_by = Instant::now() + args.ready_timeout;
-    tracker.wait(&created_names, State::Ready, ready_by).await;
-    let cpu_create = cpu_since(pid, cpu_before);
-    explain_missing(&client, &created_names, &tracker).await;
-    progress.abort();
-    let mut create = PhaseReport::of("create (POST -> 201)", create_plan.rate(), &create_run);
-    create.server_cpu_us_per_request = cpu_create
-        .filter(|_| create.ok > 0)
-        .map(|cpu| cpu.as_secs_f64() * 1e6 / create.ok as f64);
-    let ready = Settled::of(&created, &tracker.snapshot(State::Ready), began, cpu_create);
-    let create_failure = counters.first_failure();
-    tracing::info!(
-        elapsed_s = began.elapsed().as_secs_f64(),
-        created = create.ok,
-        ready = ready.observed,
-        "create phase done"
-    );
     tokio::time::sleep(settle).await;
     let after_create = started.memory()?;
     let growth_kib_per_workspace =
@@ -300,6 +258,7 @@ async fn measure(
     let began = Instant::now();
     let counters = Arc::new(Counters::default());
     let progress = spawn_progress("delete", began, counters.clone(), tracker.seen.clone());
+    let in_flight = Arc::new(Semaphore::new(args.max_in_flight.max(1)));
     let (delete, dispatched) = if args.delete_collection {
         let plan = Plan::exactly(1.0, 1).map_err(LoadError::from)?;
         let run = schedule::drive(&plan, args.drain, |_| {
@@ -391,6 +350,121 @@ async fn measure(
         create_failure,
         delete_failure,
         stopped: None,
+    })
+}
+
+/// How to create workspaces and wait until they are Ready (shared by `workspaces` and
+/// `idle-watchers`).
+#[derive(Debug, Clone)]
+pub struct CreateSpec<'a> {
+    pub workspaces: u64,
+    /// Creates per second (open loop).
+    pub rate: f64,
+    pub workspace_type: &'a str,
+    pub workspace_type_path: &'a str,
+    pub max_in_flight: usize,
+    pub drain: Duration,
+    pub ready_timeout: Duration,
+}
+
+impl WorkspaceArgs {
+    fn create_spec(&self) -> CreateSpec<'_> {
+        CreateSpec {
+            workspaces: self.workspaces,
+            rate: self.rate,
+            workspace_type: &self.workspace_type,
+            workspace_type_path: &self.workspace_type_path,
+            max_in_flight: self.max_in_flight,
+            drain: self.drain,
+            ready_timeout: self.ready_timeout,
+        }
+    }
+}
+
+/// What [`create_until_ready`] did.
+pub struct Created {
+    /// The creates themselves (due time -> 201), with server CPU per create up to Ready.
+    pub create: PhaseReport,
+    /// Created workspaces until the watch showed them Ready.
+    pub ready: Settled,
+    /// The workspaces that were created (201), each with its request's due time.
+    pub created: Vec<(String, Instant)>,
+    /// The first failed create, request and answer in full.
+    pub failure: Option<String>,
+}
+
+impl Created {
+    /// The created workspaces `tracker` has seen Ready, in creation order.
+    pub fn ready_names(&self, tracker: &Tracker) -> Vec<String> {
+        let ready = tracker.snapshot(State::Ready);
+        self.created
+            .iter()
+            .filter(|(name, _)| ready.contains_key(name))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}
+
+/// POSTs `spec.workspaces` Workspaces `ws-00001`... into root at the rate and waits (up to
+/// `spec.ready_timeout`) until `tracker` has seen each created one Ready; `pid` is the server's,
+/// for its CPU time.
+pub async fn create_until_ready(
+    client: &Arc<Client>,
+    tracker: &Tracker,
+    spec: &CreateSpec<'_>,
+    pid: u32,
+) -> Result<Created, WorkspaceError> {
+    let create_plan = Plan::exactly(spec.rate, spec.workspaces).map_err(LoadError::from)?;
+    tracing::info!(
+        workspaces = spec.workspaces,
+        rate = spec.rate,
+        "create phase starting"
+    );
+    let cpu_before = server::cpu_time(pid);
+    let began = Instant::now();
+    let counters = Arc::new(Counters::default());
+    let progress = spawn_progress("create", began, counters.clone(), tracker.seen.clone());
+    let in_flight = Arc::new(Semaphore::new(spec.max_in_flight.max(1)));
+    let body = |name: &str| {
+        to_bytes(&json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "Workspace",
+            "metadata": {"name": name},
+            "spec": {"type": {"name": spec.workspace_type, "path": spec.workspace_type_path}},
+        }))
+    };
+    let create_run = schedule::drive(&create_plan, spec.drain, |i| {
+        let request = (Method::POST, COLLECTION.to_owned(), Some(body(&name(i))));
+        send(client, &in_flight, &counters, request, CREATED)
+    })
+    .await;
+    let created: Vec<(String, Instant)> =
+        due_times(&create_names(spec.workspaces), &create_plan, began)
+            .into_iter()
+            .zip(&create_run.samples)
+            .filter(|(_, sample)| sample.result.is_ok())
+            .map(|(due, _)| due)
+            .collect();
+    let created_names: Vec<String> = created.iter().map(|(n, _)| n.clone()).collect();
+    let ready_by = Instant::now() + spec.ready_timeout;
+    tracker.wait(&created_names, State::Ready, ready_by).await;
+    let cpu_create = cpu_since(pid, cpu_before);
+    explain_missing(client, &created_names, tracker).await;
+    progress.abort();
+    let mut create = PhaseReport::of("create (POST -> 201)", create_plan.rate(), &create_run);
+    create.server_cpu_us_per_request = cpu_create.and_then(|cpu| micros_per(cpu, create.ok));
+    let ready = Settled::of(&created, &tracker.snapshot(State::Ready), began, cpu_create);
+    tracing::info!(
+        elapsed_s = began.elapsed().as_secs_f64(),
+        created = create.ok,
+        ready = ready.observed,
+        "create phase done"
+    );
+    Ok(Created {
+        create,
+        ready,
+        created,
+        failure: counters.first_failure(),
     })
 }
 
@@ -593,7 +667,7 @@ pub struct WatchSummary {
 }
 
 /// The one watch on root's Workspaces, read by a task of its own.
-struct Tracker {
+pub struct Tracker {
     seen: Arc<Mutex<Seen>>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
@@ -601,7 +675,7 @@ struct Tracker {
 
 impl Tracker {
     /// Lists root's Workspaces for a revision and watches from there for at most `limit`.
-    async fn open(client: Arc<Client>, limit: Duration) -> Result<Self, LoadError> {
+    pub async fn open(client: Arc<Client>, limit: Duration) -> Result<Self, LoadError> {
         let list = client
             .request(Method::GET, &format!("{COLLECTION}?limit=1"), None)
             .await?;
@@ -646,7 +720,7 @@ impl Tracker {
         }
     }
 
-    async fn close(self) -> WatchSummary {
+    pub async fn close(self) -> WatchSummary {
         let _ = self.stop.send(true);
         let _ = self.task.await;
         let seen = lock(&self.seen);
