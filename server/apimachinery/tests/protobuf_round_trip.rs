@@ -413,7 +413,20 @@ fn watch_events_round_trip_as_frames() {
         // The object inside is a complete enveloped body, as Go's watch encoder embeds it.
         let body = protobuf::encode(&object).unwrap();
         assert!(frame.windows(body.len()).any(|w| w == body.as_slice()));
+        // Framing the encoded body (what the watch cache does) makes the same bytes.
+        assert_eq!(
+            protobuf::watch_event_frame(event_type, &body).unwrap(),
+            frame
+        );
     }
+    // Bodies of 128 bytes and more need a wider length inside the frame.
+    let mut large = config_map();
+    large["data"] = json!({"big": "x".repeat(70_000)});
+    let body = protobuf::encode(&large).unwrap();
+    assert_eq!(
+        protobuf::watch_event_frame("MODIFIED", &body).unwrap(),
+        protobuf::encode_watch_event("MODIFIED", &large).unwrap()
+    );
     let frame = protobuf::encode_watch_event("ADDED", &config_map()).unwrap();
     let err = protobuf::decode_watch_event(&frame[..frame.len() - 1]).unwrap_err();
     assert!(matches!(err, ProtobufError::FrameLength { .. }));

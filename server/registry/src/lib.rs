@@ -187,6 +187,13 @@ impl ResourceType {
         format!("{}List", self.kind)
     }
 
+    /// Whether objects are served as stored: `storage_to_api` is the identity unless several APIs
+    /// share one storage (the two Event APIs, whose storage group differs) or a CRD defines the type
+    /// (its version's apiVersion and schema defaults are applied on read).
+    pub fn served_as_stored(&self) -> bool {
+        self.layout == KeyLayout::BuiltIn && self.storage_group == self.group
+    }
+
     /// Every field a field selector may name for this type.
     pub fn supports_field(&self, field: &str) -> bool {
         field == "metadata.name"

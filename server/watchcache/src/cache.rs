@@ -6,10 +6,13 @@
 //! does the cache is not ready and lists go to storage. The cache knows the revision it is current
 //! to (the list's, then each applied change's), and with [`Progress`] whether it holds the store's
 //! state at a later revision too, which is what a consistent list waits for
-//! (kube's `waitUntilFreshAndBlock`, bounded like kube's by a few seconds).
+//! (kube's `waitUntilFreshAndBlock`, bounded like kube's by a few seconds). Each change applied is
+//! also an [`Event`]: kept in the bounded [`History`] and handed to the type's [`Watchers`], under
+//! the same lock that changes the objects, so a watch registered at a revision misses nothing and
+//! sees nothing twice. A re-list ends every watch (kube's cacher terminates its watchers too).
 
-use std::sync::atomic::AtomicI64;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -18,23 +21,36 @@ use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
 use kcp_storage::Revision;
 use serde_json::Value;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::history::{Event, History};
 use crate::object::{CachedObject, relative_key};
 use crate::page::{self, Objects, Range};
 use crate::progress::{Progress, RETRY_AFTER};
-use crate::{CachedPage, Freshness, NotServed};
+use crate::watchers::{CachedEvents, WATCHER_BUFFER, Watchers};
+use crate::{CacheStats, CachedPage, CachedWatch, Freshness, NotServed, WatchStart};
 
 /// How long a list waits for the cache to reach the revision it needs (kube's `blockTimeout`).
 const WAIT: Duration = Duration::from_secs(3);
 
-/// The objects and the revision they are the store's state at.
-#[derive(Default)]
+/// The objects, the revision they are the store's state at, and the recent events.
 struct State {
     ready: bool,
     revision: Revision,
     objects: Objects,
+    history: History,
+}
+
+impl State {
+    fn empty() -> State {
+        State {
+            ready: false,
+            revision: 0,
+            objects: Objects::new(),
+            history: History::new(0),
+        }
+    }
 }
 
 /// One resource type's cache (all logical clusters).
@@ -43,6 +59,8 @@ pub(crate) struct TypeCache {
     root: String,
     namespaced: bool,
     state: RwLock<State>,
+    /// Locked only while `state` is, for reading or writing.
+    watchers: Mutex<Watchers>,
     /// `Some(revision)` once ready, for the lists that wait.
     applied: watch::Sender<Option<Revision>>,
     /// The newest write under `root` the progress watch has seen.
@@ -56,7 +74,8 @@ impl TypeCache {
         TypeCache {
             root: root.to_string(),
             namespaced,
-            state: RwLock::new(State::default()),
+            state: RwLock::new(State::empty()),
+            watchers: Mutex::new(Watchers::default()),
             applied: watch::Sender::new(None),
             last_write: AtomicI64::new(0),
             relist: Notify::new(),
@@ -89,17 +108,8 @@ impl TypeCache {
         let relative = prefix
             .strip_prefix(&self.root)
             .ok_or(NotServed::OutsideRoot)?;
-        let wanted = match freshness {
-            Freshness::Any => None,
-            Freshness::AtLeast(revision) | Freshness::Exactly(revision) => Some(revision),
-        };
-        if let Some(revision) = wanted {
-            self.wait_current(revision).await?;
-        }
-        let state = self.state.read().map_err(|_| NotServed::NotReady)?;
-        if !state.ready {
-            return Err(NotServed::NotReady);
-        }
+        self.wait_fresh(freshness).await?;
+        let state = self.ready_state()?;
         // After `wait_current`, no write under the root lies between the state's revision and
         // `wanted`, so the objects are also the store's state at `wanted` when that is later.
         let revision = match freshness {
@@ -118,6 +128,123 @@ impl TypeCache {
             keep,
         );
         Ok(CachedPage::new(page, revision))
+    }
+
+    /// Opens a watch of the objects under `prefix` (a storage prefix under the root): the events
+    /// after a revision, or the objects as fresh as asked and the events after them.
+    pub(crate) async fn watch(
+        self: &Arc<Self>,
+        prefix: &str,
+        start: WatchStart,
+    ) -> Result<CachedWatch, NotServed> {
+        let relative = prefix
+            .strip_prefix(&self.root)
+            .ok_or(NotServed::OutsideRoot)?;
+        self.wait_fresh(match start {
+            WatchStart::After(revision) => Freshness::AtLeast(revision),
+            WatchStart::Initial(freshness) => freshness,
+        })
+        .await?;
+        let state = self.ready_state()?;
+        let (initial, replay, revision) = match start {
+            WatchStart::After(revision) => {
+                let replay = state
+                    .history
+                    .since(revision, relative)
+                    .ok_or(NotServed::TooOld(revision))?;
+                (Vec::new(), replay, revision)
+            }
+            WatchStart::Initial(freshness) => {
+                let range = Range {
+                    prefix: relative,
+                    after: None,
+                    limit: 0,
+                };
+                let revision = match freshness {
+                    Freshness::Any => state.revision,
+                    Freshness::AtLeast(r) | Freshness::Exactly(r) => state.revision.max(r),
+                };
+                let initial = page::read(&state.objects, range, None).items;
+                (initial, Default::default(), revision)
+            }
+        };
+        let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+        let id = self
+            .watchers
+            .lock()
+            .map_err(|_| NotServed::NotReady)?
+            .add(relative, tx);
+        drop(state);
+        Ok(CachedWatch {
+            initial,
+            revision,
+            events: CachedEvents::new(replay, rx, self.clone(), relative, id),
+        })
+    }
+
+    /// Forgets a watcher whose events are no longer read.
+    pub(crate) fn unwatch(&self, relative_prefix: &str, id: u64) {
+        if let Ok(mut watchers) = self.watchers.lock() {
+            watchers.remove(relative_prefix, id);
+        }
+    }
+
+    /// The latest revision the cache is known to hold the store's state at: its own, or the
+    /// store-wide watch's position once every write under the root it saw is applied (and handed
+    /// to the watchers, which happens under the same lock).
+    pub(crate) fn settled_revision(&self) -> Revision {
+        let position = self.progress.position();
+        let newest = self.last_write.load(Ordering::SeqCst);
+        let revision = self.state.read().map_or(0, |state| state.revision);
+        if revision >= newest {
+            revision.max(position)
+        } else {
+            revision
+        }
+    }
+
+    /// What the cache holds, for metrics.
+    pub(crate) fn stats(&self) -> CacheStats {
+        let (objects, object_bytes, history_events, history_bytes, revision) =
+            self.state.read().map_or((0, 0, 0, 0, 0), |state| {
+                let bytes = state.objects.values().map(|o| o.size()).sum::<usize>()
+                    + state.objects.keys().map(String::len).sum::<usize>();
+                (
+                    state.objects.len(),
+                    bytes,
+                    state.history.len(),
+                    state.history.bytes(),
+                    state.revision,
+                )
+            });
+        let (watchers, cut_watchers) = self.watchers.lock().map_or((0, 0), |w| (w.len(), w.cut()));
+        CacheStats {
+            root: self.root.clone(),
+            objects,
+            object_bytes,
+            history_events,
+            history_bytes,
+            watchers,
+            cut_watchers,
+            revision,
+        }
+    }
+
+    fn ready_state(&self) -> Result<std::sync::RwLockReadGuard<'_, State>, NotServed> {
+        let state = self.state.read().map_err(|_| NotServed::NotReady)?;
+        if !state.ready {
+            return Err(NotServed::NotReady);
+        }
+        Ok(state)
+    }
+
+    async fn wait_fresh(&self, freshness: Freshness) -> Result<(), NotServed> {
+        match freshness {
+            Freshness::Any => Ok(()),
+            Freshness::AtLeast(revision) | Freshness::Exactly(revision) => {
+                self.wait_current(revision).await
+            }
+        }
     }
 
     /// Waits until the cache holds every write under its root up to `revision`: the progress watch
@@ -144,6 +271,9 @@ impl TypeCache {
     async fn fill(&self, objects: &ObjectStore) -> Result<Revision, ApiError> {
         if let Ok(mut state) = self.state.write() {
             state.ready = false;
+            if let Ok(mut watchers) = self.watchers.lock() {
+                watchers.clear();
+            }
         }
         self.applied.send_replace(None);
         let page = objects
@@ -163,6 +293,7 @@ impl TypeCache {
             ready: true,
             revision: page.revision,
             objects: fresh,
+            history: History::new(page.revision),
         };
         drop(state);
         self.applied.send_replace(Some(page.revision));
@@ -183,18 +314,24 @@ impl TypeCache {
         }
     }
 
+    /// Applies a change: the objects, the history and the watchers see it under one lock. An
+    /// object the cache cannot key or encode is left out (and logged), its revision still counts.
     fn apply(&self, change: Change) {
         let revision = change.revision;
         let entry = self.entry(&change.object);
         if let Ok(mut state) = self.state.write() {
-            match (change.kind, entry) {
-                (ChangeType::Deleted, Some((key, _))) => {
-                    state.objects.remove(&key);
+            if let Some((key, object)) = entry {
+                let previous = match change.kind {
+                    ChangeType::Deleted => state.objects.remove(&key),
+                    ChangeType::Added | ChangeType::Modified => {
+                        state.objects.insert(key.clone(), object.clone())
+                    }
+                };
+                let event = Arc::new(Event::new(change.kind, revision, key, object, previous));
+                if let Ok(mut watchers) = self.watchers.lock() {
+                    watchers.dispatch(&event, &self.root);
                 }
-                (_, Some((key, object))) => {
-                    state.objects.insert(key, object);
-                }
-                (_, None) => {}
+                state.history.push(event);
             }
             state.revision = revision;
         }

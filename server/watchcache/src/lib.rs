@@ -1,5 +1,5 @@
 //! The shared watch cache: one in-memory copy of each resource type, for every logical cluster,
-//! serving lists without reading, decoding and encoding every object from storage.
+//! serving lists and watches without reading, decoding and encoding every object from storage.
 //!
 //! kube-apiserver puts a `cacher` (a `watchCache` fed by one reflector) in front of etcd for every
 //! resource; kcp shares each one among all logical clusters, which is what keeps a workspace cheap
@@ -11,12 +11,18 @@
 //! and `NotOlderThan` wait, bounded, until the cache has reached the revision; `"0"` takes the cache
 //! as it is; a continuation is served when the cache still holds its revision. Whatever the cache
 //! cannot serve ([`NotServed`]) the caller reads from storage, with the same answers and the same
-//! `continue` tokens. Watches from the cache are not served yet. No HTTP here.
+//! `continue` tokens. Watches are served as kube's cacher serves them: from a revision the cache's
+//! bounded history still covers, or with the initial state first (WatchList); each event is
+//! handed to the watchers it concerns as one shared [`Event`], whose object carries its encodings
+//! once made ([`CachedObject`]), so N watchers cost N channel sends and one encoding per format,
+//! and a watcher that falls behind is cut off instead of holding anything up. No HTTP here.
 
 mod cache;
+mod history;
 mod object;
 mod page;
 mod progress;
+mod watchers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -29,8 +35,10 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use cache::TypeCache;
-pub use object::CachedObject;
+pub use history::Event;
+pub use object::{CachedObject, EncodeError};
 use progress::Progress;
+pub use watchers::CachedEvents;
 
 /// A type listed again within this time after a list gets a cache.
 pub const DEMAND_WINDOW: Duration = Duration::from_secs(600);
@@ -62,6 +70,17 @@ pub struct ListQuery<'a> {
     pub freshness: Freshness,
 }
 
+/// What a watch asks the cache for.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchQuery<'a> {
+    /// The type's root, `ResourceKeys::all_clusters()`: which cache.
+    pub root: &'a str,
+    /// Whether the type is namespaced (where the namespace is in its keys).
+    pub namespaced: bool,
+    /// The storage prefix watched (the root, a logical cluster, or a namespace in one).
+    pub prefix: &'a str,
+}
+
 /// A page of a list served from the cache, in storage's order.
 #[derive(Debug)]
 pub struct CachedPage {
@@ -85,7 +104,43 @@ impl CachedPage {
     }
 }
 
-/// Why a list was not served from the cache; the caller reads storage instead.
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// The changes after this revision.
+    After(Revision),
+    /// The objects as fresh as asked (never [`Freshness::Exactly`]), then the changes after them
+    /// (`sendInitialEvents=true`, and legacy watches from `""` or `"0"`).
+    Initial(Freshness),
+}
+
+/// A watch served from the cache.
+pub struct CachedWatch {
+    /// The initial objects in key order (for [`WatchStart::Initial`]), in their stored form.
+    pub initial: Vec<Arc<CachedObject>>,
+    /// The revision the watch starts after: the initial objects are the store's state at it.
+    pub revision: Revision,
+    pub events: CachedEvents,
+}
+
+/// What one type's cache holds, for metrics.
+#[derive(Debug, Clone)]
+pub struct CacheStats {
+    /// The type's storage root.
+    pub root: String,
+    pub objects: usize,
+    /// The objects' keys, JSON and the encodings kept beside it.
+    pub object_bytes: usize,
+    pub history_events: usize,
+    /// The JSON of the objects the history's events hold (mostly shared with the objects).
+    pub history_bytes: usize,
+    pub watchers: usize,
+    /// Watchers cut off for falling behind since the cache was created.
+    pub cut_watchers: u64,
+    pub revision: Revision,
+}
+
+/// Why a list or watch was not served from the cache; the caller reads storage instead.
 #[derive(Debug, thiserror::Error)]
 pub enum NotServed {
     #[error("the type has not been listed again within the demand window")]
@@ -98,6 +153,8 @@ pub enum NotServed {
     Behind(Revision),
     #[error("the cache has moved past revision {0}")]
     Moved(Revision),
+    #[error("the cache's history does not reach back to revision {0}")]
+    TooOld(Revision),
     #[error("the list's prefix is not under the type's root")]
     OutsideRoot,
     #[error("starting the store-wide progress watch: {0}")]
@@ -139,13 +196,7 @@ impl WatchCaches {
         query: ListQuery<'_>,
         keep: Option<&(dyn Fn(&Value) -> bool + Sync)>,
     ) -> Result<CachedPage, NotServed> {
-        let Some(cache) = self.existing(query.root) else {
-            if !self.listed_again(query.root) {
-                return Err(NotServed::Cold);
-            }
-            self.create(query.root, query.namespaced).await?;
-            return Err(NotServed::Starting);
-        };
+        let cache = self.demanded(query.root, query.namespaced).await?;
         cache
             .list(
                 query.prefix,
@@ -157,12 +208,48 @@ impl WatchCaches {
             .await
     }
 
+    /// A watch from the type's cache, created on demand as for [`Self::list`] (a watch counts as
+    /// a read of the type as a list does).
+    pub async fn watch(
+        &self,
+        query: WatchQuery<'_>,
+        start: WatchStart,
+    ) -> Result<CachedWatch, NotServed> {
+        let cache = self.demanded(query.root, query.namespaced).await?;
+        cache.watch(query.prefix, start).await
+    }
+
     /// How many types have a cache.
     pub fn cached_types(&self) -> usize {
         self.caches.read().map_or(0, |caches| caches.len())
     }
 
-    /// Records a list of a type without a cache; whether it had been listed within the window.
+    /// What every cache holds, by type root.
+    pub fn stats(&self) -> Vec<CacheStats> {
+        let caches: Vec<Arc<TypeCache>> = self
+            .caches
+            .read()
+            .map_or_else(|_| Vec::new(), |caches| caches.values().cloned().collect());
+        let mut stats: Vec<CacheStats> = caches.iter().map(|cache| cache.stats()).collect();
+        stats.sort_by(|a, b| a.root.cmp(&b.root));
+        stats
+    }
+
+    /// The type's cache, or why there is none to read yet: the first read of a type is
+    /// [`NotServed::Cold`]; the next within [`DEMAND_WINDOW`] creates the cache and is
+    /// [`NotServed::Starting`].
+    async fn demanded(&self, root: &str, namespaced: bool) -> Result<Arc<TypeCache>, NotServed> {
+        if let Some(cache) = self.existing(root) {
+            return Ok(cache);
+        }
+        if !self.listed_again(root) {
+            return Err(NotServed::Cold);
+        }
+        self.create(root, namespaced).await?;
+        Err(NotServed::Starting)
+    }
+
+    /// Records a read of a type without a cache; whether it had been listed within the window.
     fn listed_again(&self, root: &str) -> bool {
         let Ok(mut listed) = self.listed.lock() else {
             return false;

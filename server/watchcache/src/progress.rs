@@ -54,6 +54,11 @@ impl Progress {
         }
     }
 
+    /// The revision up to which the watch has seen every write.
+    pub(crate) fn position(&self) -> Revision {
+        *self.position.borrow()
+    }
+
     /// Waits until the watch has seen every write up to `revision`.
     pub(crate) async fn reached(&self, revision: Revision) -> bool {
         self.position

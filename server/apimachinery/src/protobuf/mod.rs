@@ -196,6 +196,25 @@ pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, P
     Ok(frame)
 }
 
+/// The same frame as [`encode_watch_event`] for an object already encoded by [`encode`] (its
+/// enveloped body): a watch serving one event to many clients encodes the object once and frames
+/// it for each, as the event type may differ per client (selectors turn a change into ADDED or
+/// DELETED for some).
+pub fn watch_event_frame(event_type: &str, enveloped: &[u8]) -> Result<Vec<u8>, ProtobufError> {
+    let mut frame = Writer::with_prefix(&[0; 4]);
+    frame.bytes(1, event_type.as_bytes());
+    let object = frame.begin_nested(2);
+    frame.bytes(1, enveloped);
+    frame.end_nested(object);
+    let mut frame = frame.into_bytes();
+    let announced = u32::try_from(frame.len() - 4).map_err(|_| ProtobufError::InvalidObject {
+        path: Path::Root.to_string(),
+        reason: "watch event larger than 4 GiB".to_string(),
+    })?;
+    frame[..4].copy_from_slice(&announced.to_be_bytes());
+    Ok(frame)
+}
+
 /// Decodes one complete watch frame (length prefix included) to its event type and object.
 pub fn decode_watch_event(frame: &[u8]) -> Result<(String, Value), ProtobufError> {
     let (prefix, payload) = frame

@@ -86,6 +86,11 @@ impl ListOptions {
         Self::parse_as(query, false)
     }
 
+    /// Whether a label or field selector narrows what is listed or watched.
+    pub fn selects(&self) -> bool {
+        self.label_selector != LabelSelector::everything() || !self.field_selector.is_empty()
+    }
+
     /// The options of a watch: `SetListOptionsDefaults`, then `validateWatchOptions`.
     pub fn parse_watch(query: &Query) -> Result<ListOptions, ApiError> {
         Self::parse_as(query, true)

@@ -8,7 +8,6 @@
 
 use bytes::Bytes;
 use http::Response;
-use kcp_apimachinery::labels::LabelSelector;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_storage::Revision;
 use kcp_watchcache::{CachedPage, Freshness, ListQuery};
@@ -18,10 +17,9 @@ use super::Resolved;
 use crate::handlers::negotiation::Output;
 use crate::handlers::response::{self, Body};
 use crate::request::query::{ListOptions, ResourceVersionMatch};
-use kcp_registry::storage::KeyLayout;
+use kcp_registry::ClusterTarget;
 use kcp_registry::storage::continuation::Continuation;
 use kcp_registry::storage::objects::ListRequest;
-use kcp_registry::{ClusterTarget, ResourceType};
 
 pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let stored = r.scope.store.get(&r.rt, r.location()?, r.name()).await?;
@@ -109,13 +107,6 @@ async fn check_not_future(r: &Resolved<'_>, requested: Revision) -> Result<(), A
     Ok(())
 }
 
-/// Whether the type's objects are served as stored. The registry's contract: `storage_to_api` is
-/// the identity unless several APIs share one storage (the two Event APIs, whose storage group
-/// differs) or a CRD defines the type (its apiVersion and schema defaults are applied on read).
-fn served_as_stored(rt: &ResourceType) -> bool {
-    rt.layout == KeyLayout::BuiltIn && rt.storage_group == rt.group
-}
-
 fn list_metadata(revision: Revision, continue_token: Option<String>) -> Value {
     let mut metadata = json!({"resourceVersion": revision.to_string()});
     if let Some(token) = continue_token {
@@ -194,10 +185,9 @@ async fn from_cache(
     keep: &(dyn Fn(&Value) -> bool + Sync),
 ) -> Option<CachedPage> {
     let keys = r.scope.store.keys(&r.rt);
-    let selective =
-        options.label_selector != LabelSelector::everything() || !options.field_selector.is_empty();
+    let selective = options.selects();
     let converted = |stored: &Value| keep(&r.rt.strategy.storage_to_api(stored.clone()));
-    let keep: Option<&(dyn Fn(&Value) -> bool + Sync)> = match (selective, served_as_stored(&r.rt))
+    let keep: Option<&(dyn Fn(&Value) -> bool + Sync)> = match (selective, r.rt.served_as_stored())
     {
         (false, _) => None,
         (true, true) => Some(keep),
@@ -222,25 +212,23 @@ async fn from_cache(
 
 fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, ApiError> {
     let metadata = list_metadata(page.revision, page.continue_token);
-    let failed = |e: serde_json::Error| ApiError::internal_error(&format!("a cached object: {e}"));
+    let failed =
+        |e: &dyn std::fmt::Display| ApiError::internal_error(&format!("a cached object: {e}"));
     if r.output()? == Output::Json {
-        let items = if served_as_stored(&r.rt) {
-            page.items.iter().map(|o| o.json().clone()).collect()
-        } else {
-            page.items
-                .iter()
-                .map(|o| o.served_json(&r.rt))
-                .collect::<Result<Vec<Bytes>, _>>()
-                .map_err(failed)?
-        };
+        let items = page
+            .items
+            .iter()
+            .map(|o| o.served_json(&r.rt))
+            .collect::<Result<Vec<Bytes>, _>>()
+            .map_err(|e| failed(&e))?;
         return json_list(r, metadata, &items);
     }
     let items = page
         .items
         .iter()
-        .map(|o| o.decode().map(|o| r.rt.strategy.storage_to_api(o)))
+        .map(|o| o.served_value(&r.rt))
         .collect::<Result<Vec<Value>, _>>()
-        .map_err(failed)?;
+        .map_err(|e| failed(&e))?;
     r.render_list(items, metadata)
 }
 
