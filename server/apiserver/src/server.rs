@@ -294,6 +294,9 @@ impl App {
             if path == "/version" {
                 return Ok(response::json(200, &version()));
             }
+            if full_path == "/metrics" {
+                return Ok(handlers::metrics::serve(&self.watch_caches));
+            }
             let base = match &cluster {
                 ClusterTarget::One(name) if full_path.starts_with("/clusters/") => {
                     format!("/clusters/{name}")

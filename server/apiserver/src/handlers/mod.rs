@@ -9,6 +9,7 @@
 pub mod discovery;
 pub mod health;
 mod home;
+pub mod metrics;
 pub mod negotiation;
 pub mod openapi;
 pub mod resource;

@@ -49,6 +49,17 @@ impl ResourceKeys {
         &self.root
     }
 
+    /// The API group (`core` for the legacy group) and resource a root from
+    /// [`Self::all_clusters`] names, for labels in metrics and logs.
+    pub fn group_and_resource(root: &str) -> Option<(&str, &str)> {
+        let mut segments = root.trim_end_matches('/').rsplit('/');
+        let mut resource = segments.next()?;
+        if resource == CUSTOM_RESOURCES_SEGMENT {
+            resource = segments.next()?;
+        }
+        Some((segments.next()?, resource))
+    }
+
     /// Every object in one logical cluster, or in one of its namespaces.
     pub fn scope(&self, cluster: &LogicalClusterName, namespace: Option<&str>) -> String {
         match namespace {
@@ -77,6 +88,31 @@ impl ResourceKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roots_name_their_group_and_resource() {
+        for (group, resource, layout, expected) in [
+            ("", "configmaps", KeyLayout::BuiltIn, ("core", "configmaps")),
+            (
+                "apps",
+                "deployments",
+                KeyLayout::BuiltIn,
+                ("apps", "deployments"),
+            ),
+            (
+                "bench.kcp.io",
+                "widgets",
+                KeyLayout::CustomResource,
+                ("bench.kcp.io", "widgets"),
+            ),
+        ] {
+            let keys = ResourceKeys::new("/registry", group, resource, layout);
+            assert_eq!(
+                ResourceKeys::group_and_resource(keys.all_clusters()),
+                Some(expected)
+            );
+        }
+    }
 
     #[test]
     fn layout_matches_upstream() {

@@ -1,79 +1,17 @@
-//! Lists served from the shared watch cache against a started `kcp`: every answer is compared
-//! byte for byte with storage's answer at the same revision (`resourceVersionMatch=Exact`, which
+//! Lists served from the shared watch cache: every answer is compared byte for byte with storage's answer at the same revision (`resourceVersionMatch=Exact`, which
 //! always reads storage, as kube-apiserver's cacher delegates it), with label and field selectors,
 //! across logical clusters (`/clusters/*`), in Table and protobuf, for a custom resource whose
 //! schema defaults apply on read, through pages continued by the cache or by storage, and with
 //! kube's `resourceVersion` semantics (unset reads its own writes, `0`, `NotOlderThan`, 504 for a
-//! future revision). The tests share one server, each in its own logical clusters.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! future revision).
 
-use kcp_testing::{KcpProcess, Response, SharedKcp};
+use kcp_testing::KcpProcess;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "watch-cache");
+use super::{PROTOBUF, SERVER, configmap, get_as, names, namespace, revision_of, with_query};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
-const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
-
-async fn namespace(server: &KcpProcess, cluster: &str, ns: &str) {
-    let created = server
-        .send_json(
-            Method::POST,
-            &format!("/clusters/{cluster}/api/v1/namespaces"),
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .await;
-    assert!(
-        created.status == 201 || created.status == 409,
-        "{}",
-        created.text()
-    );
-}
-
-/// Creates ConfigMap `name` in `collection`; returns it.
-async fn configmap(server: &KcpProcess, collection: &str, name: &str, tier: &str) -> Value {
-    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": {"tier": tier}}, "data": {"v": name}});
-    let created = server.send_json(Method::POST, collection, &body).await;
-    assert_eq!(created.status, 201, "{}", created.text());
-    created.json()
-}
-
-async fn get_as(server: &KcpProcess, path: &str, accept: &str) -> Response {
-    let request = server
-        .admin()
-        .client()
-        .get(server.url(path))
-        .header(reqwest::header::ACCEPT, accept);
-    Response::send(request).await
-}
-
-fn with_query(path: &str, query: &str) -> String {
-    if query.is_empty() {
-        return path.to_string();
-    }
-    let separator = if path.contains('?') { '&' } else { '?' };
-    format!("{path}{separator}{query}")
-}
-
-fn revision_of(list: &Value) -> String {
-    list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no resourceVersion: {list}"))
-        .to_string()
-}
-
-/// The names in a list, without the CA bundle ConfigMap a controller adds to every namespace.
-fn names(list: &Value) -> Vec<String> {
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
-        .filter(|name| name != "kube-root-ca.crt")
-        .collect()
-}
 
 /// Lists `path` (with `query`), then lists it from storage at the revision the answer reported,
 /// and requires the same bytes, in JSON and in `accept`; returns the JSON answer's list.
