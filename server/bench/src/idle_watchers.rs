@@ -10,8 +10,8 @@
 //!    Ready, exactly as the `workspaces` command creates them (the same function).
 //! 2. **Informer lists.** Each workspace's ConfigMaps are listed once (`/clusters/root:<ws>/api/v1/
 //!    configmaps?limit=500`), for the resourceVersion its watch starts from.
-//! 3. **Memory before.** After `--idle-seconds`, `VmRSS` of the server (and its CPU over that pause:
-//!    the idle cost of the workspaces alone).
+//! 3. **Memory before.** After `--idle-seconds`, server CPU over `--idle` (the idle cost of the
+//!    workspaces alone), then `VmRSS`.
 //! 4. **Watchers.** One watch per workspace on the same collection, `?watch=true&resourceVersion=
 //!    <the list's>&allowWatchBookmarks=true`, as HTTP/2 streams spread round-robin over
 //!    `--concurrency` connections (kcp allows 200 streams per connection; more watchers than
@@ -244,9 +244,12 @@ async fn measure(
         .map(|s| s.result.as_ref().ok().cloned())
         .collect();
 
-    let cpu_before = server::cpu_time(pid);
+    // The same idle period without watchers, for the CPU the workspaces cost alone (CPU time
+    // comes in 10 ms ticks, so a short pause would mostly measure the rounding).
     tokio::time::sleep(settle).await;
-    let cpu_without = cpu_rate(pid, cpu_before, settle);
+    let cpu_before = server::cpu_time(pid);
+    tokio::time::sleep(args.idle).await;
+    let cpu_without = cpu_rate(pid, cpu_before, args.idle);
     let before_watchers = started.memory()?;
 
     // The watches outlive every later step with a minute to spare.

@@ -225,7 +225,8 @@ pub struct IdleWatchersReport {
     pub after_idle: Memory,
     /// (after_idle - before_watchers) / watchers.
     pub kib_per_watcher: f64,
-    /// Server CPU per second of the pause before the watchers (workspaces alone).
+    /// Server CPU per second of an idle period as long as `idle_s` before the watchers
+    /// (workspaces alone).
     pub cpu_ms_per_s_without_watchers: Option<f64>,
     /// Server CPU per second of the idle period with every watcher open.
     pub cpu_ms_per_s_with_watchers: Option<f64>,
