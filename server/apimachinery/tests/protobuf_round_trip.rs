@@ -397,6 +397,32 @@ fn encode_reports_unsupported_and_misshapen_objects() {
 }
 
 #[test]
+fn lists_made_of_encoded_items_are_the_encoded_lists() {
+    let items: Vec<Value> = (0..3)
+        .map(|i| {
+            let mut cm = config_map();
+            cm["metadata"]["name"] = json!(format!("cm-{i}"));
+            cm
+        })
+        .collect();
+    for (metadata, items) in [
+        (
+            json!({"resourceVersion": "42", "continue": "abc"}),
+            &items[..],
+        ),
+        (json!({"resourceVersion": "7"}), &items[..0]),
+    ] {
+        let list = json!({"apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": metadata, "items": items});
+        let encoded: Vec<Vec<u8>> = items.iter().map(|i| protobuf::encode(i).unwrap()).collect();
+        let assembled = protobuf::encode_list("v1", "ConfigMapList", &metadata, &encoded).unwrap();
+        assert_eq!(assembled, protobuf::encode(&list).unwrap());
+    }
+    let no_list = protobuf::encode_list("v1", "NodeList", &json!({}), &[] as &[Vec<u8>]);
+    assert!(no_list.unwrap_err().is_unsupported());
+}
+
+#[test]
 fn watch_events_round_trip_as_frames() {
     let cases = [
         ("ADDED", config_map()),

@@ -472,7 +472,7 @@ pub(super) fn write_nested(
 }
 
 /// Writes the fields of `object` as `message` to `w`.
-fn write_message(
+pub(super) fn write_message(
     w: &mut Writer,
     message: &Message,
     object: &Map<String, Value>,

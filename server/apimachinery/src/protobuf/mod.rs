@@ -179,6 +179,54 @@ pub fn encode(object: &Value) -> Result<Vec<u8>, ProtobufError> {
     Ok(body.into_bytes())
 }
 
+/// The same body as [`encode`] makes of a list `{apiVersion, kind: list_kind, metadata, items}`,
+/// from its items already encoded by [`encode`] (their enveloped bodies): a list served from the
+/// watch cache frames the encoding each object keeps instead of encoding every item again.
+pub fn encode_list(
+    api_version: &str,
+    list_kind: &str,
+    metadata: &Value,
+    items: &[impl AsRef<[u8]>],
+) -> Result<Vec<u8>, ProtobufError> {
+    let message = messages::lookup(api_version, list_kind)
+        .ok_or_else(|| unsupported(api_version, list_kind))?;
+    let items_field = message
+        .fields
+        .iter()
+        .find(|field| field.json == "items")
+        .ok_or_else(|| unsupported(api_version, list_kind))?;
+    let type_meta = Map::from_iter([
+        ("apiVersion".to_string(), Value::from(api_version)),
+        ("kind".to_string(), Value::from(list_kind)),
+    ]);
+    let list_meta = Map::from_iter([("metadata".to_string(), metadata.clone())]);
+    let mut body = Writer::with_prefix(MAGIC);
+    codec::write_nested(&mut body, 1, &TYPE_META, &type_meta, &Path::Root)?;
+    let list = body.begin_nested(2);
+    codec::write_message(&mut body, message, &list_meta, &Path::Root)?;
+    for item in items {
+        body.bytes(items_field.number, enveloped_message(item.as_ref())?);
+    }
+    body.end_nested(list);
+    body.bytes(3, b"");
+    body.bytes(4, b"");
+    Ok(body.into_bytes())
+}
+
+/// The message inside an enveloped body (`runtime.Unknown.raw`).
+fn enveloped_message(body: &[u8]) -> Result<&[u8], ProtobufError> {
+    let mut reader = Reader::new(
+        body.strip_prefix(MAGIC)
+            .ok_or(ProtobufError::MissingMagic)?,
+    );
+    while let Some((number, wire)) = reader.next_field()? {
+        if let (2, WireValue::Len(raw)) = (number, wire) {
+            return Ok(raw);
+        }
+    }
+    Ok(&[])
+}
+
 /// Encodes one event of a protobuf watch stream as a complete frame: a 4-byte big-endian
 /// length, then a `WatchEvent {type, object: RawExtension {raw: <enveloped object>}}`.
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 use http::Response;
-use kcp_apimachinery::{ApiError, meta};
+use kcp_apimachinery::{ApiError, meta, protobuf};
 use kcp_storage::Revision;
 use kcp_watchcache::{CachedPage, Freshness, ListQuery};
 use serde_json::{Value, json};
@@ -210,26 +210,45 @@ async fn from_cache(
     }
 }
 
+/// A page from the cache: in JSON and protobuf, the encoding each object keeps (made once per
+/// version, shared by every list and watch that sends it) copied into the list; in other forms
+/// (Table, metadata only, YAML), the objects decoded and rendered as storage's are.
 fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, ApiError> {
     let metadata = list_metadata(page.revision, page.continue_token);
     let failed =
         |e: &dyn std::fmt::Display| ApiError::internal_error(&format!("a cached object: {e}"));
-    if r.output()? == Output::Json {
-        let items = page
-            .items
-            .iter()
-            .map(|o| o.served_json(&r.rt))
-            .collect::<Result<Vec<Bytes>, _>>()
-            .map_err(|e| failed(&e))?;
-        return json_list(r, metadata, &items);
+    match r.output()? {
+        Output::Json => {
+            let items = page
+                .items
+                .iter()
+                .map(|o| o.served_json(&r.rt))
+                .collect::<Result<Vec<Bytes>, _>>()
+                .map_err(|e| failed(&e))?;
+            json_list(r, metadata, &items)
+        }
+        Output::Protobuf if protobuf::supports(&r.rt.api_version(), &r.rt.list_kind()) => {
+            let items = page
+                .items
+                .iter()
+                .map(|o| o.served_protobuf(&r.rt))
+                .collect::<Result<Vec<Bytes>, _>>()
+                .map_err(|e| failed(&e))?;
+            let body =
+                protobuf::encode_list(&r.rt.api_version(), &r.rt.list_kind(), &metadata, &items)
+                    .map_err(|e| failed(&e))?;
+            Ok(response::bytes(200, protobuf::CONTENT_TYPE, body))
+        }
+        _ => {
+            let items = page
+                .items
+                .iter()
+                .map(|o| o.served_value(&r.rt))
+                .collect::<Result<Vec<Value>, _>>()
+                .map_err(|e| failed(&e))?;
+            r.render_list(items, metadata)
+        }
     }
-    let items = page
-        .items
-        .iter()
-        .map(|o| o.served_value(&r.rt))
-        .collect::<Result<Vec<Value>, _>>()
-        .map_err(|e| failed(&e))?;
-    r.render_list(items, metadata)
 }
 
 /// The list exactly as `render_list` encodes it in JSON (kind, apiVersion, metadata, items), with
