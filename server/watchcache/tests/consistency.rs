@@ -7,123 +7,26 @@
 //! the storage consistency checker).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use async_trait::async_trait;
-use futures::StreamExt;
+use std::sync::Arc;
+
 use kcp_registry::LogicalClusterName;
 use kcp_registry::storage::continuation::Continuation;
-use kcp_registry::storage::objects::{ListPage, ListRequest, ObjectRef};
-use kcp_registry::storage::{KeyLayout, ObjectStore, ResourceKeys};
-use kcp_storage::{RangeRequest, RangeResponse, Revision, Storage, StorageError, WatchStream};
+use kcp_registry::storage::objects::{ListPage, ListRequest};
+use kcp_registry::storage::{KeyLayout, ObjectStore};
 use kcp_watchcache::{CachedPage, Freshness, ListQuery, NotServed, WatchCaches};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-const CLUSTERS: [&str; 3] = ["root", "c1", "c2"];
-const NAMESPACES: [&str; 3] = ["default", "ns1", "ns2"];
-const NAMES: usize = 12;
-const DEADLINE: Duration = Duration::from_secs(20);
-
-type Keep = dyn Fn(&Value) -> bool + Sync;
-
-fn configmaps(objects: &ObjectStore) -> ResourceKeys {
-    objects.keys("", "configmaps", KeyLayout::BuiltIn)
-}
-
-fn what(name: &str) -> ObjectRef<'_> {
-    ObjectRef {
-        group: "",
-        resource: "configmaps",
-        name,
-    }
-}
-
-fn configmap(namespace: &str, name: &str, tier: &str, value: u64) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"tier": tier}},
-        "data": {"v": value.to_string()}})
-}
-
-/// One random write; conflicts and missing objects are part of the game.
-async fn random_write(objects: &ObjectStore, rng: &mut StdRng) {
-    let keys = configmaps(objects);
-    let cluster = LogicalClusterName::parse(CLUSTERS[rng.random_range(0..3)]).unwrap();
-    let namespace = NAMESPACES[rng.random_range(0..3)];
-    let name = format!("cm-{}", rng.random_range(0..NAMES));
-    let key = keys.object(&cluster, Some(namespace), &name);
-    let tier = if rng.random_bool(0.5) { "a" } else { "b" };
-    let object = configmap(namespace, &name, tier, rng.random());
-    match rng.random_range(0..3) {
-        0 => {
-            let _ = objects.create(&key, &object, what(&name)).await;
-        }
-        1 => {
-            if let Ok(Some(current)) = objects.get(&key, what(&name)).await {
-                let _ = objects
-                    .update(&key, &object, current.revision, what(&name))
-                    .await;
-            }
-        }
-        _ => {
-            let _ = objects.delete(&key, None, what(&name)).await;
-        }
-    }
-}
-
-/// A random list scope: every cluster, one cluster, or one namespace of one cluster.
-fn random_prefix(keys: &ResourceKeys, rng: &mut StdRng) -> String {
-    let cluster = LogicalClusterName::parse(CLUSTERS[rng.random_range(0..3)]).unwrap();
-    match rng.random_range(0..3) {
-        0 => keys.all_clusters().to_string(),
-        1 => keys.scope(&cluster, None),
-        _ => keys.scope(&cluster, Some(NAMESPACES[rng.random_range(0..3)])),
-    }
-}
+use common::{
+    Breakable, Keep, Scope, configmap, configmaps, random_write, served, storage_page, what,
+};
 
 fn tier_a(object: &Value) -> bool {
     object["metadata"]["labels"]["tier"] == "a"
-}
-
-/// Asks the cache until it serves (it is created by the first list and then fills).
-async fn served(caches: &WatchCaches, query: ListQuery<'_>, keep: Option<&Keep>) -> CachedPage {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        match caches.list(query, keep).await {
-            Ok(page) => return page,
-            Err(error @ (NotServed::Moved(_) | NotServed::OutsideRoot)) => {
-                panic!("{error}")
-            }
-            Err(error) if tokio::time::Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
-}
-
-/// Storage's page at exactly `revision`.
-async fn storage_page(
-    objects: &ObjectStore,
-    prefix: &str,
-    revision: Revision,
-    limit: usize,
-    token: Option<&str>,
-    keep: &Keep,
-) -> ListPage {
-    objects
-        .list(
-            ListRequest {
-                prefix,
-                revision,
-                limit,
-                continuation: token.map(|t| Continuation::decode(t).unwrap()),
-            },
-            keep,
-        )
-        .await
-        .unwrap()
 }
 
 fn assert_same(cache: &CachedPage, storage: &ListPage, context: &str) {
@@ -145,7 +48,7 @@ async fn list_and_compare(
     freshness: Freshness,
 ) {
     let keys = configmaps(objects);
-    let prefix = random_prefix(&keys, rng);
+    let prefix = Scope::random(rng).prefix(&keys);
     let limit = [0, 1, 3, 7][rng.random_range(0..4)];
     let selective = rng.random_bool(0.3);
     let keep: &Keep = if selective { &tier_a } else { &|_| true };
@@ -157,7 +60,7 @@ async fn list_and_compare(
         limit,
         freshness,
     };
-    let page = served(caches, query, selective.then_some(keep)).await;
+    let page = served(|| caches.list(query, selective.then_some(keep))).await;
     let context = format!("{prefix} limit {limit} selective {selective} {freshness:?}");
     let expected = storage_page(objects, &prefix, page.revision, limit, None, keep).await;
     assert_same(&page, &expected, &context);
@@ -242,19 +145,15 @@ async fn randomized_writes_and_lists_agree_with_storage() {
     assert_eq!(caches.cached_types(), 1);
     // Quiet now: a consistent list is the store's latest state.
     let current = objects.current_revision().await.unwrap();
-    let page = served(
-        &caches,
-        ListQuery {
-            root: keys.all_clusters(),
-            namespaced: true,
-            prefix: keys.all_clusters(),
-            after: None,
-            limit: 0,
-            freshness: Freshness::AtLeast(current),
-        },
-        None,
-    )
-    .await;
+    let last = ListQuery {
+        root: keys.all_clusters(),
+        namespaced: true,
+        prefix: keys.all_clusters(),
+        after: None,
+        limit: 0,
+        freshness: Freshness::AtLeast(current),
+    };
+    let page = served(|| caches.list(last, None)).await;
     assert_eq!(page.revision, current);
     let expected = storage_page(&objects, keys.all_clusters(), 0, 0, None, &|_| true).await;
     assert_same(&page, &expected, "final");
@@ -282,7 +181,7 @@ async fn a_consistent_list_waits_for_writes_to_other_types_without_waiting_for_t
         limit: 0,
         freshness,
     };
-    served(&caches, query(Freshness::Any), None).await;
+    served(|| caches.list(query(Freshness::Any), None)).await;
     // Writes of another type move the store on; the cache has nothing to apply and still serves
     // a consistent list at once, at the store's revision.
     let secrets = objects.keys("", "secrets", KeyLayout::BuiltIn);
@@ -384,7 +283,7 @@ async fn after_compaction_old_pages_go_to_storage_and_current_lists_still_agree(
         limit: 2,
         freshness: Freshness::AtLeast(objects.current_revision().await.unwrap()),
     };
-    let first = served(&caches, query, None).await;
+    let first = served(|| caches.list(query, None)).await;
     let token = Continuation::decode(first.continue_token.as_deref().unwrap()).unwrap();
     for _ in 0..50 {
         random_write(&objects, &mut rng).await;
@@ -422,79 +321,9 @@ async fn after_compaction_old_pages_go_to_storage_and_current_lists_still_agree(
     shutdown.cancel();
 }
 
-/// A store whose watches all end with an error when the test says so, as etcd ends them when the
-/// history they need is compacted.
-struct Breakable {
-    inner: Arc<dyn Storage>,
-    breaks: tokio::sync::watch::Sender<u64>,
-}
-
-#[async_trait]
-impl Storage for Breakable {
-    async fn current_revision(&self) -> kcp_storage::Result<Revision> {
-        self.inner.current_revision().await
-    }
-    async fn get(&self, key: &str) -> kcp_storage::Result<Option<kcp_storage::KeyValue>> {
-        self.inner.get(key).await
-    }
-    async fn range(&self, request: RangeRequest) -> kcp_storage::Result<RangeResponse> {
-        self.inner.range(request).await
-    }
-    async fn create(
-        &self,
-        key: &str,
-        value: bytes::Bytes,
-    ) -> kcp_storage::Result<kcp_storage::KeyValue> {
-        self.inner.create(key, value).await
-    }
-    async fn update(
-        &self,
-        key: &str,
-        value: bytes::Bytes,
-        expected: Revision,
-    ) -> kcp_storage::Result<kcp_storage::KeyValue> {
-        self.inner.update(key, value, expected).await
-    }
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> kcp_storage::Result<(kcp_storage::KeyValue, Revision)> {
-        self.inner.delete(key, expected).await
-    }
-    async fn watch(&self, prefix: &str, from: Revision) -> kcp_storage::Result<WatchStream> {
-        let events = self.inner.watch(prefix, from).await?;
-        let mut broken = self.breaks.subscribe();
-        broken.mark_unchanged();
-        let end = futures::stream::once(async move {
-            Err(StorageError::Compacted {
-                requested: from,
-                compacted: from,
-            })
-        });
-        Ok(Box::pin(
-            events
-                .take_until(async move { broken.changed().await.ok() })
-                .chain(end),
-        ))
-    }
-    async fn compact(&self, revision: Revision) -> kcp_storage::Result<()> {
-        self.inner.compact(revision).await
-    }
-    async fn compacted_revision(&self) -> kcp_storage::Result<Revision> {
-        self.inner.compacted_revision().await
-    }
-    async fn close(&self) -> kcp_storage::Result<()> {
-        self.inner.close().await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_watches_are_recovered_from_by_listing_again() {
-    let breakable = Arc::new(Breakable {
-        inner: kcp_storage::open_in_memory().await.unwrap(),
-        breaks: tokio::sync::watch::Sender::new(0),
-    });
+    let breakable = Breakable::over(kcp_storage::open_in_memory().await.unwrap());
     let objects = ObjectStore::new(breakable.clone(), "/registry");
     let shutdown = CancellationToken::new();
     let caches = WatchCaches::new(objects.clone(), &shutdown);
@@ -506,7 +335,7 @@ async fn broken_watches_are_recovered_from_by_listing_again() {
         // Every watch (the type's and the store-wide progress watch) breaks now and then, while
         // writes go on; lists wait for the cache to list again, or go to storage meanwhile.
         if round % 2 == 1 {
-            breakable.breaks.send_modify(|n| *n += 1);
+            breakable.break_watches();
         }
         for _ in 0..5 {
             random_write(&objects, &mut rng).await;
