@@ -7,14 +7,15 @@
 //! a channel and this state; a watch whose client stops reading is cut off by the cache when its
 //! buffer fills, and ends here once the client has read what was handed to it. Bookmarks carry
 //! the cache's settled revision (which moves with writes to any type, as kube's does with etcd's
-//! progress notifications), sent after every event the cache had handed over by then.
+//! progress notifications), sent after every event the cache had handed over by then. Frames
+//! that are ready together (the initial state, a burst of events) go out as one chunk.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::stream;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
@@ -26,6 +27,9 @@ use kcp_watchcache::{
 use tokio::time::{Instant, Interval, Sleep};
 
 use super::{BOOKMARK_INTERVAL, Keep, Start, Stream, transition};
+
+/// The most bytes of ready frames sent as one chunk.
+const CHUNK: usize = 64 * 1024;
 use crate::handlers::resource::Resolved;
 use crate::handlers::response::Body;
 
@@ -70,7 +74,7 @@ pub(super) fn body(watch: CachedWatch, stream: Stream, initial: bool) -> Body {
         stream,
     };
     let frames = stream::unfold(state, |mut state| async move {
-        let frame = state.next_frame().await?;
+        let frame = state.next_chunk().await?;
         Some((Ok::<_, Infallible>(Frame::data(frame)), state))
     });
     BodyExt::boxed(StreamBody::new(frames))
@@ -100,7 +104,37 @@ struct Cached {
 }
 
 impl Cached {
-    async fn next_frame(&mut self) -> Option<Bytes> {
+    /// The next chunk of the stream: the first frame (waiting for it if need be), then whatever
+    /// more is ready without waiting, up to [`CHUNK`] bytes, so a busy stream (a WatchList's
+    /// state, a burst of events) costs one write per chunk instead of one per event.
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        let first = loop {
+            if let Some(frame) = self.ready_frame() {
+                break frame;
+            }
+            if self.done {
+                return None;
+            }
+            match self.wait().await {
+                Wake::End => return None,
+                Wake::Bookmark => self.push_bookmark(),
+                Wake::Event(event) => self.push_event(&event),
+            }
+        };
+        let mut chunk: Option<BytesMut> = None;
+        while chunk.as_ref().map_or(first.len(), BytesMut::len) < CHUNK
+            && let Some(frame) = self.ready_frame()
+        {
+            chunk
+                .get_or_insert_with(|| BytesMut::from(&first[..]))
+                .extend_from_slice(&frame);
+        }
+        Some(chunk.map_or(first, BytesMut::freeze))
+    }
+
+    /// A frame that is ready without waiting: one already made, an initial object, the
+    /// initial-events-end bookmark, or an event the cache has handed over.
+    fn ready_frame(&mut self) -> Option<Bytes> {
         loop {
             if let Some(frame) = self.pending.pop_front() {
                 return Some(frame);
@@ -117,11 +151,8 @@ impl Cached {
                 self.push(frame);
                 continue;
             }
-            match self.wait().await {
-                Wake::End => return None,
-                Wake::Bookmark => self.push_bookmark(),
-                Wake::Event(event) => self.push_event(&event),
-            }
+            let event = self.events.try_next()?;
+            self.push_event(&event);
         }
     }
 
