@@ -20,6 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use kcp_apimachinery::ApiError;
 use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, Change, ChangeType};
@@ -53,6 +54,8 @@ struct Seen {
     revision: Revision,
     object: Value,
     previous: Option<Value>,
+    /// The object's JSON as sent: the cache's kept bytes, storage's object encoded.
+    json: Bytes,
 }
 
 impl Seen {
@@ -62,6 +65,7 @@ impl Seen {
             revision: event.revision,
             object: event.object.decode().unwrap(),
             previous: event.previous.as_ref().map(|p| p.decode().unwrap()),
+            json: event.object.json().clone(),
         }
     }
 
@@ -69,6 +73,7 @@ impl Seen {
         Seen {
             kind: change.kind,
             revision: change.revision,
+            json: Bytes::from(serde_json::to_vec(&change.object).unwrap()),
             object: change.object,
             previous: change.previous,
         }
@@ -360,6 +365,9 @@ async fn randomized_watches_deliver_what_storage_watches_deliver() {
         assert_same_events(&cached, &stored, &context);
         assert!(events.try_next().is_none(), "{context}: more than storage");
     }
+    // Every watch is gone: none is left behind in the cache.
+    let stats = caches.stats();
+    assert_eq!(stats[0].watchers, 0, "{stats:?}");
     shutdown.cancel();
 }
 
