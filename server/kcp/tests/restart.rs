@@ -1,7 +1,8 @@
 //! Stopping and starting `kcp`: SIGTERM ends open watches cleanly and exits 0, and a restart on the
 //! same root directory (embedded store) or the same etcd loses nothing: every object keeps its
 //! content and resourceVersion, and a watch resumed from a resourceVersion handed out before the
-//! restart gets exactly the changes made after it.
+//! restart gets exactly the changes made after it, from storage and, once the type has a watch
+//! cache again, from the cache's history.
 //!
 //! Clients (controllers, kubectl) keep resourceVersions across server restarts and resume from
 //! them, so a restart that renumbers, drops or replays anything breaks them silently. Every test
@@ -266,6 +267,36 @@ async fn survives_restart(mut kcp: KcpProcess) {
         .map(event_summary)
         .collect();
     assert_eq!(replayed, summaries);
+
+    // The reads above gave ConfigMaps a watch cache: a watch resumed from the revision it holds
+    // is served from its history, and sees exactly the changes after it.
+    let series = |name: &str| format!("{name}{{group=\"core\",resource=\"configmaps\"}} ");
+    let figure = |metrics: &str, name: &str| {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&series(name)))
+            .map(|n| n.trim().parse::<u64>().unwrap())
+    };
+    let metrics = kcp
+        .wait_for("the ConfigMaps watch cache", "/metrics", |metrics| {
+            figure(&metrics.text(), "apiserver_watch_cache_resource_version")
+                .is_some_and(|rv| rv > 0)
+        })
+        .await
+        .text();
+    let cached_at = figure(&metrics, "apiserver_watch_cache_resource_version").unwrap();
+    let watchers = figure(&metrics, "kcp_watch_cache_watchers").unwrap();
+    let mut from_history = kcp
+        .watch(&format!("{CONFIGMAPS}?watch=1&resourceVersion={cached_at}"))
+        .await;
+    let watching = figure(
+        &kcp.get("/metrics").await.text(),
+        "kcp_watch_cache_watchers",
+    );
+    assert_eq!(watching, Some(watchers + 1), "served by the cache");
+    let late = create(&kcp, CONFIGMAPS, configmap("late", "cached")).await;
+    let event = from_history.expect_event().await;
+    assert_eq!(event_summary(&event), expected("ADDED", &late));
 
     kcp.stop_cleanly().await;
 }

@@ -4,7 +4,8 @@
 //! custom resource whose defaults apply on read; a WatchList starts with the state and the
 //! initial-events-end bookmark; `/metrics` shows which watches the cache serves; a client that
 //! stops reading is cut off with a clean end of stream while the other watchers and the writes
-//! go on. Each test uses a custom resource of its own, so it decides when its type gets a cache.
+//! go on; a revision compacted away answers 410 Gone (an ERROR event) as kube-apiserver's does.
+//! Each test uses a custom resource of its own, so it decides when its type gets a cache.
 
 use std::time::Duration;
 
@@ -446,4 +447,68 @@ async fn a_client_that_stops_reading_is_cut_off_and_holds_nothing_up() {
         .collect();
     assert!(received.len() > 1000, "{} events", received.len());
     assert_eq!(received[..], written[..received.len()]);
+}
+
+#[tokio::test]
+async fn a_watch_from_a_compacted_revision_is_gone_as_in_kube() {
+    let mut server = KcpProcess::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_kcp")),
+        "watch-cache-compaction",
+        &["--etcd-compaction-interval=1s".to_string()],
+    )
+    .await;
+    namespace(&server, "root", "old").await;
+    let path = "/clusters/root/api/v1/namespaces/old/configmaps";
+    let body = |v: usize| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"v": v.to_string()}})
+    };
+    let created = server.send_json(Method::POST, path, &body(0)).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let old = revision(&json!({"object": created.json()}));
+    for v in 1..4 {
+        let updated = server
+            .send_json(Method::PUT, &format!("{path}/c"), &body(v))
+            .await;
+        assert_eq!(updated.status, 200, "{}", updated.text());
+    }
+    cached(&server, path, "core", "configmaps").await;
+
+    // Once compacted, the old revision is neither in the cache's history (filled after it) nor in
+    // storage's: 410 Gone as an ERROR event, and the client lists again.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let gone = loop {
+        let mut watch = json_watch(
+            &server,
+            path,
+            &format!("resourceVersion={old}"),
+            "application/json",
+        )
+        .await;
+        let first = watch.expect_event().await;
+        if first["type"] == "ERROR" {
+            break first;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never compacted");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(gone["object"]["code"], 410, "{gone}");
+    assert_eq!(gone["object"]["reason"], "Expired", "{gone}");
+
+    // A revision the cache holds is served as before.
+    let current = revision_of(&server.get(path).await.json());
+    let mut watch = json_watch(
+        &server,
+        path,
+        &format!("resourceVersion={current}"),
+        "application/json",
+    )
+    .await;
+    let updated = server
+        .send_json(Method::PUT, &format!("{path}/c"), &body(9))
+        .await;
+    assert_eq!(updated.status, 200);
+    let event = watch.expect_event().await;
+    assert_eq!(event["object"]["data"]["v"], "9");
+    server.stop_cleanly().await;
 }
