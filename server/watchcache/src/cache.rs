@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::history::{Event, History};
+use crate::history::{Event, HISTORY_AGE, History};
 use crate::object::{CachedObject, relative_key};
 use crate::page::{self, Objects, Range};
 use crate::progress::{Progress, RETRY_AFTER};
@@ -33,6 +33,9 @@ use crate::{CacheStats, CachedPage, CachedWatch, Freshness, NotServed, WatchStar
 
 /// How long a list waits for the cache to reach the revision it needs (kube's `blockTimeout`).
 const WAIT: Duration = Duration::from_secs(3);
+
+/// How often events older than [`HISTORY_AGE`] are dropped.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// The objects, the revision they are the store's state at, and the recent events.
 struct State {
@@ -314,6 +317,14 @@ impl TypeCache {
         }
     }
 
+    fn drop_old_events(&self) {
+        if let Some(before) = std::time::Instant::now().checked_sub(HISTORY_AGE)
+            && let Ok(mut state) = self.state.write()
+        {
+            state.history.drop_older(before);
+        }
+    }
+
     /// Applies a change: the objects, the history and the watchers see it under one lock. An
     /// object the cache cannot key or encode is left out (and logged), its revision still counts.
     fn apply(&self, change: Change) {
@@ -352,11 +363,16 @@ pub(crate) async fn run(cache: Arc<TypeCache>, objects: ObjectStore, shutdown: C
             Ok(revision) => match objects.watch(&cache.root, revision + 1).await {
                 Ok(changes) => {
                     let mut changes = std::pin::pin!(changes);
+                    let mut trim = tokio::time::interval(TRIM_EVERY);
                     loop {
                         let change = tokio::select! {
                             biased;
                             () = shutdown.cancelled() => return,
                             () = cache.relist.notified() => break,
+                            _ = trim.tick() => {
+                                cache.drop_old_events();
+                                continue;
+                            }
                             change = changes.next() => change,
                         };
                         match change {

@@ -7,10 +7,13 @@
 //! after which it is complete: the list that filled the cache, then the last event it dropped. A
 //! watch from before that is not served from the cache (`NotServed::TooOld`), and the caller asks
 //! storage, which still serves it unless its own history was compacted (then 410 as kube): so a
-//! cache created while clients already watch never sends them back to list.
+//! cache created while clients already watch never sends them back to list. Events older than
+//! [`HISTORY_AGE`] are dropped too (kube keeps at least 75 s), so a type written in a burst
+//! does not keep the burst's objects for good.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kcp_registry::storage::objects::ChangeType;
 use kcp_storage::Revision;
@@ -21,6 +24,8 @@ use crate::object::CachedObject;
 pub(crate) const HISTORY_EVENTS: usize = 10_000;
 /// At most this many bytes of objects are held by the events kept per type.
 pub(crate) const HISTORY_BYTES: usize = 32 << 20;
+/// Events are kept at most this long.
+pub(crate) const HISTORY_AGE: Duration = Duration::from_secs(300);
 
 /// One change of the type's objects, as every watcher receives it.
 #[derive(Debug)]
@@ -33,6 +38,8 @@ pub struct Event {
     pub previous: Option<Arc<CachedObject>>,
     /// `<cluster>/[<namespace>/]<name>`, relative to the type's root.
     key: String,
+    /// When the cache applied it.
+    at: Instant,
 }
 
 impl Event {
@@ -49,6 +56,7 @@ impl Event {
             object,
             previous,
             key,
+            at: Instant::now(),
         }
     }
 
@@ -92,9 +100,19 @@ impl History {
         self.bytes += event.bytes();
         self.events.push_back(event);
         while self.events.len() > self.max_events || self.bytes > self.max_bytes {
-            let Some(oldest) = self.events.pop_front() else {
-                break;
-            };
+            self.drop_oldest();
+        }
+    }
+
+    /// Drops the events applied before `before`.
+    pub(crate) fn drop_older(&mut self, before: Instant) {
+        while self.events.front().is_some_and(|e| e.at < before) {
+            self.drop_oldest();
+        }
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some(oldest) = self.events.pop_front() {
             self.bytes -= oldest.bytes();
             self.complete_after = self.complete_after.max(oldest.revision);
         }
@@ -176,6 +194,24 @@ mod tests {
         assert_eq!(history.complete_after(), 2);
         assert!(history.since(1, "").is_none());
         assert_eq!(revisions(&history.since(2, "").unwrap()), [3, 4]);
+    }
+
+    #[test]
+    fn old_events_are_dropped() {
+        let mut history = History::new(0);
+        history.push(event(1, "a/x"));
+        let between = Instant::now();
+        history.push(event(2, "a/x"));
+        history.drop_older(between);
+        assert_eq!(history.len(), 1);
+        assert_eq!(history.complete_after(), 1);
+        history.drop_older(Instant::now());
+        assert_eq!(history.len(), 0);
+        assert_eq!(history.bytes(), 0);
+        assert_eq!(
+            revisions(&history.since(2, "").unwrap()),
+            Vec::<Revision>::new()
+        );
     }
 
     #[test]

@@ -174,9 +174,14 @@ impl CachedEvents {
 
     /// A revision this watch may report in a BOOKMARK once the events pending now have been
     /// sent: the store's state at it holds nothing under the watch's prefix that they do not
-    /// carry. Read it first, then send what [`Self::try_next`] yields, then the bookmark.
-    pub fn settled_revision(&self) -> Revision {
-        self.cache.settled_revision()
+    /// carry. Read it first, then send what [`Self::try_next`] yields, then the bookmark. `None`
+    /// once the watch has ended (cut off, or the cache lists again): events it will never hand
+    /// over may lie below the cache's revision then.
+    pub fn settled_revision(&self) -> Option<Revision> {
+        // In this order: a watch still open after the revision was read was handed every event
+        // up to it (events are handed over before the revision they bring is visible).
+        let settled = self.cache.settled_revision();
+        (!self.rx.is_closed()).then_some(settled)
     }
 }
 

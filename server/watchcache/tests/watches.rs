@@ -229,7 +229,7 @@ fn assert_same_events(cached: &[Seen], stored: &[Seen], context: &str) {
 async fn settle(events: &mut CachedEvents, revision: Revision, into: &mut Vec<Seen>) {
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let settled = events.settled_revision();
+        let settled = events.settled_revision().expect("the watch is open");
         while let Some(event) = events.try_next() {
             into.push(Seen::cached(&event));
         }
@@ -655,7 +655,7 @@ async fn the_settled_revision_follows_other_types_and_never_passes_an_undelivere
     };
     let mut checkpoints = Vec::new();
     while !writer.is_finished() {
-        let settled = cached.events.settled_revision();
+        let settled = cached.events.settled_revision().expect("the watch is open");
         while let Some(event) = cached.events.try_next() {
             received.push(Seen::cached(&event));
         }
@@ -745,5 +745,43 @@ async fn watchers_of_a_logical_cluster_get_nothing_of_another_even_one_named_lik
             if let Scope::Cluster(_) = scope { 6 } else { 3 }
         );
     }
+    shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_cut_off_never_reports_a_settled_revision_past_what_it_missed() {
+    let (objects, caches, shutdown) = start_caches(kcp_storage::open_in_memory().await.unwrap());
+    let keys = configmaps(&objects);
+    create(&objects, "c1", "default", "first").await;
+    let all = keys.all_clusters();
+    let from = open(&caches, &objects, all, WatchStart::Initial(Freshness::Any))
+        .await
+        .0
+        .revision;
+    let prefix = Scope::Cluster("c1").prefix(&keys);
+    let (mut idle, mut changes) = open(&caches, &objects, &prefix, WatchStart::After(from)).await;
+    let writes = WATCHER_BUFFER + 10;
+    let mut last = 0;
+    for i in 0..writes {
+        last = create(&objects, "c1", "default", &format!("cm-{i}")).await;
+    }
+    // The cache has applied every write (and cut the idle watch off).
+    watch(&caches, &objects, all, WatchStart::After(last))
+        .await
+        .unwrap();
+    // As the handler sends a bookmark: the settled revision first, then what the watch hands over.
+    let settled = idle.events.settled_revision();
+    assert_eq!(settled, None, "a watch cut off has no settled revision");
+    let mut given = Vec::new();
+    while let Some(event) = idle.events.try_next() {
+        given.push(Seen::cached(&event));
+    }
+    let stored = take_stored(&mut changes, writes).await;
+    assert_same_events(&given, &stored[..given.len()], "the cut watch");
+    assert_eq!(
+        given.len(),
+        WATCHER_BUFFER,
+        "it was handed what fit before it was cut"
+    );
     shutdown.cancel();
 }

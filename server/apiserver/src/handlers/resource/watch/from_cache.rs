@@ -220,9 +220,12 @@ impl Cached {
     }
 
     /// A periodic BOOKMARK: the settled revision read first, then every event handed over by
-    /// then, then the bookmark, so no event it covers comes after it.
+    /// then, then the bookmark, so no event it covers comes after it. None for a watch that has
+    /// ended: its stream ends once the events it was handed are sent.
     fn push_bookmark(&mut self) {
-        let settled = self.events.settled_revision();
+        let Some(settled) = self.events.settled_revision() else {
+            return;
+        };
         while !self.done
             && let Some(event) = self.events.try_next()
         {
