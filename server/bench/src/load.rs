@@ -23,7 +23,7 @@ use crate::client::{Client, ClientError, Media, Reply};
 use crate::crds;
 use crate::schedule::{self, Failure, Plan, PlanError};
 use crate::server;
-use crate::stats::{PhaseReport, micros_per};
+use crate::stats::{PhaseReport, micros_per, net_micros_per_event};
 use crate::watchers::{self, Watchers};
 
 /// A load phase.
@@ -191,7 +191,7 @@ impl Workload {
         let mut created: Arc<Vec<String>> = Arc::new(Vec::new());
         for phase in phases {
             tracing::info!(?phase, "phase starting");
-            let report = with_server_cpu(server_pid, async {
+            let mut report = with_server_cpu(server_pid, async {
                 Ok(match phase {
                     Phase::Create => {
                         let (report, names) = self.create("bench").await?;
@@ -206,6 +206,20 @@ impl Workload {
                 })
             })
             .await?;
+            if let Some(watch) = &mut report.watch {
+                // The watch phase's writes are creates too: what the create phase cost per
+                // write is taken off to leave the fan-out alone.
+                let create = reports
+                    .iter()
+                    .find(|r: &&PhaseReport| r.phase == "create")
+                    .and_then(|r| r.server_cpu_us_per_request);
+                watch.server_cpu_us_per_event_net = report
+                    .server_cpu_us_per_request
+                    .zip(create)
+                    .and_then(|(total, create)| {
+                        net_micros_per_event(total, create, report.ok, watch.delivered_events)
+                    });
+            }
             tracing::info!(
                 ?phase,
                 ok = report.ok,

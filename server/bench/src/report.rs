@@ -406,7 +406,8 @@ impl Table for LoadReport {
                     out,
                     "{}: {} watchers, {}/{} events delivered ({} before the write's response); \
                      latency above is write ack -> event; the writes themselves: p50 {} ms, p99 {} ms; \
-                     client CPU {} us per delivered event",
+                     server CPU {} us per delivered event net of the writes (create phase's cost \
+                     per write taken off); client CPU {} us per delivered event",
                     phase.phase,
                     watch.watchers,
                     watch.delivered_events,
@@ -414,6 +415,9 @@ impl Table for LoadReport {
                     watch.before_ack,
                     ms(write.map(|l| l.p50_ms)),
                     ms(write.map(|l| l.p99_ms)),
+                    watch
+                        .server_cpu_us_per_event_net
+                        .map_or("-".into(), |us| format!("{us:.1}")),
                     watch
                         .client_cpu_us_per_event
                         .map_or("-".into(), |us| format!("{us:.1}")),
@@ -853,6 +857,7 @@ mod tests {
             before_ack: 0,
             write_latency: None,
             server_cpu_us_per_event: Some(15.0),
+            server_cpu_us_per_event_net: Some(8.5),
             client_cpu_us_per_event: Some(4.25),
         });
         let report = LoadReport {
@@ -872,6 +877,10 @@ mod tests {
         );
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["phases"][0]["watch"]["server_cpu_us_per_event"], 15.0);
+        assert_eq!(
+            json["phases"][0]["watch"]["server_cpu_us_per_event_net"],
+            8.5
+        );
         assert_eq!(json["phases"][0]["server_cpu_us_per_request"], 1_500.0);
     }
 }

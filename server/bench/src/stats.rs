@@ -86,10 +86,25 @@ pub struct WatchReport {
     /// watcher (the writes' own cost included), when the server is ours (`run`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cpu_us_per_event: Option<f64>,
+    /// The same net of the writes' own cost: (CPU per write − the create phase's CPU per write)
+    /// × writes / delivered events; present when the create phase ran on our server first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_event_net: Option<f64>,
     /// This client's CPU time over the phase per delivered event: when it approaches the
     /// server's, the client may be what limits delivery.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cpu_us_per_event: Option<f64>,
+}
+
+/// Microseconds per delivered event of a watch phase's CPU beyond what its `writes` cost on
+/// their own (`create_per_write`, measured without watchers); `None` without events.
+pub fn net_micros_per_event(
+    per_write: f64,
+    create_per_write: f64,
+    writes: u64,
+    delivered: u64,
+) -> Option<f64> {
+    (delivered > 0).then(|| (per_write - create_per_write) * writes as f64 / delivered as f64)
 }
 
 /// CPU time per item in microseconds; `None` without items.
@@ -228,6 +243,16 @@ mod tests {
         assert_eq!(micros_per(ms(50), 1_000), Some(50.0));
         assert_eq!(micros_per(Duration::from_secs(2), 50_000), Some(40.0));
         assert_eq!(micros_per(ms(50), 0), None);
+    }
+
+    #[test]
+    fn cpu_per_event_net_of_the_writes() {
+        // 5,000 writes at 2,200 us each, 700 us of which a create costs alone, 100 watchers.
+        assert_eq!(
+            net_micros_per_event(2_200.0, 700.0, 5_000, 500_000),
+            Some(15.0)
+        );
+        assert_eq!(net_micros_per_event(2_200.0, 700.0, 5_000, 0), None);
     }
 
     #[test]

@@ -221,6 +221,7 @@ impl Watchers {
             before_ack,
             write_latency: report.latency,
             server_cpu_us_per_event: None,
+            server_cpu_us_per_event_net: None,
             client_cpu_us_per_event: None,
         });
         report.latency = Latency::of(delivered);
