@@ -12,9 +12,11 @@
 //! does not keep the burst's objects for good.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use kcp_registry::ResourceType;
 use kcp_registry::storage::objects::ChangeType;
 use kcp_storage::Revision;
 
@@ -40,6 +42,31 @@ pub struct Event {
     key: String,
     /// When the cache applied it.
     at: Instant,
+    /// The stream frames made of it so far, shared by every watcher that sends the same one.
+    frames: Mutex<Vec<KeptFrame>>,
+}
+
+/// Which frame of an event a watcher sends: the type it serves the object as, the event type
+/// it reports (selectors may change it), and the stream's format.
+#[derive(Clone, Copy)]
+pub struct FrameKey<'a> {
+    pub rt: &'a Arc<ResourceType>,
+    pub kind: ChangeType,
+    pub protobuf: bool,
+}
+
+struct KeptFrame {
+    /// Compared by address, held weakly (as `CachedObject` keeps its served forms).
+    rt: Weak<ResourceType>,
+    kind: ChangeType,
+    protobuf: bool,
+    bytes: Bytes,
+}
+
+impl std::fmt::Debug for KeptFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeptFrame({:?}, {} bytes)", self.kind, self.bytes.len())
+    }
 }
 
 impl Event {
@@ -57,7 +84,39 @@ impl Event {
             previous,
             key,
             at: Instant::now(),
+            frames: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The stream frame `key` names: made by `make` for the first watcher that sends it, then
+    /// the same bytes for every other (kube's `cachingObject` serializes once per format).
+    pub fn frame<E>(
+        &self,
+        key: FrameKey<'_>,
+        make: impl FnOnce() -> Result<Bytes, E>,
+    ) -> Result<Bytes, E> {
+        let same = |kept: &KeptFrame| {
+            kept.rt.as_ptr() == Arc::as_ptr(key.rt)
+                && kept.kind == key.kind
+                && kept.protobuf == key.protobuf
+        };
+        if let Ok(frames) = self.frames.lock()
+            && let Some(kept) = frames.iter().find(|kept| same(kept))
+        {
+            return Ok(kept.bytes.clone());
+        }
+        let bytes = make()?;
+        if let Ok(mut frames) = self.frames.lock()
+            && !frames.iter().any(same)
+        {
+            frames.push(KeptFrame {
+                rt: Arc::downgrade(key.rt),
+                kind: key.kind,
+                protobuf: key.protobuf,
+                bytes: bytes.clone(),
+            });
+        }
+        Ok(bytes)
     }
 
     pub(crate) fn key(&self) -> &str {
@@ -194,6 +253,34 @@ mod tests {
         assert_eq!(history.complete_after(), 2);
         assert!(history.since(1, "").is_none());
         assert_eq!(revisions(&history.since(2, "").unwrap()), [3, 4]);
+    }
+
+    #[test]
+    fn a_frame_is_made_once_per_type_kind_and_format() {
+        let registry = kcp_registry::Registry::new();
+        let configmaps = registry.builtin_type("", "v1", "configmaps").unwrap();
+        let secrets = registry.builtin_type("", "v1", "secrets").unwrap();
+        let e = event(1, "a/x");
+        let made = std::cell::Cell::new(0);
+        let make = |text: &'static str| {
+            made.set(made.get() + 1);
+            Ok::<_, ()>(Bytes::from_static(text.as_bytes()))
+        };
+        let key = |rt, kind, protobuf| FrameKey { rt, kind, protobuf };
+        let first = e
+            .frame(key(&configmaps, ChangeType::Added, false), || make("a"))
+            .unwrap();
+        let again = e
+            .frame(key(&configmaps, ChangeType::Added, false), || make("b"))
+            .unwrap();
+        assert_eq!((first.as_ptr(), made.get()), (again.as_ptr(), 1));
+        e.frame(key(&configmaps, ChangeType::Deleted, false), || make("c"))
+            .unwrap();
+        e.frame(key(&configmaps, ChangeType::Added, true), || make("d"))
+            .unwrap();
+        e.frame(key(&secrets, ChangeType::Added, false), || make("e"))
+            .unwrap();
+        assert_eq!(made.get(), 4);
     }
 
     #[test]

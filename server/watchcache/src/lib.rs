@@ -35,7 +35,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use cache::TypeCache;
-pub use history::Event;
+pub use history::{Event, FrameKey};
 pub use object::{CachedObject, EncodeError};
 use progress::Progress;
 pub use watchers::CachedEvents;

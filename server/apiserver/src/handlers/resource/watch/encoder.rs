@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kcp_apimachinery::{ApiError, meta, protobuf};
+use kcp_registry::storage::objects::ChangeType;
 use kcp_registry::{ResourceType, table};
 use kcp_storage::Revision;
-use kcp_watchcache::{CachedObject, EncodeError};
+use kcp_watchcache::{CachedObject, EncodeError, Event, FrameKey};
 use serde_json::{Value, json};
 
 use crate::handlers::negotiation::{Encoding, Output};
@@ -96,6 +97,24 @@ impl Encoder {
                 self.event(kind, &served)
             }
         }
+    }
+
+    /// The frame of a cached event reported as `kind`: in JSON and protobuf, made once per event
+    /// and shared by every watcher that sends the same frame.
+    pub(super) fn cached_change(&self, kind: ChangeType, event: &Event) -> Result<Bytes, ApiError> {
+        let protobuf = match self.output {
+            Output::Json => false,
+            Output::Protobuf => true,
+            Output::Table(_) | Output::PartialMetadata(_) | Output::Yaml => {
+                return self.cached_event(kind.as_str(), &event.object);
+            }
+        };
+        let key = FrameKey {
+            rt: &self.rt,
+            kind,
+            protobuf,
+        };
+        event.frame(key, || self.cached_event(kind.as_str(), &event.object))
     }
 
     pub(super) fn bookmark(

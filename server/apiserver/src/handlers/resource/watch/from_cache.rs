@@ -208,10 +208,7 @@ impl Cached {
         };
         match kind {
             Ok(Some(kind)) => {
-                let frame = self
-                    .stream
-                    .encoder
-                    .cached_event(kind.as_str(), &event.object);
+                let frame = self.stream.encoder.cached_change(kind, event);
                 self.push(frame);
             }
             Ok(None) => {}
