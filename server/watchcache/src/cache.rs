@@ -243,10 +243,23 @@ impl TypeCache {
 
     async fn wait_fresh(&self, freshness: Freshness) -> Result<(), NotServed> {
         match freshness {
-            Freshness::Any => Ok(()),
+            Freshness::Any => self.wait_ready().await,
             Freshness::AtLeast(revision) | Freshness::Exactly(revision) => {
                 self.wait_current(revision).await
             }
+        }
+    }
+
+    /// Waits until the cache has listed the type (it is being created, or lists again).
+    async fn wait_ready(&self) -> Result<(), NotServed> {
+        let ready = self.applied.subscribe();
+        let ready = async move {
+            let mut ready = ready;
+            ready.wait_for(Option::is_some).await.is_ok()
+        };
+        match tokio::time::timeout(WAIT, ready).await {
+            Ok(true) => Ok(()),
+            Ok(false) | Err(_) => Err(NotServed::NotReady),
         }
     }
 

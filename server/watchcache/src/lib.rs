@@ -145,9 +145,7 @@ pub struct CacheStats {
 pub enum NotServed {
     #[error("the type has not been listed again within the demand window")]
     Cold,
-    #[error("the cache of this type is being created")]
-    Starting,
-    #[error("the cache is listing the type")]
+    #[error("the cache did not finish listing the type in time")]
     NotReady,
     #[error("the cache did not reach revision {0} in time")]
     Behind(Revision),
@@ -189,8 +187,8 @@ impl WatchCaches {
     }
 
     /// A page from the type's cache. The first list of a type is answered [`NotServed::Cold`];
-    /// the next within [`DEMAND_WINDOW`] creates the cache and is answered
-    /// [`NotServed::Starting`]; later ones are served once the cache has listed.
+    /// the next within [`DEMAND_WINDOW`] creates the cache and, like every list while it fills,
+    /// waits (at most a few seconds) to be served from it.
     pub async fn list(
         &self,
         query: ListQuery<'_>,
@@ -235,9 +233,10 @@ impl WatchCaches {
         stats
     }
 
-    /// The type's cache, or why there is none to read yet: the first read of a type is
-    /// [`NotServed::Cold`]; the next within [`DEMAND_WINDOW`] creates the cache and is
-    /// [`NotServed::Starting`].
+    /// The type's cache (perhaps still filling), or [`NotServed::Cold`] for the first read of a
+    /// type; the next within [`DEMAND_WINDOW`] creates the cache. Reads of a cache that is filling
+    /// wait for it (kube's cacher waits for its initial list too), rather than all reading storage
+    /// at once while the fill reads it as well.
     async fn demanded(&self, root: &str, namespaced: bool) -> Result<Arc<TypeCache>, NotServed> {
         if let Some(cache) = self.existing(root) {
             return Ok(cache);
@@ -245,8 +244,7 @@ impl WatchCaches {
         if !self.listed_again(root) {
             return Err(NotServed::Cold);
         }
-        self.create(root, namespaced).await?;
-        Err(NotServed::Starting)
+        self.create(root, namespaced).await
     }
 
     /// Records a read of a type without a cache; whether it had been listed within the window.
@@ -263,10 +261,10 @@ impl WatchCaches {
         self.caches.read().ok()?.get(root).cloned()
     }
 
-    async fn create(&self, root: &str, namespaced: bool) -> Result<(), NotServed> {
+    async fn create(&self, root: &str, namespaced: bool) -> Result<Arc<TypeCache>, NotServed> {
         let mut started = self.progress.lock().await;
-        if self.existing(root).is_some() {
-            return Ok(());
+        if let Some(cache) = self.existing(root) {
+            return Ok(cache);
         }
         let progress = match &*started {
             Some(progress) => progress.clone(),
@@ -286,10 +284,10 @@ impl WatchCaches {
             listed.remove(root);
         }
         tokio::spawn(cache::run(
-            cache,
+            cache.clone(),
             self.objects.clone(),
             self.shutdown.clone(),
         ));
-        Ok(())
+        Ok(cache)
     }
 }

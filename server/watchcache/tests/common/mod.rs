@@ -120,9 +120,9 @@ where
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         match ask().await {
-            Err(
-                NotServed::Cold | NotServed::Starting | NotServed::NotReady | NotServed::Behind(_),
-            ) if tokio::time::Instant::now() < deadline => {
+            Err(NotServed::Cold | NotServed::NotReady | NotServed::Behind(_))
+                if tokio::time::Instant::now() < deadline =>
+            {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             answer => return answer,

@@ -175,7 +175,7 @@ pub async fn list(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
 }
 
 /// The page from the type's watch cache, or `None` when storage must answer (the cache is being
-/// created or filled, did not catch up in time, or moved past a continuation's revision).
+/// read once only, did not fill or catch up in time, or moved past a continuation's revision).
 async fn from_cache(
     r: &Resolved<'_>,
     options: &ListOptions,
