@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::history::{Event, HISTORY_AGE, History};
+use crate::history::{Event, FRAME_AGE, HISTORY_AGE, History};
 use crate::object::{CachedObject, relative_key};
 use crate::page::{self, Objects, Range};
 use crate::progress::{Progress, RETRY_AFTER};
@@ -34,7 +34,7 @@ use crate::{CacheStats, CachedPage, CachedWatch, Freshness, NotServed, WatchStar
 /// How long a list waits for the cache to reach the revision it needs (kube's `blockTimeout`).
 const WAIT: Duration = Duration::from_secs(3);
 
-/// How often events older than [`HISTORY_AGE`] are dropped.
+/// How often events older than [`HISTORY_AGE`] (and frames older than [`FRAME_AGE`]) are dropped.
 const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// The objects, the revision they are the store's state at, and the recent events.
@@ -330,11 +330,17 @@ impl TypeCache {
         }
     }
 
+    /// Drops the events older than [`HISTORY_AGE`], and the frames of those older than
+    /// [`FRAME_AGE`].
     fn drop_old_events(&self) {
-        if let Some(before) = std::time::Instant::now().checked_sub(HISTORY_AGE)
-            && let Ok(mut state) = self.state.write()
-        {
-            state.history.drop_older(before);
+        let now = std::time::Instant::now();
+        if let Ok(mut state) = self.state.write() {
+            if let Some(before) = now.checked_sub(HISTORY_AGE) {
+                state.history.drop_older(before);
+            }
+            if let Some(before) = now.checked_sub(FRAME_AGE) {
+                state.history.forget_frames(before);
+            }
         }
     }
 

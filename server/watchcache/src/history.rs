@@ -8,8 +8,9 @@
 //! watch from before that is not served from the cache (`NotServed::TooOld`), and the caller asks
 //! storage, which still serves it unless its own history was compacted (then 410 as kube): so a
 //! cache created while clients already watch never sends them back to list. Events older than
-//! [`HISTORY_AGE`] are dropped too (kube keeps at least 75 s), so a type written in a burst
-//! does not keep the burst's objects for good.
+//! [`HISTORY_AGE`] are dropped too (kube's freshness window, 75 s), so a type written in a burst
+//! does not keep the burst's objects for good, and the stream frames made of an event for its
+//! watchers are dropped after [`FRAME_AGE`], once every watcher has long been handed it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
@@ -26,8 +27,10 @@ use crate::object::CachedObject;
 pub(crate) const HISTORY_EVENTS: usize = 10_000;
 /// At most this many bytes of objects are held by the events kept per type.
 pub(crate) const HISTORY_BYTES: usize = 32 << 20;
-/// Events are kept at most this long.
-pub(crate) const HISTORY_AGE: Duration = Duration::from_secs(300);
+/// Events are kept at most this long (kube's `eventFreshDuration`).
+pub(crate) const HISTORY_AGE: Duration = Duration::from_secs(75);
+/// The frames made of an event are kept this long: while its fan-out is under way.
+pub(crate) const FRAME_AGE: Duration = Duration::from_secs(10);
 
 /// One change of the type's objects, as every watcher receives it.
 #[derive(Debug)]
@@ -170,6 +173,15 @@ impl History {
         }
     }
 
+    /// Forgets the frames made of the events applied before `before`.
+    pub(crate) fn forget_frames(&self, before: Instant) {
+        for event in self.events.iter().take_while(|e| e.at < before) {
+            if let Ok(mut frames) = event.frames.lock() {
+                *frames = Vec::new();
+            }
+        }
+    }
+
     fn drop_oldest(&mut self) {
         if let Some(oldest) = self.events.pop_front() {
             self.bytes -= oldest.bytes();
@@ -281,6 +293,13 @@ mod tests {
         e.frame(key(&secrets, ChangeType::Added, false), || make("e"))
             .unwrap();
         assert_eq!(made.get(), 4);
+        // Once forgotten, the next watcher makes its frame again.
+        let mut history = History::new(0);
+        history.push(e.clone());
+        history.forget_frames(Instant::now());
+        e.frame(key(&configmaps, ChangeType::Added, false), || make("f"))
+            .unwrap();
+        assert_eq!(made.get(), 5);
     }
 
     #[test]
