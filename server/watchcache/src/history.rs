@@ -13,6 +13,7 @@
 //! watchers are dropped after [`FRAME_AGE`], once every watcher has long been handed it.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -23,10 +24,11 @@ use kcp_storage::Revision;
 
 use crate::object::CachedObject;
 
-/// At most this many events are kept per type.
-pub(crate) const HISTORY_EVENTS: usize = 10_000;
+/// At most this many events are kept per type (kube's fixed default was 100 before it sized
+/// the history by time).
+pub(crate) const HISTORY_EVENTS: usize = 2_000;
 /// At most this many bytes of objects are held by the events kept per type.
-pub(crate) const HISTORY_BYTES: usize = 32 << 20;
+pub(crate) const HISTORY_BYTES: usize = 4 << 20;
 /// Events are kept at most this long (kube's `eventFreshDuration`).
 pub(crate) const HISTORY_AGE: Duration = Duration::from_secs(75);
 /// The frames made of an event are kept this long: while its fan-out is under way.
@@ -47,6 +49,8 @@ pub struct Event {
     at: Instant,
     /// The stream frames made of it so far, shared by every watcher that sends the same one.
     frames: Mutex<Vec<KeptFrame>>,
+    /// Whether more than one watcher was handed it: only then are its frames worth keeping.
+    shared: AtomicBool,
 }
 
 /// Which frame of an event a watcher sends: the type it serves the object as, the event type
@@ -88,11 +92,17 @@ impl Event {
             key,
             at: Instant::now(),
             frames: Mutex::new(Vec::new()),
+            shared: AtomicBool::new(false),
         }
     }
 
+    pub(crate) fn set_shared(&self, shared: bool) {
+        self.shared.store(shared, Ordering::Relaxed);
+    }
+
     /// The stream frame `key` names: made by `make` for the first watcher that sends it, then
-    /// the same bytes for every other (kube's `cachingObject` serializes once per format).
+    /// the same bytes for every other (kube's `cachingObject` serializes once per format). An
+    /// event handed to one watcher only keeps no frame.
     pub fn frame<E>(
         &self,
         key: FrameKey<'_>,
@@ -109,7 +119,8 @@ impl Event {
             return Ok(kept.bytes.clone());
         }
         let bytes = make()?;
-        if let Ok(mut frames) = self.frames.lock()
+        if self.shared.load(Ordering::Relaxed)
+            && let Ok(mut frames) = self.frames.lock()
             && !frames.iter().any(same)
         {
             frames.push(KeptFrame {
@@ -267,6 +278,14 @@ mod tests {
         assert_eq!(revisions(&history.since(2, "").unwrap()), [3, 4]);
     }
 
+    fn key0(rt: &Arc<ResourceType>) -> FrameKey<'_> {
+        FrameKey {
+            rt,
+            kind: ChangeType::Modified,
+            protobuf: true,
+        }
+    }
+
     #[test]
     fn a_frame_is_made_once_per_type_kind_and_format() {
         let registry = kcp_registry::Registry::new();
@@ -278,6 +297,12 @@ mod tests {
             made.set(made.get() + 1);
             Ok::<_, ()>(Bytes::from_static(text.as_bytes()))
         };
+        // Handed to one watcher: nothing kept.
+        let _ = e.frame(key0(&configmaps), || make("z"));
+        let _ = e.frame(key0(&configmaps), || make("z"));
+        assert_eq!(made.get(), 2);
+        made.set(0);
+        e.set_shared(true);
         let key = |rt, kind, protobuf| FrameKey { rt, kind, protobuf };
         let first = e
             .frame(key(&configmaps, ChangeType::Added, false), || make("a"))

@@ -82,6 +82,11 @@ impl Watchers {
     /// gone or whose buffer is full.
     pub(crate) fn dispatch(&mut self, event: &Arc<Event>, root: &str) {
         let key = event.key();
+        let holds = |w: &Watcher| key.starts_with(&w.prefix);
+        let in_cluster = cluster_of(key).and_then(|cluster| self.by_cluster.get(cluster));
+        let receivers = self.everywhere.iter().filter(|w| holds(w)).count()
+            + in_cluster.map_or(0, |watchers| watchers.iter().filter(|w| holds(w)).count());
+        event.set_shared(receivers > 1);
         let mut cut = 0;
         offer(&mut self.everywhere, event, &mut cut);
         if let Some(cluster) = cluster_of(key)
