@@ -1,6 +1,7 @@
 //! The cache answers what storage answers: randomized creates, updates and deletes across logical
-//! clusters and namespaces while lists run, each page compared with storage's page at the
-//! revision the cache reported (items, order, `continue` token), pages continued across the two;
+//! clusters and namespaces while lists run (on the embedded store and on a real etcd), each page
+//! compared with storage's page at the revision the cache reported (items, order, `continue`
+//! token), pages continued across the two;
 //! a new cache over existing data after a restart of the store; continuations after compaction;
 //! storage watches that break (the cache lists again, the progress watch makes every cache do so).
 //! kube-apiserver's cacher tests compare cache and etcd the same way (`cacher_whitebox_test`,
@@ -15,6 +16,7 @@ use kcp_registry::LogicalClusterName;
 use kcp_registry::storage::continuation::Continuation;
 use kcp_registry::storage::objects::{ListPage, ListRequest};
 use kcp_registry::storage::{KeyLayout, ObjectStore};
+use kcp_storage::Storage;
 use kcp_watchcache::{CachedPage, Freshness, ListQuery, NotServed, WatchCaches};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -22,7 +24,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use common::{
-    Breakable, Keep, Scope, configmap, configmaps, random_write, served, storage_page, what,
+    Breakable, Keep, OwnEtcd, Scope, configmap, configmaps, random_write, served, storage_page,
+    what,
 };
 
 fn tier_a(object: &Value) -> bool {
@@ -90,9 +93,20 @@ async fn list_and_compare(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn randomized_writes_and_lists_agree_with_storage() {
+    randomized_writes_and_lists(kcp_storage::open_in_memory().await.unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn randomized_writes_and_lists_agree_with_storage_on_etcd() {
+    let etcd = OwnEtcd::start().await;
+    randomized_writes_and_lists(etcd.storage.clone()).await;
+}
+
+/// Two writers make random writes while lists from the cache, at random scopes, limits, selectors
+/// and freshness, are compared page by page with storage's.
+async fn randomized_writes_and_lists(storage: Arc<dyn Storage>) {
     let seed: u64 = rand::random();
     println!("seed {seed}");
-    let storage = kcp_storage::open_in_memory().await.unwrap();
     let objects = ObjectStore::new(storage, "/registry");
     let shutdown = CancellationToken::new();
     let caches = Arc::new(WatchCaches::new(objects.clone(), &shutdown));

@@ -1,14 +1,15 @@
 //! Watches served from the cache deliver what storage's watches deliver: randomized writes across
-//! logical clusters and namespaces while watches open at random moments, scopes and starts, each
-//! compared event by event (kind, revision, object, previous object) with a storage watch from the
-//! revision the cache reported, and its initial objects with storage's list at that revision; a
-//! watcher that never reads is cut off after what it was given, without holding up the writes or
-//! the other watchers; a watch from before the bounded history is `TooOld`, one from just inside
-//! it is served; a re-list ends the open watches; the settled revision (bookmarks) follows other
-//! types' writes but never passes an event not yet handed over; a logical cluster's watchers get
-//! nothing of another, even one whose name starts with theirs. These mirror kube-apiserver's
-//! cacher tests: `RunTestWatch`, `RunTestNamespaceScopedWatch` and `RunTestClusterScopedWatch`
-//! (storage/testing, run against the cacher), `TestDispatchEventWillNotBeBlockedByTimedOutWatcher`,
+//! logical clusters and namespaces while watches open at random moments, scopes and starts (on the
+//! embedded store and on a real etcd), each compared event by event (kind, revision, object,
+//! previous object) with a storage watch from the revision the cache reported, and its initial
+//! objects with storage's list at that revision; a watcher that never reads is cut off after what
+//! it was given, without holding up the writes or the other watchers; a watch from before the
+//! bounded history is `TooOld`, one from just inside it is served; a re-list ends the open watches;
+//! the settled revision (bookmarks) follows other types' writes but never passes an event not yet
+//! handed over; a logical cluster's watchers get nothing of another, even one whose name starts
+//! with theirs. These mirror kube-apiserver's cacher tests: `RunTestWatch`,
+//! `RunTestNamespaceScopedWatch` and `RunTestClusterScopedWatch` (storage/testing, run against the
+//! cacher), `TestDispatchEventWillNotBeBlockedByTimedOutWatcher`,
 //! `TestCacheIntervalInvalidationStopsWatch`, `TestCacherDontMissEventsOnReinitialization` and
 //! `TestCacherSendBookmarkEvents` (cacher_whitebox_test.go), and `TestEvents` ("too old resource
 //! version", watch_cache_test.go).
@@ -35,7 +36,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use common::{
-    Breakable, CLUSTERS, DEADLINE, NAMESPACES, Scope, answer, configmap, configmaps,
+    Breakable, CLUSTERS, DEADLINE, NAMESPACES, OwnEtcd, Scope, answer, configmap, configmaps,
     logical_cluster, random_write, served, storage_page, what,
 };
 
@@ -294,9 +295,21 @@ fn random_start(rng: &mut StdRng, oldest: Revision, current: Revision) -> WatchS
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn randomized_watches_deliver_what_storage_watches_deliver() {
+    randomized_watches(kcp_storage::open_in_memory().await.unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn randomized_watches_deliver_what_storage_watches_deliver_on_etcd() {
+    let etcd = OwnEtcd::start().await;
+    randomized_watches(etcd.storage.clone()).await;
+}
+
+/// Two writers make random writes while watches open at random moments, scopes and starts; each
+/// is compared event by event with storage's watch from its revision.
+async fn randomized_watches(storage: Arc<dyn Storage>) {
     let seed: u64 = rand::random();
     println!("seed {seed}");
-    let (objects, caches, shutdown) = start_caches(kcp_storage::open_in_memory().await.unwrap());
+    let (objects, caches, shutdown) = start_caches(storage);
     let keys = configmaps(&objects);
     let mut rng = StdRng::seed_from_u64(seed);
     for _ in 0..60 {

@@ -2,8 +2,9 @@
 //! clusters and namespaces, the scopes lists and watches cover (every cluster, one cluster, one
 //! namespace), storage's answer at a revision to compare with, asking the cache until it serves
 //! (its first read is `Cold`, the second `Starting`), and a store whose watches break on demand
-//! (as etcd ends them when the history they need is compacted). kube-apiserver's cacher tests share
-//! a fake etcd and object helpers the same way (`storage/testing`).
+//! (as etcd ends them when the history they need is compacted); and a real etcd of the test's own,
+//! which the randomized tests run on besides the embedded store. kube-apiserver's cacher tests
+//! share an etcd test server and object helpers the same way (`storage/testing`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
@@ -16,7 +17,9 @@ use kcp_registry::LogicalClusterName;
 use kcp_registry::storage::continuation::Continuation;
 use kcp_registry::storage::objects::{ListPage, ListRequest, ObjectRef};
 use kcp_registry::storage::{KeyLayout, ObjectStore, ResourceKeys};
+use kcp_storage::etcd::{EtcdConfig, EtcdStore};
 use kcp_storage::{RangeRequest, RangeResponse, Revision, Storage, StorageError, WatchStream};
+use kcp_testing::EtcdProcess;
 use kcp_watchcache::NotServed;
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -29,6 +32,28 @@ pub const NAMES: usize = 12;
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
 pub type Keep = dyn Fn(&Value) -> bool + Sync;
+
+/// A real etcd of the test's own (its own process, ports and data dir), and the store connected to
+/// it as the server connects for `--etcd-servers`; the process is killed when this is dropped.
+pub struct OwnEtcd {
+    pub storage: Arc<dyn Storage>,
+    _process: EtcdProcess,
+}
+
+impl OwnEtcd {
+    /// Starts etcd (`$ETCD_BIN`, else Debian's `etcd-server`) on free loopback ports.
+    pub async fn start() -> OwnEtcd {
+        let process = EtcdProcess::start(false).await;
+        let config = EtcdConfig {
+            servers: vec![process.client_url().to_owned()],
+            ..EtcdConfig::default()
+        };
+        OwnEtcd {
+            storage: Arc::new(EtcdStore::connect(&config).await.unwrap()),
+            _process: process,
+        }
+    }
+}
 
 pub fn configmaps(objects: &ObjectStore) -> ResourceKeys {
     objects.keys("", "configmaps", KeyLayout::BuiltIn)
