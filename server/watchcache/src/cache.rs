@@ -1,10 +1,12 @@
 //! The cache of one resource type for every logical cluster: filled by one list, kept current by
-//! one storage watch of the type's key prefix, answering lists at the revision it holds.
+//! the changes the store-wide [`Feed`] hands it, answering lists at the revision it holds.
 //!
-//! Like kube-apiserver's `cacher` with its `watchCache`: the reflector lists, then watches from the
-//! list's revision; on a watch error (compacted history, lost store) it lists again, and while it
-//! does the cache is not ready and lists go to storage. The cache knows the revision it is current
-//! to (the list's, then each applied change's), and with [`Progress`] whether it holds the store's
+//! Like kube-apiserver's `cacher` with its `watchCache`, whose reflector lists, then watches from the
+//! list's revision, and lists again when its watch fails; here the watch is the feed shared by every
+//! cache: while the cache lists, the changes the feed hands it are queued, and once the list is in,
+//! those after its revision are applied, in order, before any newer one. While it lists, reads
+//! wait for it or go to storage. The cache knows the revision it is current
+//! to (the list's, then each applied change's), and with the [`Feed`] whether it holds the store's
 //! state at a later revision too, which is what a consistent list waits for
 //! (kube's `waitUntilFreshAndBlock`, bounded like kube's by a few seconds). Each change applied is
 //! also an [`Event`]: kept in the bounded [`History`] and handed to the type's [`Watchers`], under
@@ -15,19 +17,18 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kcp_apimachinery::ApiError;
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
-use kcp_storage::Revision;
+use kcp_storage::{Revision, WatchEvent};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::feed::{Feed, RETRY_AFTER};
 use crate::history::{Event, FRAME_AGE, HISTORY_AGE, History};
 use crate::object::{CachedObject, relative_key};
 use crate::page::{self, Objects, Range};
-use crate::progress::{Progress, RETRY_AFTER};
 use crate::watchers::{CachedEvents, WATCHER_BUFFER, Watchers};
 use crate::{CacheStats, CachedPage, CachedWatch, Freshness, NotServed, WatchStart};
 
@@ -66,14 +67,26 @@ pub(crate) struct TypeCache {
     watchers: Mutex<Watchers>,
     /// `Some(revision)` once ready, for the lists that wait.
     applied: watch::Sender<Option<Revision>>,
-    /// The newest write under `root` the progress watch has seen.
+    /// The newest write under `root` the feed has seen.
     last_write: AtomicI64,
     relist: Notify,
-    progress: Arc<Progress>,
+    feed: Arc<Feed>,
+    /// What becomes of the changes the feed hands over. Locked before `state`.
+    feeding: Mutex<Feeding>,
+}
+
+/// What the cache does with the changes the feed hands it.
+enum Feeding {
+    /// Drops them: it has not started listing, or listing failed (it will list again).
+    Idle,
+    /// Keeps them while it lists: those after the list's revision are applied once it is in.
+    Queued(Vec<WatchEvent>),
+    /// Applies those after this revision (earlier ones are in the list it was filled with).
+    Live(Revision),
 }
 
 impl TypeCache {
-    pub(crate) fn new(root: &str, namespaced: bool, progress: Arc<Progress>) -> TypeCache {
+    pub(crate) fn new(root: &str, namespaced: bool, feed: Arc<Feed>) -> TypeCache {
         TypeCache {
             root: root.to_string(),
             namespaced,
@@ -82,7 +95,8 @@ impl TypeCache {
             applied: watch::Sender::new(None),
             last_write: AtomicI64::new(0),
             relist: Notify::new(),
-            progress,
+            feed,
+            feeding: Mutex::new(Feeding::Idle),
         }
     }
 
@@ -196,7 +210,7 @@ impl TypeCache {
     /// store-wide watch's position once every write under the root it saw is applied (and handed
     /// to the watchers, which happens under the same lock).
     pub(crate) fn settled_revision(&self) -> Revision {
-        let position = self.progress.position();
+        let position = self.feed.position();
         let newest = self.last_write.load(Ordering::SeqCst);
         let revision = self.state.read().map_or(0, |state| state.revision);
         if revision >= newest {
@@ -263,11 +277,11 @@ impl TypeCache {
         }
     }
 
-    /// Waits until the cache holds every write under its root up to `revision`: the progress watch
+    /// Waits until the cache holds every write under its root up to `revision`: the feed
     /// has passed `revision` and the cache has applied the newest write it recorded.
     async fn wait_current(&self, revision: Revision) -> Result<(), NotServed> {
         let caught_up = async {
-            if !self.progress.reached(revision).await {
+            if !self.feed.reached(revision).await {
                 return false;
             }
             let newest = self.last_write.load(std::sync::atomic::Ordering::SeqCst);
@@ -283,8 +297,12 @@ impl TypeCache {
         }
     }
 
-    /// Lists the type and installs the result; returns its revision.
-    async fn fill(&self, objects: &ObjectStore) -> Result<Revision, ApiError> {
+    /// Stops serving and ends every watch until the next fill is in: changes from the feed are
+    /// queued from now on.
+    pub(crate) fn begin_fill(&self) {
+        if let Ok(mut feeding) = self.feeding.lock() {
+            *feeding = Feeding::Queued(Vec::new());
+        }
         if let Ok(mut state) = self.state.write() {
             state.ready = false;
             if let Ok(mut watchers) = self.watchers.lock() {
@@ -292,6 +310,13 @@ impl TypeCache {
             }
         }
         self.applied.send_replace(None);
+    }
+
+    /// Lists the type and installs the result, then the changes queued meanwhile that are newer;
+    /// returns the list's revision.
+    async fn fill(&self) -> Result<Revision, ApiError> {
+        self.begin_fill();
+        let objects = self.feed.objects();
         let page = objects
             .list(ListRequest::everything(&self.root), &|_| true)
             .await?;
@@ -301,6 +326,10 @@ impl TypeCache {
                 fresh.insert(key, object);
             }
         }
+        let mut feeding = self
+            .feeding
+            .lock()
+            .map_err(|e| ApiError::internal_error(&e.to_string()))?;
         let mut state = self
             .state
             .write()
@@ -313,7 +342,42 @@ impl TypeCache {
         };
         drop(state);
         self.applied.send_replace(Some(page.revision));
+        let queued = match std::mem::replace(&mut *feeding, Feeding::Live(page.revision)) {
+            Feeding::Queued(queued) => queued,
+            Feeding::Idle | Feeding::Live(_) => Vec::new(),
+        };
+        for event in queued {
+            self.take(objects, page.revision, event);
+        }
         Ok(page.revision)
+    }
+
+    /// A change from the feed: queued while the cache lists, applied once it is filled.
+    pub(crate) fn offer(&self, objects: &ObjectStore, event: WatchEvent) {
+        let Ok(mut feeding) = self.feeding.lock() else {
+            return;
+        };
+        match &mut *feeding {
+            Feeding::Idle => {}
+            Feeding::Queued(queued) => queued.push(event),
+            Feeding::Live(filled_at) => self.take(objects, *filled_at, event),
+        }
+    }
+
+    /// Applies a change newer than the list the cache was filled with (the feed may still be
+    /// behind that list when the cache goes live).
+    fn take(&self, objects: &ObjectStore, filled_at: Revision, event: WatchEvent) {
+        if event.kv.mod_revision <= filled_at {
+            return;
+        }
+        match objects.change(event) {
+            Ok(change) => self.apply(change),
+            Err(error) => {
+                tracing::warn!(root = %self.root, error = %error.message,
+                    "watch cache: a change could not be decoded; listing again");
+                self.relist();
+            }
+        }
     }
 
     fn entry(&self, object: &Value) -> Option<(String, Arc<CachedObject>)> {
@@ -369,57 +433,37 @@ impl TypeCache {
     }
 }
 
-/// Keeps a cache filled until `shutdown`: list, watch from the list's revision, and list again
-/// whenever the watch fails or [`TypeCache::relist`] asks.
-pub(crate) async fn run(cache: Arc<TypeCache>, objects: ObjectStore, shutdown: CancellationToken) {
+/// Keeps a cache filled until `shutdown`: list, then follow the feed, and list again whenever
+/// [`TypeCache::relist`] asks (the feed broke, a change could not be decoded); events older
+/// than the history keeps are dropped meanwhile.
+pub(crate) async fn run(cache: Arc<TypeCache>, shutdown: CancellationToken) {
     loop {
         let filled = tokio::select! {
             biased;
             () = shutdown.cancelled() => return,
-            filled = cache.fill(&objects) => filled,
+            filled = cache.fill() => filled,
         };
-        match filled {
-            Ok(revision) => match objects.watch(&cache.root, revision + 1).await {
-                Ok(changes) => {
-                    let mut changes = std::pin::pin!(changes);
-                    let mut trim = tokio::time::interval(TRIM_EVERY);
-                    loop {
-                        let change = tokio::select! {
-                            biased;
-                            () = shutdown.cancelled() => return,
-                            () = cache.relist.notified() => break,
-                            _ = trim.tick() => {
-                                cache.drop_old_events();
-                                continue;
-                            }
-                            change = changes.next() => change,
-                        };
-                        match change {
-                            Some(Ok(change)) => cache.apply(change),
-                            Some(Err(error)) => {
-                                tracing::info!(root = %cache.root, error = %error.message,
-                                    "watch cache: the watch ended; listing again");
-                                break;
-                            }
-                            None => break,
-                        }
-                    }
-                    continue;
-                }
-                Err(error) => {
-                    tracing::warn!(root = %cache.root, error = %error.message,
-                        "watch cache: watching failed");
-                }
-            },
-            Err(error) => {
-                tracing::warn!(root = %cache.root, error = %error.message,
-                    "watch cache: listing failed");
+        if let Err(error) = filled {
+            if let Ok(mut feeding) = cache.feeding.lock() {
+                *feeding = Feeding::Idle;
             }
+            tracing::warn!(root = %cache.root, error = %error.message,
+                "watch cache: listing failed");
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(RETRY_AFTER) => {}
+            }
+            continue;
         }
-        tokio::select! {
-            biased;
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(RETRY_AFTER) => {}
+        let mut trim = tokio::time::interval(TRIM_EVERY);
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return,
+                () = cache.relist.notified() => break,
+                _ = trim.tick() => cache.drop_old_events(),
+            }
         }
     }
 }

@@ -3,11 +3,10 @@
 //!
 //! kube-apiserver puts a `cacher` (a `watchCache` fed by one reflector) in front of etcd for every
 //! resource; kcp shares each one among all logical clusters, which is what keeps a workspace cheap
-//! here too: a type's cache is created when the type is listed a second time within
-//! [`DEMAND_WINDOW`] (a server whose clients never list a type, or list it once to learn a revision
-//! before they watch, pays nothing for it), filled by one list and kept current by one storage watch
-//! of the type's key prefix, and one more watch of the whole store ([`progress`]) tells lists how current
-//! each cache is. Lists are served as kube's cacher serves them: `resourceVersion` unset (consistent)
+//! here too: a type's cache is created when the type is listed or watched a second time within
+//! [`DEMAND_WINDOW`] (a server whose clients never read a type, or list it once to learn a
+//! revision, pays nothing for it), filled by one list and kept current by the one watch of the
+//! whole store that feeds every cache and tells lists how current each is ([`feed`]). Lists are served as kube's cacher serves them: `resourceVersion` unset (consistent)
 //! and `NotOlderThan` wait, bounded, until the cache has reached the revision; `"0"` takes the cache
 //! as it is; a continuation is served when the cache still holds its revision. Whatever the cache
 //! cannot serve ([`NotServed`]) the caller reads from storage, with the same answers and the same
@@ -18,10 +17,10 @@
 //! and a watcher that falls behind is cut off instead of holding anything up. No HTTP here.
 
 mod cache;
+mod feed;
 mod history;
 mod object;
 mod page;
-mod progress;
 mod watchers;
 
 use std::collections::HashMap;
@@ -35,9 +34,9 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use cache::TypeCache;
+use feed::Feed;
 pub use history::{Event, FrameKey};
 pub use object::{CachedObject, EncodeError};
-use progress::Progress;
 pub use watchers::CachedEvents;
 
 /// A type listed again within this time after a list gets a cache.
@@ -155,8 +154,8 @@ pub enum NotServed {
     TooOld(Revision),
     #[error("the list's prefix is not under the type's root")]
     OutsideRoot,
-    #[error("starting the store-wide progress watch: {0}")]
-    Progress(#[from] StorageError),
+    #[error("starting the store-wide watch: {0}")]
+    Feed(#[from] StorageError),
 }
 
 /// The caches of every type listed so far, created on demand.
@@ -166,7 +165,7 @@ pub struct WatchCaches {
     /// Stops every cache's tasks when the caches are dropped.
     _stop: DropGuard,
     /// Started with the first cache; the lock also makes creating a cache happen once.
-    progress: tokio::sync::Mutex<Option<Arc<Progress>>>,
+    feed: tokio::sync::Mutex<Option<Arc<Feed>>>,
     caches: RwLock<HashMap<String, Arc<TypeCache>>>,
     /// When each type without a cache was last listed.
     listed: Mutex<HashMap<String, Instant>>,
@@ -180,7 +179,7 @@ impl WatchCaches {
             objects,
             _stop: shutdown.clone().drop_guard(),
             shutdown,
-            progress: tokio::sync::Mutex::new(None),
+            feed: tokio::sync::Mutex::new(None),
             caches: RwLock::new(HashMap::new()),
             listed: Mutex::new(HashMap::new()),
         }
@@ -262,32 +261,27 @@ impl WatchCaches {
     }
 
     async fn create(&self, root: &str, namespaced: bool) -> Result<Arc<TypeCache>, NotServed> {
-        let mut started = self.progress.lock().await;
+        let mut started = self.feed.lock().await;
         if let Some(cache) = self.existing(root) {
             return Ok(cache);
         }
-        let progress = match &*started {
-            Some(progress) => progress.clone(),
+        let feed = match &*started {
+            Some(feed) => feed.clone(),
             None => {
-                let storage = self.objects.storage().clone();
-                let progress = Progress::start(storage, self.shutdown.clone()).await?;
-                *started = Some(progress.clone());
-                progress
+                let feed = Feed::start(self.objects.clone(), self.shutdown.clone()).await?;
+                *started = Some(feed.clone());
+                feed
             }
         };
-        let cache = Arc::new(TypeCache::new(root, namespaced, progress.clone()));
-        progress.register(cache.clone());
+        let cache = Arc::new(TypeCache::new(root, namespaced, feed.clone()));
+        feed.register(cache.clone());
         if let Ok(mut caches) = self.caches.write() {
             caches.insert(root.to_string(), cache.clone());
         }
         if let Ok(mut listed) = self.listed.lock() {
             listed.remove(root);
         }
-        tokio::spawn(cache::run(
-            cache.clone(),
-            self.objects.clone(),
-            self.shutdown.clone(),
-        ));
+        tokio::spawn(cache::run(cache.clone(), self.shutdown.clone()));
         Ok(cache)
     }
 }

@@ -267,6 +267,12 @@ impl ObjectStore {
         }
     }
 
+    /// The change a raw event of a storage watch opened elsewhere is (one watch of the whole
+    /// store feeding several readers, as the shared watch cache does).
+    pub fn change(&self, event: kcp_storage::WatchEvent) -> Result<Change, ApiError> {
+        decode_change(&self.prefix, event)
+    }
+
     /// Changes under a prefix with revisions `>= from` (`0`: from now on).
     pub async fn watch(
         &self,
