@@ -164,16 +164,9 @@ pub async fn run(
     // Fail on a bad rate before starting anything.
     Plan::exactly(args.rate, args.workspaces).map_err(LoadError::from)?;
     Plan::exactly(args.write_rate, args.writes).map_err(LoadError::from)?;
-    let started = Server::start(server).await?;
-    tracing::info!(
-        startup_ms = started.startup.as_secs_f64() * 1e3,
-        "server ready"
-    );
-    let result = measure(&started, server, args).await;
-    let startup_ms = started.startup.as_secs_f64() * 1e3;
-    let stopped = started.stop().await?;
-    let mut report = result?;
-    report.startup_ms = startup_ms;
+    let (mut report, startup, stopped) =
+        Server::measured(server, async |started| measure(started, server, args).await).await?;
+    report.startup_ms = startup.as_secs_f64() * 1e3;
     report.stopped = Some(stopped);
     Ok(report)
 }

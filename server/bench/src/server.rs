@@ -177,6 +177,23 @@ impl Server {
         Err(ServerError::NotReady(READY_TIMEOUT, self.log()))
     }
 
+    /// Starts a server, runs `measure` against it and stops it whatever `measure` found: what it
+    /// found, the time to `/readyz` and how the server stopped.
+    pub async fn measured<T, E: From<ServerError>>(
+        args: &ServerArgs,
+        measure: impl AsyncFnOnce(&Server) -> Result<T, E>,
+    ) -> Result<(T, Duration, Stopped), E> {
+        let started = Server::start(args).await?;
+        tracing::info!(
+            startup_ms = started.startup.as_secs_f64() * 1e3,
+            "server ready"
+        );
+        let result = measure(&started).await;
+        let startup = started.startup;
+        let stopped = started.stop().await?;
+        Ok((result?, startup, stopped))
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
