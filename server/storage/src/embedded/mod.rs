@@ -175,6 +175,18 @@ impl Inner {
             .map_err(task_failed)??
     }
 
+    /// Runs a read of a few keys on a fresh snapshot in the caller's task. A point lookup in
+    /// redb's page cache takes microseconds; handing it to the blocking pool and back costs two
+    /// thread wake-ups, more than the read, and a workspace's life is made of many such reads.
+    fn read_now<T>(
+        &self,
+        f: impl FnOnce(&ReadTransaction) -> Result<Result<T>, redb::Error>,
+    ) -> Result<T> {
+        let db = self.with_open(|open| open.db.clone())?;
+        let read = move || -> Result<Result<T>, redb::Error> { f(&db.begin_read()?) };
+        read()?
+    }
+
     /// Queues a mutation for the writer and waits until it is committed (or failed).
     async fn submit<T>(&self, op: impl FnOnce(oneshot::Sender<Result<T>>) -> Op) -> Result<T> {
         let ops = self.with_open(|open| open.ops.clone())?;
@@ -198,16 +210,8 @@ impl Storage for EmbeddedStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let key = key.to_owned();
         self.inner
-            .read(move |txn| {
-                Ok(Ok(live_at(
-                    &txn.open_table(VERSIONS)?,
-                    &key,
-                    Revision::MAX,
-                )?))
-            })
-            .await
+            .read_now(|txn| Ok(Ok(live_at(&txn.open_table(VERSIONS)?, key, Revision::MAX)?)))
     }
 
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
