@@ -255,7 +255,12 @@ impl ObjectStore {
                         continue_token: Some(token),
                     });
                 }
-                (true, Some(last)) => start_after = Some(last),
+                (true, Some(last)) => {
+                    start_after = Some(last);
+                    // A store that reads in the caller's task (the embedded one) would otherwise
+                    // hold this thread for the whole list; let others run between chunks.
+                    yield_once().await;
+                }
                 _ => {
                     return Ok(ListPage {
                         items,
@@ -317,6 +322,21 @@ impl ObjectStore {
             std::future::ready(change)
         }))
     }
+}
+
+/// Lets the executor run other tasks once before this one goes on (any executor: the registry
+/// does not depend on tokio).
+async fn yield_once() {
+    let mut yielded = false;
+    futures::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await;
 }
 
 /// A change as stored, before decoding: what [`ObjectStore::watch_where`] filters on.

@@ -78,6 +78,9 @@ fn task_failed(error: tokio::task::JoinError) -> StorageError {
 /// behind); the operating system's page cache serves re-reads of the file anyway, so a small cache
 /// bounds the server's memory at no measurable cost to request latency.
 const PAGE_CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// Ranges asking for at most this many keys are read in the caller's task (the registry reads
+/// lists in chunks of this size); unbounded ones go to the blocking pool.
+const INLINE_RANGE: usize = 500;
 
 impl EmbeddedStore {
     /// Opens the store in the file at `path`, creating the file and its parent directories when
@@ -175,9 +178,11 @@ impl Inner {
             .map_err(task_failed)??
     }
 
-    /// Runs a read of a few keys on a fresh snapshot in the caller's task. A point lookup in
-    /// redb's page cache takes microseconds; handing it to the blocking pool and back costs two
-    /// thread wake-ups, more than the read, and a workspace's life is made of many such reads.
+    /// Runs a read of a bounded number of keys on a fresh snapshot in the caller's task. A point
+    /// lookup in redb's page cache takes microseconds, a chunk of [`INLINE_RANGE`] keys well under
+    /// a millisecond; handing either to the blocking pool and back costs two thread wake-ups, more
+    /// than most reads, and a workspace's life (and more so its deletion: every namespaced type
+    /// listed in each namespace) is made of many such reads.
     fn read_now<T>(
         &self,
         f: impl FnOnce(&ReadTransaction) -> Result<Result<T>, redb::Error>,
@@ -215,6 +220,9 @@ impl Storage for EmbeddedStore {
     }
 
     async fn range(&self, request: RangeRequest) -> Result<RangeResponse> {
+        if (1..=INLINE_RANGE).contains(&request.limit) {
+            return self.inner.read_now(|txn| reads::range(txn, &request));
+        }
         self.inner
             .read(move |txn| reads::range(txn, &request))
             .await
