@@ -5,8 +5,10 @@
 //! one thread that batches writes into durable commits, and `watch` turns the change log plus the
 //! writer's fan-out into watch streams. This module ties them together behind [`Storage`].
 //!
-//! redb is synchronous, so reads run on tokio's blocking pool and writes on the writer thread; the
-//! async runtime never waits on disk I/O.
+//! redb is synchronous. Writes run on the writer thread. Reads of a bounded number of keys (a
+//! `get`, a chunk of a list) run in the caller's task: redb serves them from its page cache in
+//! microseconds, less than the two thread wake-ups a trip to the blocking pool costs. Unbounded
+//! reads (and opening, closing) run on tokio's blocking pool.
 //!
 //! [`EmbeddedStore::in_memory`] runs the same code on redb's in-memory backend instead of a file,
 //! so tests get the real store (revisions, compaction, watches) without a directory to clean up.
