@@ -359,14 +359,7 @@ impl Table for LoadReport {
                 }
             }
             if let Some(stopped) = &server.stopped {
-                let _ = writeln!(
-                    out,
-                    "  SIGTERM to exit:  {:.1} ms, exit code {}",
-                    stopped.shutdown_ms,
-                    stopped
-                        .exit_code
-                        .map_or("none (signal)".into(), |c| c.to_string())
-                );
+                let _ = writeln!(out, "  {}", stopped.line(2));
             }
             out.push('\n');
         }
@@ -665,14 +658,7 @@ impl Table for WorkspacesReport {
             );
         }
         if let Some(stopped) = &self.stopped {
-            let _ = writeln!(
-                out,
-                "SIGTERM to exit: {:.1} ms, exit code {}",
-                stopped.shutdown_ms,
-                stopped
-                    .exit_code
-                    .map_or("none (signal)".into(), |c| c.to_string())
-            );
+            let _ = writeln!(out, "{}", stopped.line(1));
         }
         for (label, failure) in [
             ("first failed create", &self.create_failure),
@@ -780,14 +766,7 @@ impl Table for IdleWatchersReport {
             d.other_events, d.bookmarks, d.errors
         );
         if let Some(stopped) = &self.stopped {
-            let _ = writeln!(
-                out,
-                "SIGTERM to exit: {:.1} ms, exit code {}",
-                stopped.shutdown_ms,
-                stopped
-                    .exit_code
-                    .map_or("none (signal)".into(), |c| c.to_string())
-            );
+            let _ = writeln!(out, "{}", stopped.line(1));
         }
         if let Some(failure) = &self.create_failure {
             let _ = writeln!(out, "first failed create: {failure}");

@@ -96,6 +96,19 @@ pub struct Stopped {
     pub shutdown_ms: f64,
 }
 
+impl Stopped {
+    /// `SIGTERM to exit: <ms> ms, exit code <code>` as the reports print it (after `gap` spaces).
+    pub fn line(&self, gap: usize) -> String {
+        let code = self
+            .exit_code
+            .map_or("none (signal)".into(), |c| c.to_string());
+        format!(
+            "SIGTERM to exit:{:gap$}{:.1} ms, exit code {code}",
+            "", self.shutdown_ms
+        )
+    }
+}
+
 /// A running kcp we started. Dropping it kills the process and removes its directory.
 pub struct Server {
     child: Child,

@@ -42,22 +42,6 @@ fn configmap(name: &str, value: &str) -> Value {
     })
 }
 
-/// Creates namespace `ns` in logical cluster `cluster`.
-async fn namespace(server: &KcpProcess, cluster: &str, ns: &str) {
-    let created = server
-        .send_json(
-            Method::POST,
-            &format!("/clusters/{cluster}/api/v1/namespaces"),
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .await;
-    assert!(
-        created.status == 201 || created.status == 409,
-        "{}",
-        created.text()
-    );
-}
-
 /// Creates a ConfigMap in `collection` and returns its resourceVersion.
 async fn create(server: &KcpProcess, collection: &str, name: &str) -> u64 {
     let created = server
@@ -338,7 +322,7 @@ async fn initial_events(watch: &mut RawWatch) -> (Vec<String>, Event) {
 #[tokio::test]
 async fn informer_watch_list_over_json() {
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-json").await;
+    server.create_namespace("root", "wl-json").await;
     let collection = "/clusters/root/api/v1/namespaces/wl-json/configmaps";
     create(&server, collection, "a").await;
     let last = create(&server, collection, "b").await;
@@ -382,7 +366,7 @@ async fn informer_watch_list_over_json() {
 #[tokio::test]
 async fn informer_watch_list_over_protobuf() {
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-proto").await;
+    server.create_namespace("root", "wl-proto").await;
     let collection = "/clusters/root/api/v1/namespaces/wl-proto/configmaps";
     create(&server, collection, "a").await;
     let last = create(&server, collection, "b").await;
@@ -435,7 +419,7 @@ async fn informer_watch_list_over_protobuf() {
 #[tokio::test]
 async fn table_and_metadata_watches_are_json() {
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-as").await;
+    server.create_namespace("root", "wl-as").await;
     let collection = "/clusters/root/api/v1/namespaces/wl-as/configmaps";
     create(&server, collection, "a").await;
     let path = format!("{collection}?{INFORMER}&labelSelector=watch-list%3Dyes");
@@ -467,7 +451,7 @@ async fn table_and_metadata_watches_are_json() {
 #[tokio::test]
 async fn resource_version_rules() {
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-rv").await;
+    server.create_namespace("root", "wl-rv").await;
     let collection = "/clusters/root/api/v1/namespaces/wl-rv/configmaps";
     let first = create(&server, collection, "a").await;
     let second = create(&server, collection, "b").await;
@@ -538,8 +522,8 @@ async fn resource_version_rules() {
 #[tokio::test]
 async fn cross_cluster_watch_list() {
     let server = SERVER.get().await;
-    namespace(&server, "wl-one", "shared").await;
-    namespace(&server, "wl-two", "shared").await;
+    server.create_namespace("wl-one", "shared").await;
+    server.create_namespace("wl-two", "shared").await;
     create(
         &server,
         "/clusters/wl-one/api/v1/namespaces/shared/configmaps",
@@ -661,7 +645,7 @@ async fn kube_rs_streaming_list() {
     use kube::runtime::watcher::{self, Event as WatcherEvent};
 
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-kube-rs").await;
+    server.create_namespace("root", "wl-kube-rs").await;
     let collection = "/clusters/root/api/v1/namespaces/wl-kube-rs/configmaps";
     create(&server, collection, "first").await;
     create(&server, collection, "second").await;
@@ -797,7 +781,7 @@ for event in w.stream(v1.list_namespaced_config_map, namespace,
 #[tokio::test]
 async fn python_kubernetes_watch_list() {
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-python").await;
+    server.create_namespace("root", "wl-python").await;
     let collection = "/clusters/root/api/v1/namespaces/wl-python/configmaps";
     create(&server, collection, "a").await;
     create(&server, collection, "b").await;
@@ -857,7 +841,7 @@ async fn python_kubernetes_watch_list() {
 #[tokio::test]
 async fn yaml_watches_fall_back_or_are_refused() {
     let server = SERVER.get().await;
-    namespace(&server, "root", "wl-yaml").await;
+    server.create_namespace("root", "wl-yaml").await;
     let path = "/clusters/root/api/v1/namespaces/wl-yaml/configmaps?watch=1";
     let refused = Response::send(
         server

@@ -231,6 +231,24 @@ impl KcpProcess {
         .json()
     }
 
+    /// Creates namespace `name` in logical cluster `cluster` (one that exists already, e.g. made
+    /// by a test sharing the server, is kept).
+    pub async fn create_namespace(&self, cluster: &str, name: &str) {
+        let created = self
+            .send_json(
+                reqwest::Method::POST,
+                &format!("/clusters/{cluster}/api/v1/namespaces"),
+                &serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+            )
+            .await;
+        assert!(
+            created.status == 201 || created.status == 409,
+            "creating namespace {name} in {cluster}: {} {}",
+            created.status,
+            created.text()
+        );
+    }
+
     /// Creates the CustomResourceDefinition `crd` in logical cluster `cluster` (one that exists
     /// already, e.g. made by a test sharing the server, is kept) and waits until it is
     /// `Established`; returns it.

@@ -9,7 +9,7 @@ use kcp_testing::KcpProcess;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{PROTOBUF, SERVER, configmap, get_as, names, namespace, revision_of, with_query};
+use super::{PROTOBUF, SERVER, configmap, get_as, names, revision_of, with_query};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
@@ -96,8 +96,8 @@ async fn all_pages(server: &KcpProcess, path: &str, first: Value, limit: usize) 
 async fn lists_answer_what_storage_answers() {
     let server = SERVER.get().await;
     for cluster in ["wc-a", "wc-b"] {
-        namespace(&server, cluster, "one").await;
-        namespace(&server, cluster, "two").await;
+        server.create_namespace(cluster, "one").await;
+        server.create_namespace(cluster, "two").await;
         for ns in ["one", "two"] {
             let collection = format!("/clusters/{cluster}/api/v1/namespaces/{ns}/configmaps");
             for i in 0..12 {
@@ -170,7 +170,7 @@ async fn lists_answer_what_storage_answers() {
 #[tokio::test]
 async fn pages_continue_across_the_cache_and_storage() {
     let server = SERVER.get().await;
-    namespace(&server, "wc-pages", "p").await;
+    server.create_namespace("wc-pages", "p").await;
     let path = "/clusters/wc-pages/api/v1/namespaces/p/configmaps";
     for i in 0..11 {
         configmap(&server, path, &format!("cm-{i:02}"), "x").await;
@@ -206,7 +206,7 @@ async fn pages_continue_across_the_cache_and_storage() {
 #[tokio::test]
 async fn resource_versions_mean_what_they_mean_in_kube() {
     let server = SERVER.get().await;
-    namespace(&server, "wc-rv", "r").await;
+    server.create_namespace("wc-rv", "r").await;
     let path = "/clusters/wc-rv/api/v1/namespaces/r/configmaps";
     configmap(&server, path, "first", "x").await;
     same_as_storage(&server, path, "", "application/json").await;
@@ -285,7 +285,7 @@ async fn custom_resources_are_served_with_their_defaults() {
                         "color": {"type": "string", "default": "blue"},
                         "size": {"type": "integer"}}}}}}}]}});
     server.install_crd("wc-crd", &crd).await;
-    namespace(&server, "wc-crd", "g").await;
+    server.create_namespace("wc-crd", "g").await;
     let path = "/clusters/wc-crd/apis/cache.kcp.io/v1/namespaces/g/gadgets";
     for i in 0..6 {
         let body = json!({"apiVersion": "cache.kcp.io/v1", "kind": "Gadget",

@@ -14,21 +14,6 @@ static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "watch-cach
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
-pub async fn namespace(server: &KcpProcess, cluster: &str, ns: &str) {
-    let created = server
-        .send_json(
-            Method::POST,
-            &format!("/clusters/{cluster}/api/v1/namespaces"),
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .await;
-    assert!(
-        created.status == 201 || created.status == 409,
-        "{}",
-        created.text()
-    );
-}
-
 /// Creates ConfigMap `name` in `collection`; returns it.
 pub async fn configmap(server: &KcpProcess, collection: &str, name: &str, tier: &str) -> Value {
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -14,7 +14,7 @@ use kcp_testing::{KcpProcess, WatchStream};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{PROTOBUF, SERVER, namespace, revision_of};
+use super::{PROTOBUF, SERVER, revision_of};
 
 /// A namespaced custom type in its own group (one cache per group and resource, server-wide).
 fn crd(group: &str) -> Value {
@@ -189,7 +189,7 @@ async fn watches_from_the_cache_deliver_what_storage_delivers() {
     let server = SERVER.get().await;
     let group = "deliver.watch.kcp.io";
     server.install_crd("wcw-deliver", &crd(group)).await;
-    namespace(&server, "wcw-deliver", "w").await;
+    server.create_namespace("wcw-deliver", "w").await;
     let path = format!("/clusters/wcw-deliver/apis/{group}/v1/namespaces/w/dials");
     let created = server
         .send_json(Method::POST, &path, &dial(group, "first", "a", 1))
@@ -286,7 +286,7 @@ async fn watches_from_the_cache_deliver_what_storage_delivers() {
 #[tokio::test]
 async fn protobuf_and_watch_list_from_the_cache() {
     let server = SERVER.get().await;
-    namespace(&server, "wcw-proto", "p").await;
+    server.create_namespace("wcw-proto", "p").await;
     let path = "/clusters/wcw-proto/api/v1/namespaces/p/configmaps";
     for i in 0..3 {
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -386,7 +386,7 @@ async fn a_client_that_stops_reading_is_cut_off_and_holds_nothing_up() {
     let server = SERVER.get().await;
     let group = "sluggish.watch.kcp.io";
     server.install_crd("wcw-slow", &crd(group)).await;
-    namespace(&server, "wcw-slow", "s").await;
+    server.create_namespace("wcw-slow", "s").await;
     let path = format!("/clusters/wcw-slow/apis/{group}/v1/namespaces/s/dials");
     let created = server
         .send_json(Method::POST, &path, &dial(group, "busy", "a", 0))
@@ -457,7 +457,7 @@ async fn a_watch_from_a_compacted_revision_is_gone_as_in_kube() {
         &["--etcd-compaction-interval=1s".to_string()],
     )
     .await;
-    namespace(&server, "root", "old").await;
+    server.create_namespace("root", "old").await;
     let path = "/clusters/root/api/v1/namespaces/old/configmaps";
     let body = |v: usize| {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
