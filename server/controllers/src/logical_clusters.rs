@@ -234,14 +234,20 @@ impl LogicalClusters {
             new["status"]["phase"] = json!(next.as_str());
             lc::admit_update(&mut new, current);
             if next == Phase::Initializing {
-                self.ensure_admin_binding(cluster, current).await?;
-                if let Ok(path) = kcp_tenancy::Path::parse(&self.index.path(cluster)) {
+                // The path the LogicalCluster carries (the index may not have it yet).
+                let path = crate::tenancy_index::path_of(current, cluster);
+                if let Ok(path) = kcp_tenancy::Path::parse(&path) {
                     new["status"]["URL"] =
                         json!(kcp_tenancy::workspace::url(&self.external_url, &path));
                 }
                 // The server's own initializers run at once, in the same write: a workspace
                 // with only those is Ready after one status update instead of one per step.
-                self.run_builtin_initializers(cluster, &mut new).await?;
+                // The creator's binding and the initializers' objects are written together,
+                // so the store commits them as one batch.
+                tokio::try_join!(
+                    self.ensure_admin_binding(cluster, current),
+                    self.run_builtin_initializers(cluster, &mut new),
+                )?;
                 if let Some(Phase::Ready) = lc::next_phase(&new) {
                     new["status"]["phase"] = json!(Phase::Ready.as_str());
                 }
@@ -253,10 +259,6 @@ impl LogicalClusters {
             if self.run_builtin_initializers(cluster, &mut new).await? {
                 return self.write(cluster, new, Some("status")).await;
             }
-        }
-        let mut new = current.clone();
-        if lc::sync_metadata(&mut new) {
-            return self.write(cluster, new, None).await;
         }
         if Phase::of(current) == Some(Phase::Ready) {
             self.repair_admin_binding(cluster, current).await?;
@@ -374,15 +376,16 @@ impl LogicalClusters {
         Ok(ran)
     }
 
-    /// What `root:universal` initializes: namespaces `default` and `kube-system`.
+    /// What `root:universal` initializes: namespaces `default` and `kube-system` (created
+    /// together, one commit of the store).
     async fn initialize_universal(&self, cluster: &LogicalClusterName) -> Result<(), ApiError> {
-        for name in crate::bootstrap::ROOT_NAMESPACES {
+        futures::future::try_join_all(crate::bootstrap::ROOT_NAMESPACES.iter().map(|name| {
             let namespace =
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             self.store
                 .create_if_absent(&self.types.namespaces, self.at(cluster), namespace)
-                .await?;
-        }
+        }))
+        .await?;
         Ok(())
     }
 

@@ -203,18 +203,17 @@ async fn ensure(
     };
     let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}});
-    store
-        .create_if_absent(&types.service_accounts, at, account)
-        .await?;
     let data = json!({ROOT_CA_KEY: root_ca_pem});
     let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": ROOT_CA_CONFIG_MAP, "namespace": namespace,
             "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
         "data": data});
-    if !store
-        .create_if_absent(&types.config_maps, at, config_map)
-        .await?
-    {
+    // Written together, so the store commits both in one batch.
+    let (_, created) = tokio::try_join!(
+        store.create_if_absent(&types.service_accounts, at, account),
+        store.create_if_absent(&types.config_maps, at, config_map),
+    )?;
+    if !created {
         let current = store
             .get(&types.config_maps, at, ROOT_CA_CONFIG_MAP)
             .await?;

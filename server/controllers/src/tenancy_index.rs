@@ -63,7 +63,8 @@ pub enum Unresolved {
     NotFound(String),
 }
 
-fn path_of(logical_cluster: &Value, cluster: &LogicalClusterName) -> String {
+/// The path a LogicalCluster carries (`kcp.io/path`), or its cluster name when it has none.
+pub(crate) fn path_of(logical_cluster: &Value, cluster: &LogicalClusterName) -> String {
     meta::annotations(logical_cluster)
         .get(PATH_ANNOTATION)
         .filter(|p| !p.is_empty())

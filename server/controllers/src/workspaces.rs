@@ -297,7 +297,8 @@ impl Workspaces {
         self.mirror_status(cluster, name, &scheduled).await
     }
 
-    /// Moves the Workspace's status (and phase label) along with its LogicalCluster.
+    /// Moves the Workspace's status along with its LogicalCluster (its phase label follows in
+    /// the same write: the registry derives it).
     async fn mirror_status(
         &self,
         cluster: &LogicalClusterName,
@@ -311,10 +312,7 @@ impl Workspaces {
         let logical_cluster = target.and_then(|t| self.index.logical_cluster(&t));
         let mut new = current.clone();
         if workspace::reconcile_status(&mut new, logical_cluster.as_deref()) {
-            new = self.update(cluster, name, new, Some("status")).await?;
-        }
-        if workspace::sync_phase_label(&mut new) {
-            self.update(cluster, name, new, None).await?;
+            self.update(cluster, name, new, Some("status")).await?;
         }
         Ok(Pass::Done)
     }

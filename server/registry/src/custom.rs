@@ -74,10 +74,24 @@ struct CustomResources {
     scale: Option<ScalePaths>,
     columns: Vec<PrinterColumn>,
     selectable: Vec<(String, JsonPath)>,
+    derive: Option<DeriveFields>,
 }
+
+/// Sets the fields a type derives from the rest of the object (e.g. a label that mirrors
+/// `status.phase`), after defaulting, on every create and update, status writes included.
+pub type DeriveFields = fn(&mut Value);
 
 /// The types of every served version of a CRD.
 pub fn resource_types(crd: &CrdInfo) -> Vec<Arc<ResourceType>> {
+    resource_types_deriving(crd, None)
+}
+
+/// The types of every served version of a CRD whose objects derive some fields (the built-in
+/// tenancy types' phase and initializer labels).
+pub fn resource_types_deriving(
+    crd: &CrdInfo,
+    derive: Option<DeriveFields>,
+) -> Vec<Arc<ResourceType>> {
     let storage_version = crd
         .versions
         .iter()
@@ -86,7 +100,7 @@ pub fn resource_types(crd: &CrdInfo) -> Vec<Arc<ResourceType>> {
     crd.versions
         .iter()
         .filter(|v| v.served)
-        .map(|v| Arc::new(resource_type(crd, v, storage_version)))
+        .map(|v| Arc::new(resource_type(crd, v, storage_version, derive)))
         .collect()
 }
 
@@ -98,7 +112,12 @@ fn api_version(group: &str, version: &str) -> String {
     }
 }
 
-fn resource_type(crd: &CrdInfo, version: &CrdVersion, storage_version: &str) -> ResourceType {
+fn resource_type(
+    crd: &CrdInfo,
+    version: &CrdVersion,
+    storage_version: &str,
+    derive: Option<DeriveFields>,
+) -> ResourceType {
     let columns = version
         .printer_columns
         .iter()
@@ -142,6 +161,7 @@ fn resource_type(crd: &CrdInfo, version: &CrdVersion, storage_version: &str) -> 
         scale,
         columns,
         selectable,
+        derive,
     };
     ResourceType {
         group: crd.group.clone(),
@@ -191,9 +211,13 @@ fn spec_part(object: &Value) -> Value {
 }
 
 impl CustomResources {
-    /// Pruning happens in the store (for every type); defaults are the CRD's own.
+    /// Pruning happens in the store (for every type); defaults are the CRD's own, then the
+    /// derived fields.
     fn normalize(&self, object: &mut Value) {
         self.schema.apply_defaults(object);
+        if let Some(derive) = self.derive {
+            derive(object);
+        }
     }
 }
 

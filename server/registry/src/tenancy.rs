@@ -6,19 +6,42 @@
 //! defaults, status subresource, printer columns), but registered with the built-ins, so they
 //! exist before the first request and cost nothing per logical cluster. What is special about them
 //! (admission, scheduling, phases) lives in kcp-tenancy (the rules), the API server (admission) and kcp-controllers (scheduling, phases).
+//!
+//! Their labels that mirror other fields are derived on every write, status writes included:
+//! a Workspace's and a LogicalCluster's `tenancy.kcp.io/phase` follows `status.phase`, and a
+//! LogicalCluster's initializer and terminator labels follow its `status`. Upstream's
+//! controllers set them in a write of their own after each status change; here the status write
+//! carries them, so they never lag behind and a workspace costs three writes fewer.
 
 use std::sync::Arc;
 
 use kcp_apiextensions::CrdInfo;
+use kcp_tenancy::{logical_cluster, workspace};
 
 use super::{ResourceType, custom};
+
+/// The fields a tenancy type derives from the rest of its objects.
+fn derived_fields(info: &CrdInfo) -> Option<custom::DeriveFields> {
+    match (info.group.as_str(), info.plural.as_str()) {
+        (workspace::GROUP, workspace::RESOURCE) => Some(|object| {
+            workspace::sync_phase_label(object);
+        }),
+        (logical_cluster::GROUP, logical_cluster::RESOURCE) => Some(|object| {
+            logical_cluster::sync_metadata(object);
+        }),
+        _ => None,
+    }
+}
 
 /// The served versions of the three types.
 pub fn resource_types() -> Vec<Arc<ResourceType>> {
     kcp_tenancy::crds::crds()
         .iter()
         .filter_map(|crd| match CrdInfo::from_crd(crd) {
-            Ok(info) => Some(custom::resource_types(&info)),
+            Ok(info) => Some(custom::resource_types_deriving(
+                &info,
+                derived_fields(&info),
+            )),
             Err(error) => {
                 tracing::error!(?error, "a built-in tenancy CRD is invalid; not serving it");
                 None

@@ -64,8 +64,8 @@ fn workspace(name: &str) -> Value {
     })
 }
 
-/// Waits until the Workspace's `status.phase` is `phase` and its phase label caught up (the
-/// controller writes the label after the status).
+/// Waits until the Workspace's `status.phase` is `phase` (its phase label comes in the same
+/// write).
 async fn wait_phase(store: &RestStore, name: &str, phase: &str) -> Value {
     let workspaces = builtin(store, "tenancy.kcp.io", "v1alpha1", "workspaces");
     let root = LogicalClusterName::root();
@@ -80,6 +80,105 @@ async fn wait_phase(store: &RestStore, name: &str, phase: &str) -> Value {
         }
     })
     .await
+}
+
+/// Every version of the objects `mine` picks that a watch delivers, until one has
+/// `status.phase` Ready.
+async fn versions_until_ready(
+    changes: &mut (
+             impl futures::Stream<
+        Item = Result<kcp_registry::storage::objects::Change, kcp_apimachinery::ApiError>,
+    > + Unpin
+         ),
+    mine: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut versions = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(change)) = tokio::time::timeout_at(deadline, changes.next()).await {
+        let object = change.unwrap().object;
+        if !mine(&object) {
+            continue;
+        }
+        let ready = object["status"]["phase"] == "Ready";
+        versions.push(object);
+        if ready {
+            break;
+        }
+    }
+    versions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn phase_labels_are_written_with_the_status_they_mirror() {
+    let store = store().await;
+    let controllers = Controllers::new();
+    tenancy(&store, &controllers).await;
+    let root = LogicalClusterName::root();
+    let workspaces = builtin(&store, "tenancy.kcp.io", "v1alpha1", "workspaces");
+    let logical_clusters = builtin(&store, "core.kcp.io", "v1alpha1", "logicalclusters");
+    let from = store.objects().current_revision().await.unwrap();
+    let workspace_prefix = store.keys(&workspaces).scope(&root, None).to_string();
+    let mut workspace_changes = Box::pin(
+        store
+            .objects()
+            .watch(&workspace_prefix, from + 1)
+            .await
+            .unwrap(),
+    );
+    let cluster_prefix = store.keys(&logical_clusters).all_clusters().to_string();
+    let mut cluster_changes = Box::pin(
+        store
+            .objects()
+            .watch(&cluster_prefix, from + 1)
+            .await
+            .unwrap(),
+    );
+
+    store
+        .create(&workspaces, at(&root, None), workspace("labelled"), false)
+        .await
+        .unwrap();
+
+    // create, scheduling (spec), Initializing, Ready: no write of its own for the label.
+    let versions = versions_until_ready(&mut workspace_changes, |ws| {
+        ws["metadata"]["name"] == "labelled"
+    })
+    .await;
+    let phases: Vec<&Value> = versions.iter().map(|v| &v["status"]["phase"]).collect();
+    assert_eq!(
+        phases,
+        ["Scheduling", "Scheduling", "Initializing", "Ready"],
+        "{versions:#?}"
+    );
+    for version in &versions {
+        assert_eq!(
+            version["metadata"]["labels"]["tenancy.kcp.io/phase"], version["status"]["phase"],
+            "{version}"
+        );
+    }
+
+    // created, then Ready in one status write that also drops the initializer labels.
+    let versions = versions_until_ready(&mut cluster_changes, |lc| {
+        lc["spec"]["owner"]["name"] == "labelled"
+    })
+    .await;
+    assert_eq!(versions.len(), 2, "{versions:#?}");
+    for version in &versions {
+        let labels = version["metadata"]["labels"].as_object().unwrap();
+        assert_eq!(
+            labels["tenancy.kcp.io/phase"], version["status"]["phase"],
+            "{version}"
+        );
+        let initializer_labels = labels
+            .keys()
+            .filter(|key| key.starts_with("initializer.internal.kcp.io/"))
+            .count();
+        assert_eq!(
+            initializer_labels,
+            strings(&version["status"]["initializers"]).len(),
+            "{version}"
+        );
+    }
 }
 
 fn strings(value: &Value) -> Vec<String> {
