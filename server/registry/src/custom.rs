@@ -199,15 +199,23 @@ fn has_patch_extensions(schema: &Value) -> bool {
     }
 }
 
-/// Everything but metadata and status: what `metadata.generation` counts changes of.
-fn spec_part(object: &Value) -> Value {
-    let mut object = object.clone();
-    if let Some(map) = object.as_object_mut() {
-        map.remove("metadata");
-        map.remove("status");
-        map.remove("apiVersion");
-    }
-    object
+/// Whether anything but metadata and status changed: what `metadata.generation` counts (compared
+/// in place: this runs on every update).
+fn spec_changed(new: &Value, old: &Value) -> bool {
+    const NOT_SPEC: [&str; 3] = ["metadata", "status", "apiVersion"];
+    let (Some(new), Some(old)) = (new.as_object(), old.as_object()) else {
+        return new != old;
+    };
+    let spec = |map: &'_ serde_json::Map<String, Value>| {
+        map.iter()
+            .filter(|(key, _)| !NOT_SPEC.contains(&key.as_str()))
+            .count()
+    };
+    spec(new) != spec(old)
+        || new
+            .iter()
+            .filter(|(key, _)| !NOT_SPEC.contains(&key.as_str()))
+            .any(|(key, value)| old.get(key) != Some(value))
 }
 
 impl CustomResources {
@@ -245,7 +253,7 @@ impl Strategy for CustomResources {
         }
         self.normalize(new);
         let generation = meta::generation(old).unwrap_or(1);
-        let changed = spec_part(new) != spec_part(old);
+        let changed = spec_changed(new, old);
         meta::set_generation(new, if changed { generation + 1 } else { generation });
     }
 
@@ -356,5 +364,30 @@ impl Strategy for CustomResources {
             meta::set_resource_version(&mut new, rv);
         }
         Ok(new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changes_outside_metadata_and_status_move_the_generation() {
+        let old = json!({"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "a"},
+            "spec": {"n": 1}, "status": {"s": 1}});
+        let mut same_spec = old.clone();
+        same_spec["metadata"]["labels"] = json!({"l": "v"});
+        same_spec["status"]["s"] = json!(2);
+        same_spec["apiVersion"] = json!("x/v2");
+        assert!(!spec_changed(&same_spec, &old));
+
+        let mut changed = old.clone();
+        changed["spec"]["n"] = json!(2);
+        assert!(spec_changed(&changed, &old));
+
+        let mut added = old.clone();
+        added["data"] = json!({});
+        assert!(spec_changed(&added, &old));
+        assert!(spec_changed(&old, &added), "a removed top-level field");
     }
 }

@@ -682,13 +682,32 @@ fn without_resource_version(object: &Value) -> Value {
 }
 
 fn check_size(object: &Value) -> Result<(), ApiError> {
-    let size = serde_json::to_vec(object).map_or(0, |b| b.len());
+    // Counted as it is encoded, without keeping the bytes.
+    let mut size = ByteCount(0);
+    let size = match serde_json::to_writer(&mut size, object) {
+        Ok(()) => size.0,
+        Err(_) => 0,
+    };
     if size > MAX_STORED_OBJECT_BYTES {
         return Err(ApiError::request_entity_too_large(&format!(
             "object is too large: {size} bytes, limit is {MAX_STORED_OBJECT_BYTES}"
         )));
     }
     Ok(())
+}
+
+/// An `io::Write` that only counts what is written to it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn check_preconditions(
@@ -715,4 +734,21 @@ fn check_preconditions(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_limit_counts_the_encoded_object() {
+        let fits = json!({"data": "x".repeat(MAX_STORED_OBJECT_BYTES - 20)});
+        assert_eq!(
+            serde_json::to_vec(&fits).map(|b| b.len()).unwrap(),
+            MAX_STORED_OBJECT_BYTES - 9
+        );
+        assert!(check_size(&fits).is_ok());
+        let too_large = json!({"data": "x".repeat(MAX_STORED_OBJECT_BYTES)});
+        assert_eq!(check_size(&too_large).unwrap_err().code, 413);
+    }
 }
