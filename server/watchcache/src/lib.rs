@@ -334,7 +334,7 @@ impl WatchCaches {
                 if let Ok(mut released) = released.lock() {
                     *released.entry(cache.root().to_string()).or_default() += 1;
                 }
-                tracing::info!(root = %cache.root(), "watch cache released: no reads for 10 minutes");
+                tracing::info!(root = %cache.root(), "watch cache released for being idle");
             }
         }
     }

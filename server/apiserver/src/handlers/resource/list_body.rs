@@ -146,7 +146,7 @@ where
     let rest = chunks.map_while(move |chunk| {
         chunk
             .inspect_err(|error| {
-                tracing::error!(%resource, %error, "a list from the watch cache ends early: an object could not be encoded");
+                tracing::error!(%resource, %error, "a list from the watch cache cut short");
             })
             .ok()
     });
