@@ -398,7 +398,8 @@ fn encode_reports_unsupported_and_misshapen_objects() {
 
 #[test]
 fn lists_made_of_encoded_items_are_the_encoded_lists() {
-    let items: Vec<Value> = (0..3)
+    // 200 items: the list's length takes three bytes (more than 16,383).
+    let items: Vec<Value> = (0..200)
         .map(|i| {
             let mut cm = config_map();
             cm["metadata"]["name"] = json!(format!("cm-{i}"));
@@ -410,6 +411,7 @@ fn lists_made_of_encoded_items_are_the_encoded_lists() {
             json!({"resourceVersion": "42", "continue": "abc"}),
             &items[..],
         ),
+        (json!({"resourceVersion": "8"}), &items[..1]),
         (json!({"resourceVersion": "7"}), &items[..0]),
     ] {
         let list = json!({"apiVersion": "v1", "kind": "ConfigMapList",

@@ -12,10 +12,14 @@
 //! also an [`Event`]: kept in the bounded [`History`] and handed to the type's [`Watchers`], under
 //! the same lock that changes the objects, so a watch registered at a revision misses nothing and
 //! sees nothing twice. A re-list ends every watch (kube's cacher terminates its watchers too).
+//! A cache with no watcher and no read for a while empties itself and ends ([`run`]), to be
+//! forgotten by its owner.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kcp_apimachinery::ApiError;
 use kcp_registry::storage::ObjectStore;
@@ -73,6 +77,8 @@ pub(crate) struct TypeCache {
     feed: Arc<Feed>,
     /// What becomes of the changes the feed hands over. Locked before `state`.
     feeding: Mutex<Feeding>,
+    /// When the cache last served a list or opened a watch (or was created).
+    last_read: Mutex<Instant>,
 }
 
 /// What the cache does with the changes the feed hands it.
@@ -97,7 +103,35 @@ impl TypeCache {
             relist: Notify::new(),
             feed,
             feeding: Mutex::new(Feeding::Idle),
+            last_read: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Records a read (a list or a watch) of the type.
+    pub(crate) fn touch(&self) {
+        if let Ok(mut last_read) = self.last_read.lock() {
+            *last_read = Instant::now();
+        }
+    }
+
+    /// Empties the cache when it has no watchers and no read for `idle`; whether it did. Checked
+    /// under the state's lock, which a watch holds while it registers: a read that took the cache
+    /// before finds it not ready and reads storage.
+    fn release_if_idle(&self, idle: Duration) -> bool {
+        let Ok(mut feeding) = self.feeding.lock() else {
+            return false;
+        };
+        let Ok(mut state) = self.state.write() else {
+            return false;
+        };
+        let watched = self.watchers.lock().map_or(true, |w| w.len() > 0);
+        let read_lately = self.last_read.lock().map_or(true, |at| at.elapsed() < idle);
+        if watched || read_lately {
+            return false;
+        }
+        *feeding = Feeding::Idle;
+        *state = State::empty();
+        true
     }
 
     pub(crate) fn root(&self) -> &str {
@@ -433,14 +467,27 @@ impl TypeCache {
     }
 }
 
-/// Keeps a cache filled until `shutdown`: list, then follow the feed, and list again whenever
-/// [`TypeCache::relist`] asks (the feed broke, a change could not be decoded); events older
-/// than the history keeps are dropped meanwhile.
-pub(crate) async fn run(cache: Arc<TypeCache>, shutdown: CancellationToken) {
+/// Why [`run`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    Shutdown,
+    /// Released: no watcher, and no read for the idle time.
+    Idle,
+}
+
+/// Keeps a cache filled until `shutdown`, or until it has had no watcher and no read for `idle`:
+/// list, then follow the feed, and list again whenever [`TypeCache::relist`] asks (the feed
+/// broke, a change could not be decoded); events older than the history keeps are dropped
+/// meanwhile, and idleness is checked as often.
+pub(crate) async fn run(
+    cache: Arc<TypeCache>,
+    shutdown: CancellationToken,
+    idle: Duration,
+) -> Ended {
     loop {
         let filled = tokio::select! {
             biased;
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return Ended::Shutdown,
             filled = cache.fill() => filled,
         };
         if let Err(error) = filled {
@@ -451,7 +498,7 @@ pub(crate) async fn run(cache: Arc<TypeCache>, shutdown: CancellationToken) {
                 "watch cache: listing failed");
             tokio::select! {
                 biased;
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => return Ended::Shutdown,
                 () = tokio::time::sleep(RETRY_AFTER) => {}
             }
             continue;
@@ -460,9 +507,14 @@ pub(crate) async fn run(cache: Arc<TypeCache>, shutdown: CancellationToken) {
         loop {
             tokio::select! {
                 biased;
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => return Ended::Shutdown,
                 () = cache.relist.notified() => break,
-                _ = trim.tick() => cache.drop_old_events(),
+                _ = trim.tick() => {
+                    if cache.release_if_idle(idle) {
+                        return Ended::Idle;
+                    }
+                    cache.drop_old_events();
+                }
             }
         }
     }

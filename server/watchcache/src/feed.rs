@@ -59,6 +59,13 @@ impl Feed {
         }
     }
 
+    /// Stops handing changes to a cache that was released.
+    pub(crate) fn unregister(&self, cache: &Arc<TypeCache>) {
+        if let Ok(mut caches) = self.caches.write() {
+            caches.retain(|c| !Arc::ptr_eq(c, cache));
+        }
+    }
+
     pub(crate) fn objects(&self) -> &ObjectStore {
         &self.objects
     }

@@ -6,7 +6,10 @@
 //! here too: a type's cache is created when the type is listed or watched a second time within
 //! [`DEMAND_WINDOW`] (a server whose clients never read a type, or list it once to learn a
 //! revision, pays nothing for it), filled by one list and kept current by the one watch of the
-//! whole store that feeds every cache and tells lists how current each is ([`feed`]). Lists are served as kube's cacher serves them: `resourceVersion` unset (consistent)
+//! whole store that feeds every cache and tells lists how current each is ([`feed`]), and released
+//! after [`IDLE_RELEASE`] without reads or watchers (kube's caches live as long as the server; here a
+//! type read once in a while should not hold its objects for good). Lists are served as kube's
+//! cacher serves them: `resourceVersion` unset (consistent)
 //! and `NotOlderThan` wait, bounded, until the cache has reached the revision; `"0"` takes the cache
 //! as it is; a continuation is served when the cache still holds its revision. Whatever the cache
 //! cannot serve ([`NotServed`]) the caller reads from storage, with the same answers and the same
@@ -41,6 +44,10 @@ pub use watchers::CachedEvents;
 
 /// A type listed again within this time after a list gets a cache.
 pub const DEMAND_WINDOW: Duration = Duration::from_secs(600);
+
+/// A cache without watchers that has served no list and opened no watch for this long is released
+/// (checked every 10 s): its memory is freed, and the next two reads of the type build it again.
+pub const IDLE_RELEASE: Duration = Duration::from_secs(600);
 
 /// How current a list must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +165,9 @@ pub enum NotServed {
     Feed(#[from] StorageError),
 }
 
+/// The caches by type root.
+type Caches = HashMap<String, Arc<TypeCache>>;
+
 /// The caches of every type listed so far, created on demand.
 pub struct WatchCaches {
     objects: ObjectStore,
@@ -166,7 +176,9 @@ pub struct WatchCaches {
     _stop: DropGuard,
     /// Started with the first cache; the lock also makes creating a cache happen once.
     feed: tokio::sync::Mutex<Option<Arc<Feed>>>,
-    caches: RwLock<HashMap<String, Arc<TypeCache>>>,
+    caches: Arc<RwLock<Caches>>,
+    /// How many times each type's cache was released for being idle.
+    released: Arc<Mutex<HashMap<String, u64>>>,
     /// When each type without a cache was last listed.
     listed: Mutex<HashMap<String, Instant>>,
 }
@@ -180,7 +192,8 @@ impl WatchCaches {
             _stop: shutdown.clone().drop_guard(),
             shutdown,
             feed: tokio::sync::Mutex::new(None),
-            caches: RwLock::new(HashMap::new()),
+            caches: Arc::new(RwLock::new(HashMap::new())),
+            released: Arc::new(Mutex::new(HashMap::new())),
             listed: Mutex::new(HashMap::new()),
         }
     }
@@ -221,6 +234,17 @@ impl WatchCaches {
         self.caches.read().map_or(0, |caches| caches.len())
     }
 
+    /// How many times each type's cache was released for being idle ([`IDLE_RELEASE`]), by type
+    /// root.
+    pub fn released(&self) -> Vec<(String, u64)> {
+        let mut released: Vec<(String, u64)> = self.released.lock().map_or_else(
+            |_| Vec::new(),
+            |released| released.iter().map(|(r, n)| (r.clone(), *n)).collect(),
+        );
+        released.sort();
+        released
+    }
+
     /// What every cache holds, by type root.
     pub fn stats(&self) -> Vec<CacheStats> {
         let caches: Vec<Arc<TypeCache>> = self
@@ -238,6 +262,7 @@ impl WatchCaches {
     /// at once while the fill reads it as well.
     async fn demanded(&self, root: &str, namespaced: bool) -> Result<Arc<TypeCache>, NotServed> {
         if let Some(cache) = self.existing(root) {
+            cache.touch();
             return Ok(cache);
         }
         if !self.listed_again(root) {
@@ -281,7 +306,36 @@ impl WatchCaches {
         if let Ok(mut listed) = self.listed.lock() {
             listed.remove(root);
         }
-        tokio::spawn(cache::run(cache.clone(), self.shutdown.clone()));
+        tokio::spawn(self.keep_filled(cache.clone(), feed));
         Ok(cache)
+    }
+
+    /// Keeps the cache filled until shutdown or until it is released for being idle; then it is
+    /// forgotten by the feed and the caches (a read that took it just before finds it empty and
+    /// reads storage).
+    fn keep_filled(
+        &self,
+        cache: Arc<TypeCache>,
+        feed: Arc<Feed>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let shutdown = self.shutdown.clone();
+        let caches = self.caches.clone();
+        let released = self.released.clone();
+        async move {
+            if cache::run(cache.clone(), shutdown, IDLE_RELEASE).await == cache::Ended::Idle {
+                feed.unregister(&cache);
+                if let Ok(mut caches) = caches.write()
+                    && caches
+                        .get(cache.root())
+                        .is_some_and(|c| Arc::ptr_eq(c, &cache))
+                {
+                    caches.remove(cache.root());
+                }
+                if let Ok(mut released) = released.lock() {
+                    *released.entry(cache.root().to_string()).or_default() += 1;
+                }
+                tracing::info!(root = %cache.root(), "watch cache released for being idle");
+            }
+        }
     }
 }

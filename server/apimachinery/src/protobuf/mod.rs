@@ -29,8 +29,10 @@
 //!
 //! A body is the four bytes `k8s\0` followed by a `runtime.Unknown` envelope
 //! `{1: typeMeta {1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding, 4: contentType}` whose
-//! `raw` is the object's message. Watch streams instead carry length-prefixed `WatchEvent`
-//! frames whose `object` holds such an enveloped body ([`encode_watch_event`]).
+//! `raw` is the object's message. A list can be sent in pieces around the messages of its items
+//! ([`ListFrame`]), as the watch cache sends its lists. Watch streams instead carry
+//! length-prefixed `WatchEvent` frames whose `object` holds such an enveloped body
+//! ([`encode_watch_event`]).
 
 mod base64;
 mod codec;
@@ -173,48 +175,120 @@ pub fn encode(object: &Value) -> Result<Vec<u8>, ProtobufError> {
     let mut body = Writer::with_prefix(MAGIC);
     codec::write_nested(&mut body, 1, &TYPE_META, map, &Path::Root)?;
     codec::write_nested(&mut body, 2, message, map, &Path::Root)?;
-    // Go always writes contentEncoding and contentType, empty for a plain protobuf object.
-    body.bytes(3, b"");
-    body.bytes(4, b"");
+    end_envelope(&mut body);
     Ok(body.into_bytes())
 }
 
 /// The same body as [`encode`] makes of a list `{apiVersion, kind: list_kind, metadata, items}`,
-/// from its items already encoded by [`encode`] (their enveloped bodies): a list served from the
-/// watch cache frames the encoding each object keeps instead of encoding every item again.
+/// from its items already encoded by [`encode`] (their enveloped bodies), in one buffer.
 pub fn encode_list(
     api_version: &str,
     list_kind: &str,
     metadata: &Value,
     items: &[impl AsRef<[u8]>],
 ) -> Result<Vec<u8>, ProtobufError> {
-    let message = messages::lookup(api_version, list_kind)
-        .ok_or_else(|| unsupported(api_version, list_kind))?;
-    let items_field = message
-        .fields
+    let messages = items
         .iter()
-        .find(|field| field.json == "items")
-        .ok_or_else(|| unsupported(api_version, list_kind))?;
-    let type_meta = Map::from_iter([
-        ("apiVersion".to_string(), Value::from(api_version)),
-        ("kind".to_string(), Value::from(list_kind)),
-    ]);
-    let list_meta = Map::from_iter([("metadata".to_string(), metadata.clone())]);
-    let mut body = Writer::with_prefix(MAGIC);
-    codec::write_nested(&mut body, 1, &TYPE_META, &type_meta, &Path::Root)?;
-    let list = body.begin_nested(2);
-    codec::write_message(&mut body, message, &list_meta, &Path::Root)?;
-    for item in items {
-        body.bytes(items_field.number, enveloped_message(item.as_ref())?);
+        .map(|item| enveloped_message(item.as_ref()))
+        .collect::<Result<Vec<&[u8]>, _>>()?;
+    let frame = ListFrame::new(
+        api_version,
+        list_kind,
+        metadata,
+        messages.iter().map(|m| m.len()),
+    )?;
+    let mut body = frame.head().to_vec();
+    for message in messages {
+        frame.item_header(message.len(), &mut body);
+        body.extend_from_slice(message);
     }
-    body.end_nested(list);
-    body.bytes(3, b"");
-    body.bytes(4, b"");
-    Ok(body.into_bytes())
+    body.extend_from_slice(frame.tail());
+    Ok(body)
 }
 
-/// The message inside an enveloped body (`runtime.Unknown.raw`).
-fn enveloped_message(body: &[u8]) -> Result<&[u8], ProtobufError> {
+/// The bytes of a list body around its items, for a body sent in pieces: [`ListFrame::head`],
+/// then for each item [`ListFrame::item_header`] and the item's message ([`enveloped_message`] of
+/// its body made by [`encode`]), then [`ListFrame::tail`] are the bytes [`encode_list`] makes.
+/// A list served from the watch cache frames the encoding each object keeps instead of encoding
+/// every item again. The envelope's `raw` field (the list message) announces its length before
+/// its content, so the size of every item's message is needed before the first byte.
+pub struct ListFrame {
+    head: Vec<u8>,
+    items_field: u32,
+    tail: Vec<u8>,
+}
+
+impl ListFrame {
+    /// The frame of a list `{apiVersion, kind: list_kind, metadata}` of items whose messages are
+    /// `item_lengths` bytes long.
+    pub fn new(
+        api_version: &str,
+        list_kind: &str,
+        metadata: &Value,
+        item_lengths: impl IntoIterator<Item = usize>,
+    ) -> Result<ListFrame, ProtobufError> {
+        let message = messages::lookup(api_version, list_kind)
+            .ok_or_else(|| unsupported(api_version, list_kind))?;
+        let items_field = message
+            .fields
+            .iter()
+            .find(|field| field.json == "items")
+            .ok_or_else(|| unsupported(api_version, list_kind))?
+            .number;
+        let type_meta = Map::from_iter([
+            ("apiVersion".to_string(), Value::from(api_version)),
+            ("kind".to_string(), Value::from(list_kind)),
+        ]);
+        let list_meta = Map::from_iter([("metadata".to_string(), metadata.clone())]);
+        let mut list = Writer::default();
+        codec::write_message(&mut list, message, &list_meta, &Path::Root)?;
+        let list = list.into_bytes();
+        let items: usize = item_lengths
+            .into_iter()
+            .map(|length| wire::field_header_len(items_field, length) + length)
+            .sum();
+        let mut head = Writer::with_prefix(MAGIC);
+        codec::write_nested(&mut head, 1, &TYPE_META, &type_meta, &Path::Root)?;
+        head.field_header(2, list.len() + items);
+        let mut head = head.into_bytes();
+        head.extend_from_slice(&list);
+        let mut tail = Writer::default();
+        end_envelope(&mut tail);
+        Ok(ListFrame {
+            head,
+            items_field,
+            tail: tail.into_bytes(),
+        })
+    }
+
+    /// The magic, the envelope's type and the list's metadata: what comes before the items.
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// Appends to `out` what comes before an item whose message is `length` bytes long.
+    pub fn item_header(&self, length: usize, out: &mut Vec<u8>) {
+        let mut w = Writer::appending(std::mem::take(out));
+        w.field_header(self.items_field, length);
+        *out = w.into_bytes();
+    }
+
+    /// What comes after the items: the rest of the envelope.
+    pub fn tail(&self) -> &[u8] {
+        &self.tail
+    }
+}
+
+/// The envelope's fields after `raw`: Go always writes contentEncoding and contentType, empty for
+/// a plain protobuf object.
+fn end_envelope(w: &mut Writer) {
+    w.bytes(3, b"");
+    w.bytes(4, b"");
+}
+
+/// The message inside a body made by [`encode`] (`runtime.Unknown.raw`): what a list holds of
+/// each item.
+pub fn enveloped_message(body: &[u8]) -> Result<&[u8], ProtobufError> {
     let mut reader = Reader::new(
         body.strip_prefix(MAGIC)
             .ok_or(ProtobufError::MissingMagic)?,

@@ -178,6 +178,18 @@ impl Writer {
         self.buf.extend_from_slice(value);
     }
 
+    /// The key and length of a length-delimited field whose `length` bytes of content are sent
+    /// separately (the items of a list sent in pieces).
+    pub(super) fn field_header(&mut self, number: u32, length: usize) {
+        self.key(number, LEN);
+        self.raw_varint(length as u64);
+    }
+
+    /// A writer that appends to `buf`, taking it over.
+    pub(super) fn appending(buf: Vec<u8>) -> Writer {
+        Writer { buf }
+    }
+
     /// A writer that appends to `prefix` (the `k8s\0` magic of a body).
     pub(super) fn with_prefix(prefix: &[u8]) -> Writer {
         Writer {
@@ -220,6 +232,15 @@ impl Writer {
     }
 }
 
+/// How many bytes [`Writer::field_header`] writes for a field `number` of `length` bytes.
+pub(super) fn field_header_len(number: u32, length: usize) -> usize {
+    varint_len(u64::from(number) << 3 | u64::from(LEN)) + varint_len(length as u64)
+}
+
+fn varint_len(value: u64) -> usize {
+    (64 - value.max(1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// A length-delimited field being written in place: where its length byte is.
 #[must_use]
 pub(super) struct Nested {
@@ -243,6 +264,26 @@ mod tests {
             in_place.buf.extend_from_slice(&content);
             in_place.end_nested(nested);
             assert_eq!(in_place.into_bytes(), copied.into_bytes(), "{size}");
+        }
+    }
+
+    #[test]
+    fn field_headers_are_as_long_as_written() {
+        for (number, length) in [
+            (1, 0),
+            (2, 127),
+            (2, 128),
+            (15, 16_383),
+            (16, 16_384),
+            (2, 1 << 40),
+        ] {
+            let mut w = Writer::default();
+            w.field_header(number, length);
+            assert_eq!(
+                w.into_bytes().len(),
+                field_header_len(number, length),
+                "{number} {length}"
+            );
         }
     }
 

@@ -4,7 +4,8 @@
 //! So far the shared watch cache (issue 17): per cached type, what it holds and costs, and the
 //! watchers it serves, under kube's names where kube has the metric
 //! (`apiserver_watch_cache_resource_version`, `apiserver_terminated_watchers_total`) and `kcp_`
-//! names for what kube does not count (objects and bytes held, events kept, watchers served),
+//! names for what kube does not count (objects and bytes held, events kept, watchers served,
+//! caches released for being idle: `kcp_watch_cache_released_total`),
 //! plus `process_resident_memory_bytes` as Go's process collector reports it. Built on each
 //! scrape from the caches' own counts, so nothing on the request path updates a metric.
 
@@ -29,8 +30,12 @@ struct TypeLabels {
 }
 
 fn labels(stats: &CacheStats) -> TypeLabels {
-    let (group, resource) =
-        ResourceKeys::group_and_resource(&stats.root).unwrap_or(("", &stats.root));
+    root_labels(&stats.root)
+}
+
+/// The labels of the type whose storage root is `root`.
+fn root_labels(root: &str) -> TypeLabels {
+    let (group, resource) = ResourceKeys::group_and_resource(root).unwrap_or(("", root));
     TypeLabels {
         group: group.to_string(),
         resource: resource.to_string(),
@@ -120,6 +125,15 @@ fn encode(caches: &WatchCaches) -> Result<String, std::fmt::Error> {
         "apiserver_terminated_watchers",
         "Watchers closed because they did not read their events fast enough",
         terminated,
+    );
+    let released = Family::<TypeLabels, Counter>::default();
+    for (root, times) in caches.released() {
+        released.get_or_create(&root_labels(&root)).inc_by(times);
+    }
+    registry.register(
+        "kcp_watch_cache_released",
+        "Times the type's watch cache was released after 10 minutes without reads or watchers",
+        released,
     );
     if let Some(rss) = resident_memory() {
         let gauge = Gauge::<i64>::default();

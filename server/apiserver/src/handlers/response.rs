@@ -1,4 +1,5 @@
-//! Building HTTP responses: objects in the negotiated encoding, and errors as `metav1.Status`.
+//! Building HTTP responses: objects in the negotiated encoding (whole, or streamed as made), and
+//! errors as `metav1.Status`.
 
 use std::convert::Infallible;
 
@@ -18,7 +19,12 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
 
 /// A response with a body and content type.
 pub fn bytes(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
-    let mut response = Response::new(full(body));
+    streamed(code, content_type, full(body))
+}
+
+/// A response with a content type and a body of any kind (a stream sent as it is made).
+pub fn streamed(code: u16, content_type: &str, body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Ok(value) = HeaderValue::from_str(content_type) {

@@ -8,6 +8,7 @@
 
 mod admission;
 mod delete;
+mod list_body;
 mod read;
 mod render;
 mod watch;

@@ -5,17 +5,18 @@
 //! the cache waited for, as kube does with etcd's progress notifications), `"0"`, `NotOlderThan`,
 //! and the next pages of a list the cache still holds. `Exact`, older pages, and whatever the cache
 //! cannot answer in time go to storage; both give the same items, order and `continue` tokens.
+//! Lists from the cache in JSON and protobuf stream out in chunks as they are encoded
+//! ([`super::list_body`]); storage's pages are rendered in one buffer.
 
-use bytes::Bytes;
 use http::Response;
 use kcp_apimachinery::{ApiError, meta, protobuf};
 use kcp_storage::Revision;
 use kcp_watchcache::{CachedPage, Freshness, ListQuery};
 use serde_json::{Value, json};
 
-use super::Resolved;
+use super::{Resolved, list_body};
 use crate::handlers::negotiation::Output;
-use crate::handlers::response::{self, Body};
+use crate::handlers::response::Body;
 use crate::request::query::{ListOptions, ResourceVersionMatch};
 use kcp_registry::ClusterTarget;
 use kcp_registry::storage::continuation::Continuation;
@@ -211,33 +212,14 @@ async fn from_cache(
 }
 
 /// A page from the cache: in JSON and protobuf, the encoding each object keeps (made once per
-/// version, shared by every list and watch that sends it) copied into the list; in other forms
-/// (Table, metadata only, YAML), the objects decoded and rendered as storage's are.
+/// version, shared by every list and watch that sends it) streamed out in chunks ([`list_body`]);
+/// in other forms (Table, metadata only, YAML), the objects decoded and rendered as storage's are.
 fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, ApiError> {
     let metadata = list_metadata(page.revision, page.continue_token);
-    let failed =
-        |e: &dyn std::fmt::Display| ApiError::internal_error(&format!("a cached object: {e}"));
     match r.output()? {
-        Output::Json => {
-            let items = page
-                .items
-                .iter()
-                .map(|o| o.served_json(&r.rt))
-                .collect::<Result<Vec<Bytes>, _>>()
-                .map_err(|e| failed(&e))?;
-            json_list(r, metadata, &items)
-        }
+        Output::Json => list_body::json(&r.rt, &metadata, page.items),
         Output::Protobuf if protobuf::supports(&r.rt.api_version(), &r.rt.list_kind()) => {
-            let items = page
-                .items
-                .iter()
-                .map(|o| o.served_protobuf(&r.rt))
-                .collect::<Result<Vec<Bytes>, _>>()
-                .map_err(|e| failed(&e))?;
-            let body =
-                protobuf::encode_list(&r.rt.api_version(), &r.rt.list_kind(), &metadata, &items)
-                    .map_err(|e| failed(&e))?;
-            Ok(response::bytes(200, protobuf::CONTENT_TYPE, body))
+            list_body::protobuf(&r.rt, &metadata, &page.items)
         }
         _ => {
             let items = page
@@ -245,33 +227,8 @@ fn render_cached(r: &Resolved<'_>, page: CachedPage) -> Result<Response<Body>, A
                 .iter()
                 .map(|o| o.served_value(&r.rt))
                 .collect::<Result<Vec<Value>, _>>()
-                .map_err(|e| failed(&e))?;
+                .map_err(|e| ApiError::internal_error(&format!("a cached object: {e}")))?;
             r.render_list(items, metadata)
         }
     }
-}
-
-/// The list exactly as `render_list` encodes it in JSON (kind, apiVersion, metadata, items), with
-/// each item's bytes taken from the cache instead of encoded again.
-fn json_list(
-    r: &Resolved<'_>,
-    metadata: Value,
-    items: &[Bytes],
-) -> Result<Response<Body>, ApiError> {
-    let envelope =
-        json!({"kind": r.rt.list_kind(), "apiVersion": r.rt.api_version(), "metadata": metadata});
-    let mut body = serde_json::to_vec(&envelope)
-        .map_err(|e| ApiError::internal_error(&format!("encoding a list: {e}")))?;
-    body.reserve(items.iter().map(|json| json.len() + 1).sum::<usize>() + 12);
-    // The envelope's closing brace comes after the items.
-    body.pop();
-    body.extend_from_slice(b",\"items\":[");
-    for (i, json) in items.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(json);
-    }
-    body.extend_from_slice(b"]}");
-    Ok(response::bytes(200, "application/json", body))
 }
