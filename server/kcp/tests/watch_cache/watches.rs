@@ -208,6 +208,9 @@ async fn watches_from_the_cache_deliver_what_storage_delivers() {
         "application/json",
     )
     .await;
+    // A write after `first`, so the cache this second read creates starts after `first` and
+    // cannot serve a watch from it (were nothing written meanwhile, it could).
+    server.create_namespace("wcw-deliver", "after-first").await;
     let mut selected_by_storage = json_watch(
         &server,
         &path,
