@@ -45,6 +45,9 @@ const CHUNK: usize = 64 * 1024;
 /// How long after a chunk a busy stream gathers events before sending the next one.
 const LINGER: Duration = Duration::from_millis(10);
 
+/// A deadline no stream reaches (about 30 years).
+const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
+
 /// The watch from the type's cache, or why the cache does not serve it.
 pub(super) async fn open(
     r: &Resolved<'_>,
@@ -149,7 +152,10 @@ impl<E: Events> Cached<E> {
         revision: Revision,
     ) -> Cached<E> {
         let now = Instant::now();
-        let deadline = now + stream.timeout;
+        // A `timeoutSeconds` beyond what the clock can represent never ends the stream.
+        let deadline = now
+            .checked_add(stream.timeout)
+            .unwrap_or_else(|| now + NEVER);
         Cached {
             next_bookmark: stream.bookmarks.then(|| now + BOOKMARK_INTERVAL),
             timer: Box::pin(tokio::time::sleep_until(deadline)),
@@ -454,6 +460,16 @@ mod tests {
         let (chunk, ()) = tokio::join!(cached.next_chunk(), send_at(later, 8));
         assert_eq!(frames(&chunk.unwrap()), ["ADDED 8"]);
         assert_eq!(start.elapsed(), later);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_beyond_the_clock_is_no_timeout() {
+        let shutdown = CancellationToken::new();
+        let (mut cached, tx) = watch(Duration::MAX, false, &shutdown);
+        tx.send(event(2)).unwrap();
+        assert_eq!(frames(&cached.next_chunk().await.unwrap()), ["ADDED 2"]);
+        shutdown.cancel();
+        assert!(cached.next_chunk().await.is_none());
     }
 
     #[tokio::test(start_paused = true)]
