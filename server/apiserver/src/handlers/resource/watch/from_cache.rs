@@ -4,7 +4,7 @@
 //! kube-apiserver's cacher serves every watch it can this way (`cacheWatcher`): one decoded
 //! event, filtered per watcher, serialized once per format (`cachingObject`). The stream is
 //! produced as the client reads it (no task, no second buffer per watch), so an idle watch is
-//! a channel and this state, with one timer for its deadline and bookmarks; a watch whose
+//! the cache's queue for it and this state, with one timer for its deadline and bookmarks; a watch whose
 //! client stops reading is cut off by the cache when its buffer fills, and ends here once the
 //! client has read what was handed to it. Bookmarks carry the cache's settled revision (which
 //! moves with writes to any type, as kube's does with etcd's progress notifications), sent after
