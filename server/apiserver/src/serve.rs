@@ -194,12 +194,15 @@ impl ApiServer {
                         .map(|certs| certs.iter().map(|c| c.clone().into_owned()).collect())
                         .unwrap_or_default(),
                 );
+                // Boxed: hyper keeps each HTTP/2 stream's task as large as the future it first
+                // runs, and a watch's task lives as long as the watch; unboxed, every open watch
+                // would keep room for the largest handler's state.
                 let service = service_fn(move |request| {
                     let app = app.clone();
                     let certificates = certificates.clone();
-                    async move {
+                    Box::pin(async move {
                         Ok::<_, std::convert::Infallible>(app.handle(certificates, request).await)
-                    }
+                    })
                 });
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let connection = builder

@@ -26,14 +26,14 @@ use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{Change, ChangeType, ListRequest};
 use kcp_storage::{Revision, WatchEvent};
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::feed::{Feed, RETRY_AFTER};
 use crate::history::{Event, FRAME_AGE, HISTORY_AGE, History};
 use crate::object::{CachedObject, relative_key};
 use crate::page::{self, Objects, Range};
-use crate::watchers::{CachedEvents, WATCHER_BUFFER, Watchers};
+use crate::watchers::{self, CachedEvents, Watchers};
 use crate::{CacheStats, CachedPage, CachedWatch, Freshness, NotServed, WatchStart};
 
 /// How long a list waits for the cache to reach the revision it needs (kube's `blockTimeout`).
@@ -219,7 +219,7 @@ impl TypeCache {
                 (initial, Default::default(), revision)
             }
         };
-        let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+        let (tx, rx) = watchers::queue();
         let id = self
             .watchers
             .lock()

@@ -77,7 +77,8 @@ impl std::fmt::Debug for KeptFrame {
 }
 
 impl Event {
-    pub(crate) fn new(
+    /// A change as the cache applies it (and as tests of a watch stream make one).
+    pub fn new(
         kind: ChangeType,
         revision: Revision,
         key: String,

@@ -24,6 +24,7 @@ mod feed;
 mod history;
 mod object;
 mod page;
+mod queue;
 mod watchers;
 
 use std::collections::HashMap;

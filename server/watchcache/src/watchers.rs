@@ -14,19 +14,24 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use kcp_storage::Revision;
-use tokio::sync::mpsc;
 
 use crate::cache::TypeCache;
 use crate::history::Event;
+use crate::queue::{self, Receiver, Refused, Sender};
 
 /// Events a watcher may have pending before it is cut off.
 pub(crate) const WATCHER_BUFFER: usize = 1024;
+
+/// A watcher's queue: the cache's end for [`Watchers::add`], the watch's for [`CachedEvents`].
+pub(crate) fn queue() -> (Sender<Arc<Event>>, Receiver<Arc<Event>>) {
+    queue::bounded(WATCHER_BUFFER)
+}
 
 struct Watcher {
     id: u64,
     /// Keys relative to the type's root that the watcher sees start with this.
     prefix: String,
-    tx: mpsc::Sender<Arc<Event>>,
+    tx: Sender<Arc<Event>>,
 }
 
 /// Every watcher of one type's cache, by the logical cluster its prefix is in.
@@ -46,7 +51,7 @@ fn cluster_of(prefix: &str) -> Option<&str> {
 }
 
 impl Watchers {
-    pub(crate) fn add(&mut self, prefix: &str, tx: mpsc::Sender<Arc<Event>>) -> u64 {
+    pub(crate) fn add(&mut self, prefix: &str, tx: Sender<Arc<Event>>) -> u64 {
         self.next_id += 1;
         let watcher = Watcher {
             id: self.next_id,
@@ -57,7 +62,8 @@ impl Watchers {
             Some(cluster) => self
                 .by_cluster
                 .entry(cluster.to_string())
-                .or_default()
+                // Most clusters have one watcher (an informer per workspace): no room for four.
+                .or_insert_with(|| Vec::with_capacity(1))
                 .push(watcher),
             None => self.everywhere.push(watcher),
         }
@@ -126,11 +132,11 @@ fn offer(watchers: &mut Vec<Watcher>, event: &Arc<Event>, cut: &mut u64) {
         }
         match watcher.tx.try_send(event.clone()) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Err(Refused::Full) => {
                 *cut += 1;
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(Refused::Closed) => false,
         }
     });
 }
@@ -141,7 +147,7 @@ fn offer(watchers: &mut Vec<Watcher>, event: &Arc<Event>, cut: &mut u64) {
 /// again from the last revision it received, as it does when kube-apiserver ends a watch.
 pub struct CachedEvents {
     replay: VecDeque<Arc<Event>>,
-    rx: mpsc::Receiver<Arc<Event>>,
+    rx: Receiver<Arc<Event>>,
     cache: Arc<TypeCache>,
     prefix: String,
     id: u64,
@@ -150,7 +156,7 @@ pub struct CachedEvents {
 impl CachedEvents {
     pub(crate) fn new(
         replay: VecDeque<Arc<Event>>,
-        rx: mpsc::Receiver<Arc<Event>>,
+        rx: Receiver<Arc<Event>>,
         cache: Arc<TypeCache>,
         prefix: &str,
         id: u64,
@@ -174,7 +180,7 @@ impl CachedEvents {
 
     /// The next event if one is pending.
     pub fn try_next(&mut self) -> Option<Arc<Event>> {
-        self.replay.pop_front().or_else(|| self.rx.try_recv().ok())
+        self.replay.pop_front().or_else(|| self.rx.try_recv())
     }
 
     /// A revision this watch may report in a BOOKMARK once the events pending now have been
@@ -217,10 +223,10 @@ mod tests {
     #[test]
     fn events_reach_the_watchers_whose_prefix_holds_them() {
         let mut watchers = Watchers::default();
-        let (all_tx, mut all) = mpsc::channel(10);
-        let (a_tx, mut a) = mpsc::channel(10);
-        let (a_ns_tx, mut a_ns) = mpsc::channel(10);
-        let (b_tx, mut b) = mpsc::channel(10);
+        let (all_tx, mut all) = queue::bounded(10);
+        let (a_tx, mut a) = queue::bounded(10);
+        let (a_ns_tx, mut a_ns) = queue::bounded(10);
+        let (b_tx, mut b) = queue::bounded(10);
         watchers.add("", all_tx);
         watchers.add("a/", a_tx);
         watchers.add("a/ns/", a_ns_tx);
@@ -228,9 +234,9 @@ mod tests {
         watchers.dispatch(&event("a/ns/x"), "/r/");
         watchers.dispatch(&event("a/other/x"), "/r/");
         watchers.dispatch(&event("ab/ns/x"), "/r/");
-        let keys = |rx: &mut mpsc::Receiver<Arc<Event>>| {
+        let keys = |rx: &mut Receiver<Arc<Event>>| {
             let mut keys = Vec::new();
-            while let Ok(e) = rx.try_recv() {
+            while let Some(e) = rx.try_recv() {
                 keys.push(e.key().to_string());
             }
             keys
@@ -244,9 +250,9 @@ mod tests {
     #[test]
     fn a_full_watcher_is_cut_and_a_gone_one_dropped_without_holding_others() {
         let mut watchers = Watchers::default();
-        let (slow_tx, slow) = mpsc::channel(2);
-        let (gone_tx, gone) = mpsc::channel(2);
-        let (ok_tx, mut ok) = mpsc::channel(10);
+        let (slow_tx, slow) = queue::bounded(2);
+        let (gone_tx, gone) = queue::bounded(2);
+        let (ok_tx, mut ok) = queue::bounded(10);
         watchers.add("a/", slow_tx);
         watchers.add("a/", gone_tx);
         watchers.add("a/", ok_tx);
@@ -257,24 +263,21 @@ mod tests {
         assert_eq!(watchers.len(), 1);
         assert_eq!(watchers.cut(), 1);
         let mut received = 0;
-        while ok.try_recv().is_ok() {
+        while ok.try_recv().is_some() {
             received += 1;
         }
         assert_eq!(received, 3);
         // The slow watcher still has what it was given, then its stream ends.
         drop(watchers);
         let mut slow = slow;
-        assert!(slow.try_recv().is_ok() && slow.try_recv().is_ok());
-        assert!(matches!(
-            slow.try_recv(),
-            Err(mpsc::error::TryRecvError::Disconnected)
-        ));
+        assert!(slow.try_recv().is_some() && slow.try_recv().is_some());
+        assert!(slow.try_recv().is_none() && slow.is_closed());
     }
 
     #[test]
     fn removing_the_last_watcher_of_a_cluster_forgets_the_cluster() {
         let mut watchers = Watchers::default();
-        let (tx, _rx) = mpsc::channel(1);
+        let (tx, _rx) = queue::bounded(1);
         let id = watchers.add("a/ns/", tx);
         watchers.remove("a/ns/", id);
         assert_eq!(watchers.len(), 0);
