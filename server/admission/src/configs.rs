@@ -239,12 +239,14 @@ impl ConfigIndex {
         // Two watches, not one per type: every storage watch is woken by every write.
         let mut streams = vec![Box::pin(
             objects
-                .watch(&objects.group_root(ADMISSION_GROUP), from)
+                .watch_current(&objects.group_root(ADMISSION_GROUP), from)
                 .await?,
         )];
         if let Some(quotas) = store.registry().builtin_type("", "v1", "resourcequotas") {
             let keys = store.keys(&quotas);
-            streams.push(Box::pin(objects.watch(keys.all_clusters(), from).await?));
+            streams.push(Box::pin(
+                objects.watch_current(keys.all_clusters(), from).await?,
+            ));
         }
         // What changed before the watch started is unknown: read everything again.
         self.load_all(store).await?;

@@ -71,7 +71,7 @@ impl Controller for PolicyStatus {
         let mut changes = self
             .store
             .objects()
-            .watch(&prefix, page.revision + 1)
+            .watch_current(&prefix, page.revision + 1)
             .await?;
         while let Some(change) = changes.next().await {
             let change = change?;

@@ -79,7 +79,10 @@ async fn follow(
     for cluster in aggregating {
         queue.add(cluster);
     }
-    let mut changes = store.objects().watch(&prefix, page.revision + 1).await?;
+    let mut changes = store
+        .objects()
+        .watch_current(&prefix, page.revision + 1)
+        .await?;
     while let Some(change) = changes.next().await {
         if let Some(cluster) = cluster_of(&change?.object) {
             queue.add(cluster);

@@ -138,7 +138,7 @@ async fn watch(
     }
     let crds = crd_type(store)?;
     let prefix = store.keys(&crds).all_clusters().to_string();
-    let mut changes = store.objects().watch(&prefix, revision + 1).await?;
+    let mut changes = store.objects().watch_current(&prefix, revision + 1).await?;
     loop {
         let cluster = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),

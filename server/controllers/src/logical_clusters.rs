@@ -113,7 +113,7 @@ impl Controller for LogicalClusters {
             }
         }
         let from = page.revision + 1;
-        let logical_clusters = self.store.objects().watch(&prefix, from).await?;
+        let logical_clusters = self.store.objects().watch_current(&prefix, from).await?;
         let bindings_prefix = self
             .store
             .keys(&self.types.bindings)

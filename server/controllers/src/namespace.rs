@@ -69,7 +69,10 @@ async fn watch_namespaces(store: &RestStore, queue: &Queue<Key>) -> Result<(), A
             queue.add(key);
         }
     }
-    let mut changes = store.objects().watch(&prefix, page.revision + 1).await?;
+    let mut changes = store
+        .objects()
+        .watch_current(&prefix, page.revision + 1)
+        .await?;
     while let Some(change) = changes.next().await {
         let change = change?;
         if meta::deletion_timestamp(&change.object).is_some()

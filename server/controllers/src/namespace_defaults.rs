@@ -108,17 +108,22 @@ async fn follow(store: &RestStore, types: &Types, queue: &Queue<Key>) -> Result<
     }
     let from = page.revision + 1;
     let mut changes = select_all([
-        Box::pin(store.objects().watch(&namespace_prefix, from).await?),
         Box::pin(
             store
                 .objects()
-                .watch(store.keys(&types.service_accounts).all_clusters(), from)
+                .watch_current(&namespace_prefix, from)
                 .await?,
         ),
         Box::pin(
             store
                 .objects()
-                .watch(store.keys(&types.config_maps).all_clusters(), from)
+                .watch_current(store.keys(&types.service_accounts).all_clusters(), from)
+                .await?,
+        ),
+        Box::pin(
+            store
+                .objects()
+                .watch_current(store.keys(&types.config_maps).all_clusters(), from)
                 .await?,
         ),
     ]);

@@ -294,13 +294,13 @@ impl TenancyIndex {
             Box::pin(
                 store
                     .objects()
-                    .watch(store.keys(logical_clusters).all_clusters(), revision + 1)
+                    .watch_current(store.keys(logical_clusters).all_clusters(), revision + 1)
                     .await?,
             ),
             Box::pin(
                 store
                     .objects()
-                    .watch(store.keys(workspace_types).all_clusters(), revision + 1)
+                    .watch_current(store.keys(workspace_types).all_clusters(), revision + 1)
                     .await?,
             ),
         ]);

@@ -103,7 +103,7 @@ impl Controller for Workspaces {
         let mut workspaces = self
             .store
             .objects()
-            .watch(&prefix, page.revision + 1)
+            .watch_current(&prefix, page.revision + 1)
             .await?;
         loop {
             let key = tokio::select! {

@@ -690,3 +690,60 @@ async fn hooks_see_every_write_that_took_effect() {
         ]
     );
 }
+
+#[tokio::test]
+async fn watches_decode_the_previous_object_only_when_asked() {
+    use futures::StreamExt;
+    let f = Fixture::new().await;
+    f.create_namespace("default").await;
+    let from = f.store.objects().current_revision().await.unwrap() + 1;
+    let prefix = f
+        .store
+        .keys(&f.configmaps)
+        .scope(&f.cluster, Some("default"));
+    let mut with_previous = Box::pin(f.store.objects().watch(&prefix, from).await.unwrap());
+    let mut current = Box::pin(
+        f.store
+            .objects()
+            .watch_current(&prefix, from)
+            .await
+            .unwrap(),
+    );
+    f.create_configmap("default", configmap("w", json!({"v": "1"})))
+        .await
+        .unwrap();
+    f.update_configmap(
+        "default",
+        "w",
+        |old| {
+            let mut new = old.clone();
+            new["data"]["v"] = json!("2");
+            new
+        },
+        false,
+    )
+    .await
+    .unwrap();
+    f.delete_configmap("default", "w", &DeleteOptions::default())
+        .await
+        .unwrap();
+
+    for (step, data, previous) in [
+        ("create", "1", None),
+        ("update", "2", Some("1")),
+        ("delete", "2", Some("2")),
+    ] {
+        let full = with_previous.next().await.unwrap().unwrap();
+        let lean = current.next().await.unwrap().unwrap();
+        assert_eq!(full.kind, lean.kind, "{step}");
+        assert_eq!(full.revision, lean.revision, "{step}");
+        assert_eq!(full.object, lean.object, "{step}");
+        assert_eq!(lean.object["data"]["v"], data, "{step}");
+        assert_eq!(
+            full.previous.as_ref().map(|p| p["data"]["v"].clone()),
+            previous.map(|v| json!(v)),
+            "{step}"
+        );
+        assert!(lean.previous.is_none(), "{step}");
+    }
+}

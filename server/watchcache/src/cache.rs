@@ -404,7 +404,7 @@ impl TypeCache {
         if event.kv.mod_revision <= filled_at {
             return;
         }
-        match objects.change(event) {
+        match objects.current_change(event) {
             Ok(change) => self.apply(change),
             Err(error) => {
                 tracing::warn!(root = %self.root, error = %error.message,

@@ -273,22 +273,37 @@ impl ObjectStore {
     }
 
     /// The change a raw event of a storage watch opened elsewhere is (one watch of the whole
-    /// store feeding several readers, as the shared watch cache does).
-    pub fn change(&self, event: kcp_storage::WatchEvent) -> Result<Change, ApiError> {
-        decode_change(&self.prefix, event)
+    /// store feeding several readers, as the shared watch cache does), without the object before
+    /// it (`previous` is `None`: such a reader keeps its own).
+    pub fn current_change(&self, event: kcp_storage::WatchEvent) -> Result<Change, ApiError> {
+        decode_change(&self.prefix, event, Decode::Current)
     }
 
-    /// Changes under a prefix with revisions `>= from` (`0`: from now on).
+    /// Changes under a prefix with revisions `>= from` (`0`: from now on), each with the object
+    /// before it (what a selector-filtered watch needs to report an object leaving its selection).
     pub async fn watch(
         &self,
         prefix: &str,
         from: Revision,
     ) -> Result<impl Stream<Item = Result<Change, ApiError>> + Send + use<>, ApiError> {
-        self.watch_where(prefix, from, |_| true).await
+        self.decoded_watch(prefix, from, |_| true, Decode::WithPrevious)
+            .await
     }
 
-    /// Like [`Self::watch`], but only the changes `wanted` picks from their raw stored form are
-    /// decoded and reported. A watcher interested in few objects among everything (the garbage
+    /// Like [`Self::watch`], without the object before each change (`previous` is `None`): for a
+    /// reader that acts on objects as they are now (controllers, caches), which then decodes one
+    /// object per change instead of two.
+    pub async fn watch_current(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<impl Stream<Item = Result<Change, ApiError>> + Send + use<>, ApiError> {
+        self.decoded_watch(prefix, from, |_| true, Decode::Current)
+            .await
+    }
+
+    /// Like [`Self::watch_current`], but only the changes `wanted` picks from their raw stored form
+    /// are decoded and reported. A watcher interested in few objects among everything (the garbage
     /// collector watches the whole key space for owner references) must not parse every write:
     /// a watcher that falls behind holds up the writes themselves.
     pub async fn watch_where<W>(
@@ -296,6 +311,20 @@ impl ObjectStore {
         prefix: &str,
         from: Revision,
         wanted: W,
+    ) -> Result<impl Stream<Item = Result<Change, ApiError>> + Send + use<W>, ApiError>
+    where
+        W: Fn(&RawChange<'_>) -> bool + Send + 'static,
+    {
+        self.decoded_watch(prefix, from, wanted, Decode::Current)
+            .await
+    }
+
+    async fn decoded_watch<W>(
+        &self,
+        prefix: &str,
+        from: Revision,
+        wanted: W,
+        decode: Decode,
     ) -> Result<impl Stream<Item = Result<Change, ApiError>> + Send + use<W>, ApiError>
     where
         W: Fn(&RawChange<'_>) -> bool + Send + 'static,
@@ -316,12 +345,21 @@ impl ObjectStore {
                         value: &event.kv.value,
                         previous: event.prev.as_ref().map(|prev| &prev.value[..]),
                     };
-                    wanted(&raw).then(|| decode_change(&prefix, event))
+                    wanted(&raw).then(|| decode_change(&prefix, event, decode))
                 }
             };
             std::future::ready(change)
         }))
     }
+}
+
+/// Which objects of a change a watch decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decode {
+    /// The object after the change and the one before it.
+    WithPrevious,
+    /// The object after the change only (for a delete, its last state).
+    Current,
 }
 
 /// Lets the executor run other tasks once before this one goes on (any executor: the registry
@@ -349,10 +387,16 @@ pub struct RawChange<'a> {
     pub previous: Option<&'a [u8]>,
 }
 
-fn decode_change(prefix: &str, event: kcp_storage::WatchEvent) -> Result<Change, ApiError> {
+fn decode_change(
+    prefix: &str,
+    event: kcp_storage::WatchEvent,
+    decode_as: Decode,
+) -> Result<Change, ApiError> {
     let previous = match &event.prev {
-        Some(prev) => Some(decode(prefix, prev, prev.mod_revision)?.object),
-        None => None,
+        Some(prev) if decode_as == Decode::WithPrevious => {
+            Some(decode(prefix, prev, prev.mod_revision)?.object)
+        }
+        _ => None,
     };
     let revision = event.kv.mod_revision;
     match (event.kind, event.prev) {

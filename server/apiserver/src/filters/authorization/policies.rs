@@ -219,7 +219,7 @@ impl PolicyCache {
         // write.
         let mut changes = self
             .objects
-            .watch(&self.objects.group_root(RBAC_GROUP), from)
+            .watch_current(&self.objects.group_root(RBAC_GROUP), from)
             .await?;
         // Whatever happened before the watch started is unknown: start from nothing.
         self.invalidate_all();
