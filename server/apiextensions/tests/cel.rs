@@ -207,3 +207,44 @@ fn total_budget_is_shared_across_values() {
     assert!(last.starts_with("spec.lists["), "{last}");
     assert!(last.ends_with(": Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"), "{last}");
 }
+
+#[test]
+fn unchanged_values_are_ratcheted() {
+    // A rule the stored value already breaks (e.g. added to the CRD later).
+    let s = replicas(json!([{"rule": "self <= 10"}]));
+    assert!(
+        check(&s, json!({"replicas": 11}), Some(json!({"replicas": 11}))).is_empty(),
+        "an unchanged value is not refused"
+    );
+    assert_eq!(
+        check(&s, json!({"replicas": 12}), Some(json!({"replicas": 11}))),
+        ["spec.replicas: Invalid value: 12: failed rule: self <= 10"],
+        "a changed one is"
+    );
+    // Object rules ratchet on the object's value as a whole.
+    let s = schema(json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.min <= self.max", "message": "min above max"}],
+        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}, "note": {"type": "string"}}
+    }));
+    let broken = json!({"min": 5, "max": 1});
+    assert!(check(&s, broken.clone(), Some(broken.clone())).is_empty());
+    let mut noted = broken.clone();
+    noted["note"] = json!("changed");
+    assert_eq!(
+        check(&s, noted, Some(broken)),
+        ["spec: Invalid value: min above max"]
+    );
+}
+
+#[test]
+fn items_of_atomic_lists_are_not_ratcheted() {
+    let s = schema(json!({"type": "object", "properties": {"sizes": {
+        "type": "array", "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0"}]}
+    }}}));
+    let stored = json!({"sizes": [1, 0]});
+    assert_eq!(
+        check(&s, stored.clone(), Some(stored)),
+        ["spec.sizes[1]: Invalid value: 0: failed rule: self > 0"]
+    );
+}

@@ -5,6 +5,13 @@
 //! rules using it are skipped when there is none unless `optionalOldSelf` is set; a failure is
 //! reported at the node's path (plus `fieldPath`) with its `message`, `messageExpression` or
 //! `failed rule: <rule>`, and the estimated cost of all rules is charged against one budget.
+//!
+//! Ratcheting, as kube-apiserver's `CRDValidationRatcheting` (on by default since 1.30, GA in
+//! 1.33): a value that is unchanged from its correlated old value (a property, a map value, a
+//! list-map item) cannot fail its rules, so they are not run; an update that leaves a field alone
+//! is never refused for a rule the field broke before, and a status write does not re-run every
+//! rule of the spec. Items of atomic and set lists have no correlated old value and are always
+//! checked, as in kube.
 
 use std::sync::Arc;
 
@@ -64,7 +71,7 @@ fn walk(
         return;
     }
     let old = old.filter(|o| !o.is_null());
-    if !node.rules.is_empty() {
+    if !node.rules.is_empty() && !old.is_some_and(|old| json_equal(value, old)) {
         evaluate(base, node, value, old, at, resource_root, run);
     }
     match value {
