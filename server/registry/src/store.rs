@@ -338,7 +338,7 @@ impl RestStore {
             check_type_meta(rt, &mut new)?;
             self.align_namespace(rt, at, &mut new)?;
             let new = self.prepare_update(rt, new, &current.object, subresource)?;
-            if without_resource_version(&new) == without_resource_version(&current.object) {
+            if equal_but_resource_version(&new, &current.object) {
                 return Ok(current.object);
             }
             admit
@@ -675,10 +675,28 @@ fn clear_deletion(object: &mut Value) {
     metadata.remove("deletionGracePeriodSeconds");
 }
 
-fn without_resource_version(object: &Value) -> Value {
-    let mut object = object.clone();
-    meta::metadata_mut(&mut object).remove("resourceVersion");
-    object
+/// Whether two objects differ in nothing but `metadata.resourceVersion` (compared in place: this
+/// runs on every update, to find no-op writes).
+fn equal_but_resource_version(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let equal_but = |a: &serde_json::Map<String, Value>,
+                     b: &serde_json::Map<String, Value>,
+                     skip: &str,
+                     nested: &dyn Fn(&str, &Value, &Value) -> bool| {
+        let keys = |m: &serde_json::Map<String, Value>| m.keys().filter(|k| *k != skip).count();
+        keys(a) == keys(b)
+            && a.iter()
+                .filter(|(k, _)| *k != skip)
+                .all(|(k, v)| b.get(k).is_some_and(|w| nested(k, v, w)))
+    };
+    equal_but(a, b, "", &|key, v, w| match (key, v, w) {
+        ("metadata", Value::Object(v), Value::Object(w)) => {
+            equal_but(v, w, "resourceVersion", &|_, v, w| v == w)
+        }
+        _ => v == w,
+    })
 }
 
 fn check_size(object: &Value) -> Result<(), ApiError> {
@@ -739,6 +757,33 @@ fn check_preconditions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_op_updates_differ_in_the_resource_version_only() {
+        let stored = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "5",
+            "labels": {"l": "v"}}, "data": {"k": "v"}});
+        let mut same = stored.clone();
+        same["metadata"]["resourceVersion"] = json!("6");
+        assert!(equal_but_resource_version(&same, &stored));
+        let mut unversioned = stored.clone();
+        meta::metadata_mut(&mut unversioned).remove("resourceVersion");
+        assert!(equal_but_resource_version(&unversioned, &stored));
+        assert!(equal_but_resource_version(&stored, &unversioned));
+        let changes: [(&str, fn(&mut Value)); 4] = [
+            ("data", |o| o["data"]["k"] = json!("w")),
+            ("labels", |o| o["metadata"]["labels"] = json!({})),
+            ("uid", |o| o["metadata"]["uid"] = json!("u")),
+            ("a new field", |o| o["binaryData"] = json!({})),
+        ];
+        for (what, change) in changes {
+            let mut changed = stored.clone();
+            change(&mut changed);
+            assert!(!equal_but_resource_version(&changed, &stored), "{what}");
+        }
+        let mut removed = stored.clone();
+        meta::metadata_mut(&mut removed).remove("labels");
+        assert!(!equal_but_resource_version(&removed, &stored));
+    }
 
     #[test]
     fn the_size_limit_counts_the_encoded_object() {
