@@ -769,7 +769,8 @@ mod tests {
         meta::metadata_mut(&mut unversioned).remove("resourceVersion");
         assert!(equal_but_resource_version(&unversioned, &stored));
         assert!(equal_but_resource_version(&stored, &unversioned));
-        let changes: [(&str, fn(&mut Value)); 4] = [
+        type Change = (&'static str, fn(&mut Value));
+        let changes: [Change; 4] = [
             ("data", |o| o["data"]["k"] = json!("w")),
             ("labels", |o| o["metadata"]["labels"] = json!({})),
             ("uid", |o| o["metadata"]["uid"] = json!("u")),
