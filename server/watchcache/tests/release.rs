@@ -17,17 +17,21 @@ use tokio_util::sync::CancellationToken;
 
 /// Lists every ConfigMap until the cache serves it (the first read of a type is `Cold`, the
 /// second creates the cache, which then fills); how many items it served.
+/// A list of everything of the type, as the cache holds it (`resourceVersion=0`).
+fn whole_list(root: &str) -> ListQuery<'_> {
+    ListQuery {
+        root,
+        namespaced: true,
+        prefix: root,
+        after: None,
+        limit: 0,
+        freshness: Freshness::Any,
+    }
+}
+
 async fn list_until_served(caches: &WatchCaches, root: &str) -> usize {
     for _ in 0..100 {
-        let query = ListQuery {
-            root,
-            namespaced: true,
-            prefix: root,
-            after: None,
-            limit: 0,
-            freshness: Freshness::Any,
-        };
-        match caches.list(query, None).await {
+        match caches.list(whole_list(root), None).await {
             Ok(page) => return page.items.len(),
             Err(NotServed::Cold | NotServed::NotReady) => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -90,14 +94,7 @@ async fn an_idle_cache_without_watchers_is_released_and_built_again_on_demand() 
     assert_eq!(caches.released(), [(root.to_string(), 1)]);
 
     // The next read is a first read again; the one after builds the cache anew.
-    let first = ListQuery {
-        root,
-        namespaced: true,
-        prefix: root,
-        after: None,
-        limit: 0,
-        freshness: Freshness::Any,
-    };
+    let first = whole_list(root);
     assert!(matches!(
         caches.list(first, None).await,
         Err(NotServed::Cold)
