@@ -1,14 +1,17 @@
 //! `kcp start`: bring a shard up from validated options and serve until SIGTERM/SIGINT.
 //!
 //! Order matters for users: the admin kubeconfig is written only once the port is bound (so it names
-//! the real port, also with `--secure-port=0`) and the root logical cluster exists, so a script that
-//! waits for the file can use it at once.
+//! the real port, also with `--secure-port=0`), the root logical cluster exists and the shard's
+//! `Shard` object is registered, so a script that waits for the file can use it at once. A shard
+//! whose name another live process holds stops before serving (see `shard_registration`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
-use kcp_controllers::{ControllerMode, Election};
+use kcp_controllers::shard_registration::{Registrar, RegistrationError};
+use kcp_controllers::{ControllerMode, Election, Registration};
+use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -41,6 +44,8 @@ pub enum StartError {
     RequestHeaderCa(std::io::Error),
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error(transparent)]
+    Shard(#[from] RegistrationError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -97,15 +102,30 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             .logical_cluster_object_count_scan_interval,
     };
     let server = ApiServer::bind(config, authentication, storage.clone()).await?;
-    // The controllers stop when the server starts shutting down, like its watches.
-    let controllers = tokio::spawn(kcp_controllers::run(
-        server.controller_context(),
-        controller_mode(&options),
-        server.stopping(),
-    ));
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());
+    let context = server.controller_context();
+    let registration = std::sync::Arc::new(registration(&options, port));
+    let heartbeat = if options.shard_name == "root" {
+        let registrar = Registrar::new(
+            context.store.clone(),
+            context.tenancy.clone(),
+            registration.clone(),
+        )?;
+        registrar.register().await?;
+        Some(tokio::spawn(registrar.run(server.stopping())))
+    } else {
+        warn!(shard = %options.shard_name, "registering a non-root shard in the root shard is not built yet; its Shard object is not written");
+        None
+    };
+    // The controllers stop when the server starts shutting down, like its watches.
+    let controllers = tokio::spawn(kcp_controllers::run(
+        context,
+        controller_mode(&options),
+        Some(registration),
+        server.stopping(),
+    ));
     if let Some(path) = &options.admin_kubeconfig_path {
         kubeconfig::write(
             path,
@@ -118,6 +138,9 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let signals = shutdown_signal().map_err(StartError::Signals)?;
     let result = server.run(signals).await;
     let _ = controllers.await;
+    if let Some(heartbeat) = heartbeat {
+        let _ = heartbeat.await;
+    }
     stop_background.cancel();
     let _ = trimmer.await;
     if let Some(compactor) = compactor {
@@ -128,6 +151,48 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
+}
+
+/// Who this shard is: its name, its URLs (upstream's defaults: the base URL is the server's own
+/// address, the others default to it), its limit, and the identity of the process holding the
+/// name. Replicas under one Lease share an identity (the Lease decides which of them works);
+/// otherwise each process has its own, so a second process with the same name is refused.
+fn registration(options: &ValidatedOptions, port: u16) -> Registration {
+    let url = |uri: &http::Uri| uri.to_string().trim_end_matches('/').to_string();
+    let host = options
+        .external_hostname
+        .clone()
+        .unwrap_or_else(|| kubeconfig::server_host(options.bind_address));
+    let base = options
+        .shard_base_url
+        .as_ref()
+        .map_or_else(|| format!("https://{host}:{port}"), url);
+    let process = match &options.leader_election {
+        Some((namespace, name)) => format!("lease:{namespace}/{name}"),
+        None => process_identity(),
+    };
+    Registration {
+        name: options.shard_name.clone(),
+        process,
+        urls: Urls::with_defaults(
+            base,
+            options.shard_external_url.as_ref().map(url),
+            options.shard_virtual_workspace_url.as_ref().map(url),
+        ),
+        max_logical_clusters: options.max_logical_clusters,
+    }
+}
+
+/// Unique per process, like client-go's leader election identities: host, process id, start time.
+fn process_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "kcp".to_owned());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{host}_{}_{started:x}", std::process::id())
 }
 
 /// Completes on the first SIGTERM or SIGINT.
@@ -149,16 +214,10 @@ fn controller_mode(options: &ValidatedOptions) -> ControllerMode {
     match (&options.leader_election, options.run_controllers) {
         (_, false) => ControllerMode::Off,
         (None, true) => ControllerMode::Always,
-        (Some((namespace, name)), true) => {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_owned())
-                .unwrap_or_else(|_| "kcp".to_owned());
-            let started = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default();
-            let identity = format!("{host}_{}_{started:x}", std::process::id());
-            ControllerMode::Elected(Election::new(namespace.clone(), name.clone(), identity))
-        }
+        (Some((namespace, name)), true) => ControllerMode::Elected(Election::new(
+            namespace.clone(),
+            name.clone(),
+            process_identity(),
+        )),
     }
 }

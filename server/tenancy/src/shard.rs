@@ -220,6 +220,60 @@ pub fn full_condition(shard: &str, capacity: Capacity, now: jiff::Timestamp) -> 
     })
 }
 
+/// `WorkspaceScheduled=True`, which replaces a waiting Workspace's `False` once it is scheduled.
+pub fn scheduled_condition(now: jiff::Timestamp) -> Value {
+    json!({"type": SCHEDULED_CONDITION, "status": "True", "lastTransitionTime": format_rfc3339(now)})
+}
+
+/// Puts `condition` in `status.conditions` in place of the one of its type; whether anything but
+/// the time changed (an unchanged condition keeps its `lastTransitionTime`).
+pub fn set_condition(object: &mut Value, condition: Value) -> bool {
+    let kind = condition.get("type").cloned();
+    let without_time = |c: &Value| {
+        let mut c = c.clone();
+        if let Some(map) = c.as_object_mut() {
+            map.remove("lastTransitionTime");
+        }
+        c
+    };
+    if !object["status"].is_object() {
+        object["status"] = json!({});
+    }
+    if !object["status"]["conditions"].is_array() {
+        object["status"]["conditions"] = json!([]);
+    }
+    let Some(conditions) = object["status"]["conditions"].as_array_mut() else {
+        return false;
+    };
+    match conditions
+        .iter_mut()
+        .find(|c| c.get("type") == kind.as_ref())
+    {
+        Some(existing) if without_time(existing) == without_time(&condition) => false,
+        Some(existing) => {
+            *existing = condition;
+            true
+        }
+        None => {
+            conditions.push(condition);
+            true
+        }
+    }
+}
+
+/// Whether `object` carries condition `kind` with status `False`.
+pub fn condition_is_false(object: &Value, kind: &str) -> bool {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|all| {
+            all.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(kind)
+                    && c.get("status").and_then(Value::as_str) == Some("False")
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +376,34 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn conditions_are_replaced_by_type_and_keep_their_time_when_unchanged() {
+        let full = Capacity {
+            logical_clusters: 1,
+            max_logical_clusters: Some(1),
+        };
+        let mut ws = json!({"metadata": {"name": "a"}, "status": {"phase": "Scheduling"}});
+        assert!(set_condition(
+            &mut ws,
+            full_condition("root", full, at("2026-01-01T00:00:00Z"))
+        ));
+        assert!(!set_condition(
+            &mut ws,
+            full_condition("root", full, at("2026-01-01T00:01:00Z"))
+        ));
+        assert_eq!(
+            ws["status"]["conditions"][0]["lastTransitionTime"],
+            "2026-01-01T00:00:00Z"
+        );
+        assert!(condition_is_false(&ws, SCHEDULED_CONDITION));
+        assert!(set_condition(
+            &mut ws,
+            scheduled_condition(at("2026-01-01T00:02:00Z"))
+        ));
+        assert!(!condition_is_false(&ws, SCHEDULED_CONDITION));
+        assert_eq!(ws["status"]["conditions"].as_array().unwrap().len(), 1);
     }
 
     #[test]

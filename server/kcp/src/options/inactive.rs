@@ -41,7 +41,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "shard-client-key-file",
     "shard-kubeconfig-file",
     "shard-virtual-workspace-ca-file",
-    "shard-virtual-workspace-url",
     // controllers and tenancy
     "enable-home-workspaces",
     "feature-gates",

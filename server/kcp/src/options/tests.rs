@@ -513,6 +513,15 @@ fn files_must_exist_and_come_in_pairs() {
 fn cross_flag_rules() {
     assert!(matches!(
         invalid(&["--shard-name=shard-a"]),
+        OptionsError::NonRootWithoutRootKubeconfig(name) if name == "shard-a"
+    ));
+    let root_kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    let root_flag = format!(
+        "--root-shard-kubeconfig-file={}",
+        root_kubeconfig.path().display()
+    );
+    assert!(matches!(
+        invalid(&["--shard-name=shard-a", root_flag.as_str()]),
         OptionsError::NonRootWithoutCache(name) if name == "shard-a"
     ));
     assert!(matches!(
@@ -579,6 +588,7 @@ fn every_flag_is_classified() {
         "logging-format",
         "logical-cluster-object-count-scan-interval",
         "logical-cluster-total-object-limit",
+        "max-logical-clusters",
         "oidc-ca-file",
         "oidc-client-id",
         "oidc-groups-claim",
@@ -606,6 +616,7 @@ fn every_flag_is_classified() {
         "shard-base-url",
         "shard-external-url",
         "shard-name",
+        "shard-virtual-workspace-url",
         "storage-backend",
         "tls-cert-file",
         "tls-private-key-file",
