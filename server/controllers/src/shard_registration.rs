@@ -6,7 +6,8 @@
 //! time: the object carries the process's identity in an annotation, and a process finding
 //! another's identity with a heartbeat younger than [`STALE_AFTER`] refuses to start (see
 //! `kcp_tenancy::shard::check_claim`); a stopped or crashed process frees the name by no longer
-//! beating. The shard's capacity (its logical clusters and `--max-logical-clusters`) is also
+//! beating, and one that stops gracefully frees it at once (`Ready=False`, so a restart is not
+//! refused). The shard's capacity (its logical clusters and `--max-logical-clusters`) is also
 //! what the workspace scheduler reads, through [`Registration::capacity`].
 
 use std::sync::Arc;
@@ -164,6 +165,30 @@ impl Registrar {
             .map(|_| ())
     }
 
+    /// Sets `Ready=False` so that the name is free at once for a restart.
+    async fn release(&self) {
+        let root = LogicalClusterName::root();
+        let at = Location {
+            cluster: &root,
+            namespace: None,
+        };
+        let stop = |current: &Value| Ok(shard::stopped(current, jiff::Timestamp::now()));
+        let released = self
+            .store
+            .update(
+                &self.shards,
+                at,
+                &self.registration.name,
+                &stop,
+                Some("status"),
+                false,
+            )
+            .await;
+        if let Err(error) = released {
+            tracing::warn!(shard = %self.registration.name, %error, "could not mark the shard stopped");
+        }
+    }
+
     /// Beats every [`HEARTBEAT`], and whenever the number of logical clusters changes (so
     /// `status.capacity` follows creations and deletions), until `stop`; a failed beat is logged
     /// and retried at the next.
@@ -174,7 +199,7 @@ impl Registrar {
         let mut reported = None;
         loop {
             tokio::select! {
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => return self.release().await,
                 _ = ticks.tick() => reported = None,
                 change = logical_clusters.recv() => if change.is_none() { return },
             }

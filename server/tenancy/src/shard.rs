@@ -9,7 +9,8 @@
 //! `ResourceList`, so upstream clients still decode it), a `Ready` condition whose
 //! `lastHeartbeatTime` moves at every heartbeat, and an annotation naming the process that
 //! holds the name: a second live process registering under a name whose heartbeat is fresh is
-//! refused instead of silently sharing it.
+//! refused instead of silently sharing it; a process that stops gracefully sets `Ready=False`,
+//! which frees the name at once.
 
 use kcp_apimachinery::time::{format_rfc3339, parse_rfc3339};
 use serde_json::{Value, json};
@@ -220,6 +221,20 @@ pub fn full_condition(shard: &str, capacity: Capacity, now: jiff::Timestamp) -> 
     })
 }
 
+/// `shard`'s status when its process stops gracefully: `Ready=False`, so the name is free at once
+/// (a restart need not wait for the heartbeat to go stale).
+pub fn stopped(shard: &Value, now: jiff::Timestamp) -> Value {
+    let mut updated = shard.clone();
+    let mut ready = ready_condition(shard).cloned().unwrap_or_else(|| json!({}));
+    ready["type"] = json!(READY_CONDITION);
+    ready["status"] = json!("False");
+    ready["reason"] = json!("Stopped");
+    ready["message"] = json!("the shard's process stopped");
+    ready["lastTransitionTime"] = json!(format_rfc3339(now));
+    set_condition(&mut updated, ready);
+    updated
+}
+
 /// `WorkspaceScheduled=True`, which replaces a waiting Workspace's `False` once it is scheduled.
 pub fn scheduled_condition(now: jiff::Timestamp) -> Value {
     json!({"type": SCHEDULED_CONDITION, "status": "True", "lastTransitionTime": format_rfc3339(now)})
@@ -365,6 +380,18 @@ mod tests {
             check_claim(&live, "shard-1", "second", at("2026-01-01T00:02:00Z"), 90),
             Ok(())
         );
+        let released = stopped(&live, at("2026-01-01T00:00:10Z"));
+        assert_eq!(
+            check_claim(
+                &released,
+                "shard-1",
+                "second",
+                at("2026-01-01T00:00:20Z"),
+                90
+            ),
+            Ok(())
+        );
+        assert_eq!(released["status"]["capacity"], live["status"]["capacity"]);
         let unclaimed = json!({"metadata": {"name": "shard-1"}});
         assert_eq!(
             check_claim(
