@@ -2,7 +2,8 @@
 //! [`HEARTBEAT`] with a `Ready` heartbeat and the shard's capacity (upstream kcp's shards
 //! register themselves the same way; the capacity and the heartbeat are ours).
 //!
-//! The root shard writes the object in its own store. The name is claimed by one process at a
+//! The root shard writes the object in its own store ([`LocalShards`]); other shards write it in
+//! the root shard through its API (the kcp binary's `root_shard`). The name is claimed by one process at a
 //! time: the object carries the process's identity in an annotation, and a process finding
 //! another's identity with a heartbeat younger than [`STALE_AFTER`] refuses to start (see
 //! `kcp_tenancy::shard::check_claim`); a stopped or crashed process frees the name by no longer
@@ -64,30 +65,97 @@ impl Registration {
     }
 }
 
-/// Writes the shard's `Shard` in its own store's `root`.
-pub struct Registrar {
-    store: RestStore,
-    index: Arc<TenancyIndex>,
-    shards: Arc<ResourceType>,
-    registration: Arc<Registration>,
+/// Where a shard's `Shard` lives: the own store's `root` (the root shard, [`LocalShards`]) or
+/// the root shard's API (other shards; the kcp binary implements that over HTTPS).
+pub trait ShardObjects: Send + Sync + 'static {
+    /// The `Shard` named `name`, if it exists.
+    fn get(&self, name: &str) -> impl Future<Output = Result<Option<Value>, ApiError>> + Send;
+    fn create(&self, object: Value) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Replaces the object (`status`: its status) with `change` of its current state.
+    fn update(
+        &self,
+        name: &str,
+        status: bool,
+        change: &(dyn Fn(&Value) -> Value + Sync),
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
-impl Registrar {
-    pub fn new(
-        store: RestStore,
-        index: Arc<TenancyIndex>,
-        registration: Arc<Registration>,
-    ) -> Result<Registrar, RegistrationError> {
+/// The `Shard`s of this shard's own store (the root shard's).
+pub struct LocalShards {
+    store: RestStore,
+    shards: Arc<ResourceType>,
+}
+
+impl LocalShards {
+    pub fn new(store: RestStore) -> Result<LocalShards, RegistrationError> {
         let shards = store
             .registry()
             .root_type(shard::GROUP, shard::VERSION, shard::RESOURCE)
             .ok_or(RegistrationError::NotServed)?;
-        Ok(Registrar {
-            store,
+        Ok(LocalShards { store, shards })
+    }
+}
+
+fn root() -> Location<'static> {
+    static ROOT: std::sync::LazyLock<LogicalClusterName> =
+        std::sync::LazyLock::new(LogicalClusterName::root);
+    Location {
+        cluster: &ROOT,
+        namespace: None,
+    }
+}
+
+impl ShardObjects for LocalShards {
+    async fn get(&self, name: &str) -> Result<Option<Value>, ApiError> {
+        match self.store.get(&self.shards, root(), name).await {
+            Ok(stored) => Ok(Some(stored.object)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn create(&self, object: Value) -> Result<(), ApiError> {
+        self.store
+            .create(&self.shards, root(), object, false)
+            .await
+            .map(|_| ())
+    }
+
+    async fn update(
+        &self,
+        name: &str,
+        status: bool,
+        change: &(dyn Fn(&Value) -> Value + Sync),
+    ) -> Result<(), ApiError> {
+        let replace = |current: &Value| Ok(change(current));
+        self.store
+            .update(
+                &self.shards,
+                root(),
+                name,
+                &replace,
+                status.then_some("status"),
+                false,
+            )
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Keeps a shard's `Shard` up to date wherever it lives.
+pub struct Registrar<S> {
+    objects: S,
+    index: Arc<TenancyIndex>,
+    registration: Arc<Registration>,
+}
+
+impl<S: ShardObjects> Registrar<S> {
+    pub fn new(objects: S, index: Arc<TenancyIndex>, registration: Arc<Registration>) -> Self {
+        Registrar {
+            objects,
             index,
-            shards,
             registration,
-        })
+        }
     }
 
     fn store_error(&self, error: &ApiError) -> RegistrationError {
@@ -100,91 +168,57 @@ impl Registrar {
     /// Creates or claims the `Shard` and writes its first heartbeat; refuses a name another
     /// live process holds.
     pub async fn register(&self) -> Result<(), RegistrationError> {
-        let root = LogicalClusterName::root();
-        let at = Location {
-            cluster: &root,
-            namespace: None,
-        };
         let Registration {
             name,
             process,
             urls,
             ..
         } = &*self.registration;
-        match self.store.get(&self.shards, at, name).await {
-            Ok(existing) => {
+        let existing = self
+            .objects
+            .get(name)
+            .await
+            .map_err(|e| self.store_error(&e))?;
+        match existing {
+            Some(existing) => {
                 let stale = i64::try_from(STALE_AFTER.as_secs()).unwrap_or(i64::MAX);
-                shard::check_claim(
-                    &existing.object,
-                    name,
-                    process,
-                    jiff::Timestamp::now(),
-                    stale,
-                )
-                .map_err(|source| RegistrationError::Claim {
-                    name: name.clone(),
-                    source,
-                })?;
-                let claim = |current: &Value| Ok(shard::claimed(current, name, process, urls));
-                self.store
-                    .update(&self.shards, at, name, &claim, None, false)
+                shard::check_claim(&existing, name, process, jiff::Timestamp::now(), stale)
+                    .map_err(|source| RegistrationError::Claim {
+                        name: name.clone(),
+                        source,
+                    })?;
+                let claim = |current: &Value| shard::claimed(current, name, process, urls);
+                self.objects
+                    .update(name, false, &claim)
                     .await
                     .map_err(|e| self.store_error(&e))?;
             }
-            Err(e) if e.code == 404 => {
-                self.store
-                    .create(&self.shards, at, shard::object(name, process, urls), false)
-                    .await
-                    .map_err(|e| self.store_error(&e))?;
-            }
-            Err(e) => return Err(self.store_error(&e)),
+            None => self
+                .objects
+                .create(shard::object(name, process, urls))
+                .await
+                .map_err(|e| self.store_error(&e))?,
         }
         self.heartbeat().await.map_err(|e| self.store_error(&e))
     }
 
     /// Renews `Ready` and `status.capacity`.
     async fn heartbeat(&self) -> Result<(), ApiError> {
-        let root = LogicalClusterName::root();
-        let at = Location {
-            cluster: &root,
-            namespace: None,
-        };
         let capacity = self.registration.capacity(&self.index);
-        let beat =
-            |current: &Value| Ok(shard::heartbeat(current, capacity, jiff::Timestamp::now()));
-        self.store
-            .update(
-                &self.shards,
-                at,
-                &self.registration.name,
-                &beat,
-                Some("status"),
-                false,
-            )
+        let beat = |current: &Value| shard::heartbeat(current, capacity, jiff::Timestamp::now());
+        self.objects
+            .update(&self.registration.name, true, &beat)
             .await
-            .map(|_| ())
     }
 
     /// Sets `Ready=False` so that the name is free at once for a restart.
     async fn release(&self) {
-        let root = LogicalClusterName::root();
-        let at = Location {
-            cluster: &root,
-            namespace: None,
-        };
-        let stop = |current: &Value| Ok(shard::stopped(current, jiff::Timestamp::now()));
-        let released = self
-            .store
-            .update(
-                &self.shards,
-                at,
-                &self.registration.name,
-                &stop,
-                Some("status"),
-                false,
-            )
-            .await;
-        if let Err(error) = released {
+        let stop = |current: &Value| shard::stopped(current, jiff::Timestamp::now());
+        if let Err(error) = self
+            .objects
+            .update(&self.registration.name, true, &stop)
+            .await
+        {
             tracing::warn!(shard = %self.registration.name, %error, "could not mark the shard stopped");
         }
     }

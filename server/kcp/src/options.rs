@@ -558,6 +558,7 @@ impl StartOptions {
             shard_external_url: self.shard_external_url,
             shard_virtual_workspace_url: self.shard_virtual_workspace_url,
             max_logical_clusters: self.max_logical_clusters,
+            root_shard_kubeconfig_file: non_empty(self.root_shard_kubeconfig_file.as_ref()),
             external_hostname: self.external_hostname,
             batteries,
             etcd_prefix: self.etcd_prefix,
@@ -840,6 +841,8 @@ pub struct ValidatedOptions {
     pub shard_virtual_workspace_url: Option<Uri>,
     /// `--max-logical-clusters` (`None`: unlimited).
     pub max_logical_clusters: Option<u64>,
+    /// `--root-shard-kubeconfig-file`: where a non-root shard registers (always set for one).
+    pub root_shard_kubeconfig_file: Option<PathBuf>,
     /// `--external-hostname`, host only.
     pub external_hostname: Option<String>,
     /// `--batteries-included`, resolved.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
-use kcp_controllers::shard_registration::{Registrar, RegistrationError};
+use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
 use kcp_controllers::{ControllerMode, Election, Registration};
 use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +21,7 @@ use crate::memory;
 use crate::options::ValidatedOptions;
 use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
+use crate::root_shard::{RootShardError, RootShards};
 
 /// How long in-flight requests may take after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -46,6 +47,8 @@ pub enum StartError {
     Signals(std::io::Error),
     #[error(transparent)]
     Shard(#[from] RegistrationError),
+    #[error(transparent)]
+    RootShard(#[from] RootShardError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -107,17 +110,20 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         .map_or(options.secure_port, |a| a.port());
     let context = server.controller_context();
     let registration = std::sync::Arc::new(registration(&options, port));
-    let heartbeat = if options.shard_name == "root" {
-        let registrar = Registrar::new(
-            context.store.clone(),
-            context.tenancy.clone(),
-            registration.clone(),
-        )?;
-        registrar.register().await?;
-        Some(tokio::spawn(registrar.run(server.stopping())))
-    } else {
-        warn!(shard = %options.shard_name, "registering a non-root shard in the root shard is not built yet; its Shard object is not written");
-        None
+    // The root shard keeps its Shard in its own store, the others in the root shard's.
+    let heartbeat = match &options.root_shard_kubeconfig_file {
+        Some(path) if options.shard_name != "root" => {
+            let root = RootShards::from_kubeconfig(path)?;
+            let registrar = Registrar::new(root, context.tenancy.clone(), registration.clone());
+            registrar.register().await?;
+            tokio::spawn(registrar.run(server.stopping()))
+        }
+        _ => {
+            let local = LocalShards::new(context.store.clone())?;
+            let registrar = Registrar::new(local, context.tenancy.clone(), registration.clone());
+            registrar.register().await?;
+            tokio::spawn(registrar.run(server.stopping()))
+        }
     };
     // The controllers stop when the server starts shutting down, like its watches.
     let controllers = tokio::spawn(kcp_controllers::run(
@@ -138,9 +144,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let signals = shutdown_signal().map_err(StartError::Signals)?;
     let result = server.run(signals).await;
     let _ = controllers.await;
-    if let Some(heartbeat) = heartbeat {
-        let _ = heartbeat.await;
-    }
+    let _ = heartbeat.await;
     stop_background.cancel();
     let _ = trimmer.await;
     if let Some(compactor) = compactor {

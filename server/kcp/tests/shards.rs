@@ -256,3 +256,59 @@ async fn a_second_live_process_cannot_take_a_shard_name() {
         holder
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_non_root_shard_registers_itself_in_the_root_shard() {
+    let root = KcpProcess::start(binary(), "shards-registry-root", &[]).await;
+    let root_kubeconfig = root.kubeconfig().display().to_string();
+    let shard_1 = KcpProcess::start(
+        binary(),
+        "shards-shard-1",
+        &[
+            "--shard-name=shard-1".to_owned(),
+            format!("--root-shard-kubeconfig-file={root_kubeconfig}"),
+            format!("--cache-kubeconfig={root_kubeconfig}"),
+            "--max-logical-clusters=10".to_owned(),
+        ],
+    )
+    .await;
+    let response = root
+        .get("/clusters/root/apis/core.kcp.io/v1alpha1/shards/shard-1")
+        .await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    let registered = response.json();
+    assert_eq!(registered["metadata"]["labels"]["name"], "shard-1");
+    assert_eq!(registered["spec"]["baseURL"], shard_1.base_url());
+    assert_eq!(ready_condition(&registered)["status"], "True");
+    assert_eq!(
+        registered["status"]["capacity"]["maxLogicalClusters"], 10,
+        "{registered}"
+    );
+    let table = Kubectl::new("1.33", &root.kubeconfig()).ok(&["get", "shards", "-o", "name"]);
+    assert_eq!(
+        table.lines().collect::<Vec<_>>(),
+        ["shard.core.kcp.io/root", "shard.core.kcp.io/shard-1"]
+    );
+
+    // Credentials the root shard does not accept are refused before serving.
+    let mut anonymous = kcp_kubeconfig::Kubeconfig::read(&root.kubeconfig()).unwrap();
+    for user in &mut anonymous.users {
+        user.user = kcp_kubeconfig::User::default();
+    }
+    let dir = temp_dir("shards-anonymous");
+    let anonymous_path = dir.path().join("anonymous.kubeconfig");
+    anonymous.write(&anonymous_path).unwrap();
+    let stderr = refused(
+        "shards-wrong-kubeconfig",
+        &[
+            "--shard-name=shard-2".to_owned(),
+            format!("--root-shard-kubeconfig-file={}", anonymous_path.display()),
+            format!("--cache-kubeconfig={root_kubeconfig}"),
+        ],
+    )
+    .await;
+    assert!(
+        stderr.contains("registering shard \"shard-2\": the root shard answered 40"),
+        "{stderr}"
+    );
+}

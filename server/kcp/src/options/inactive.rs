@@ -35,7 +35,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",
     "mount-proxy-client-key-file",
-    "root-shard-kubeconfig-file",
     "run-virtual-workspaces",
     "shard-client-cert-file",
     "shard-client-key-file",

@@ -253,10 +253,11 @@ fn operator_shard_deployment_parses() {
             .contains(&"mount-proxy-client-cert-file")
     );
     assert!(
-        options
+        !options
             .inactive_flags()
             .contains(&"root-shard-kubeconfig-file")
     );
+    assert!(options.root_shard_kubeconfig_file.is_some());
 }
 
 #[test]
@@ -606,6 +607,7 @@ fn every_flag_is_classified() {
         "requestheader-username-headers",
         "root-ca-file",
         "root-directory",
+        "root-shard-kubeconfig-file",
         "run-controllers",
         "secure-port",
         "service-account-issuer",
