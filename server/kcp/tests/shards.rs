@@ -2,8 +2,10 @@
 //! (upstream's `shards.core.kcp.io`, readable with `kubectl get shards`), keeps its `Ready`
 //! heartbeat and `status.capacity` up to date, and a full shard (`--max-logical-clusters`) leaves
 //! new workspaces `Scheduling` with `WorkspaceScheduled=False` until a deletion frees room. A
-//! non-root shard without the root shard's or the cache's kubeconfig, and a second live process
-//! under a name already held, are refused with messages naming the cause.
+//! second shard process (`--shard-name=shard-1 --root-shard-kubeconfig-file=<root's admin
+//! kubeconfig>`) registers itself in root over HTTPS. A non-root shard without the root shard's
+//! or the cache's kubeconfig, one whose credentials root refuses, and a second live process under
+//! a name already held are refused with messages naming the cause.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
