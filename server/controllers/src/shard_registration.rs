@@ -25,6 +25,8 @@ use crate::tenancy_index::TenancyIndex;
 
 /// How often a shard renews its heartbeat and capacity.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
+/// The shortest time between two writes of `status.capacity` while logical clusters come and go.
+pub const CAPACITY_EVERY: Duration = Duration::from_secs(1);
 /// How old another process's heartbeat must be before its shard name may be taken over.
 pub const STALE_AFTER: Duration = Duration::from_secs(90);
 
@@ -223,9 +225,9 @@ impl<S: ShardObjects> Registrar<S> {
         }
     }
 
-    /// Beats every [`HEARTBEAT`], and whenever the number of logical clusters changes (so
-    /// `status.capacity` follows creations and deletions), until `stop`; a failed beat is logged
-    /// and retried at the next.
+    /// Beats every [`HEARTBEAT`], and when the number of logical clusters changes (so
+    /// `status.capacity` follows creations and deletions, at most once per [`CAPACITY_EVERY`]),
+    /// until `stop`; a failed beat is logged and retried at the next.
     pub async fn run(self, stop: CancellationToken) {
         let mut ticks = tokio::time::interval(HEARTBEAT);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -246,6 +248,12 @@ impl<S: ShardObjects> Registrar<S> {
                 Err(error) => {
                     tracing::warn!(shard = %self.registration.name, %error, "shard heartbeat failed")
                 }
+            }
+            // A burst of workspaces costs at most one write per CAPACITY_EVERY; the changes
+            // meanwhile wait in the subscription and bring the count up to date after it.
+            tokio::select! {
+                _ = stop.cancelled() => return self.release().await,
+                _ = tokio::time::sleep(CAPACITY_EVERY) => {}
             }
         }
     }
