@@ -64,6 +64,7 @@ pub async fn run(
         index,
         external_url,
         shard,
+        placing: tokio::sync::Mutex::new(()),
         workspaces,
         logical_clusters,
     };
@@ -76,6 +77,8 @@ struct Workspaces {
     external_url: String,
     /// This shard's registration, whose capacity bounds scheduling (`None`: unlimited).
     shard: Option<Arc<Registration>>,
+    /// Held from the capacity check to the LogicalCluster's creation when there is a limit.
+    placing: tokio::sync::Mutex<()>,
     workspaces: Arc<ResourceType>,
     logical_clusters: Arc<ResourceType>,
 }
@@ -239,6 +242,12 @@ impl Workspaces {
         // LogicalCluster exists, and a crash in between never makes a second cluster.
         let workspace = current.clone();
         let target_cluster = scheduled_cluster(cluster, name, current)?;
+        // With a limit, checking for room and taking it (the LogicalCluster enters the index
+        // below) is one step at a time, so parallel passes never overfill the shard.
+        let placing = match &self.shard {
+            Some(shard) if shard.max_logical_clusters.is_some() => Some(self.placing.lock().await),
+            _ => None,
+        };
         if self.index.logical_cluster(&target_cluster).is_none()
             && let Some(pass) = self.wait_for_room(cluster, name, current).await?
         {
@@ -286,6 +295,7 @@ impl Workspaces {
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),
         }
+        drop(placing);
         let mut scheduled = workspace.clone();
         meta::metadata_mut(&mut scheduled)
             .entry("annotations")
