@@ -19,6 +19,7 @@ pub mod namespace;
 mod namespace_defaults;
 mod resource_quota;
 mod runner;
+pub mod shard_registration;
 pub mod tenancy_index;
 pub mod workspaces;
 
@@ -28,6 +29,7 @@ use kcp_registry::store::RestStore;
 use tokio_util::sync::CancellationToken;
 
 pub use election::{ControllerMode, Election};
+pub use shard_registration::Registration;
 pub use tenancy_index::TenancyIndex;
 
 /// What the controllers of a shard work with.
@@ -42,18 +44,29 @@ pub struct Context {
 }
 
 /// Runs the controllers of a shard as `mode` says (always, never, or while this replica holds
-/// the Lease) until `stop`.
-pub async fn run(context: Context, mode: ControllerMode, stop: CancellationToken) {
+/// the Lease) until `stop`; `shard` (this shard's registration) bounds what the workspace
+/// scheduler places here.
+pub async fn run(
+    context: Context,
+    mode: ControllerMode,
+    shard: Option<Arc<Registration>>,
+    stop: CancellationToken,
+) {
     let store = context.store.clone();
     election::run(store, mode, stop, move |stop| {
-        run_all(context.clone(), stop)
+        run_on_shard(context.clone(), shard.clone(), stop)
     })
     .await
 }
 
+/// Runs every controller of a shard with no capacity limit until `stop`.
+pub async fn run_all(context: Context, stop: CancellationToken) {
+    run_on_shard(context, None, stop).await
+}
+
 /// Runs every controller of a shard until `stop`, each as its own task so that they run in
 /// parallel on the runtime's threads rather than taking turns inside one.
-pub async fn run_all(context: Context, stop: CancellationToken) {
+async fn run_on_shard(context: Context, shard: Option<Arc<Registration>>, stop: CancellationToken) {
     let Context {
         store,
         tenancy,
@@ -74,6 +87,7 @@ pub async fn run_all(context: Context, stop: CancellationToken) {
             store.clone(),
             tenancy,
             external_url,
+            shard,
             stop.clone(),
         )),
         tokio::spawn(clusterrole_aggregation::run(store.clone(), stop.clone())),

@@ -47,6 +47,8 @@ pub enum Pass {
     Done,
     /// Not there yet (waiting for something else): look again after the retry delay.
     Again,
+    /// Waiting for something slow (room on a full shard): look again after this long.
+    After(Duration),
 }
 
 /// The two halves of a queue-driven controller.
@@ -100,6 +102,7 @@ pub async fn run<C: Controller>(controller: C, shutdown: CancellationToken) {
                     match outcome {
                         Ok(Pass::Done) => {}
                         Ok(Pass::Again) => queue.add_after(key.clone(), retry_after),
+                        Ok(Pass::After(delay)) => queue.add_after(key.clone(), delay),
                         Err(error) => {
                             tracing::warn!(controller = name, ?key, %error, "reconcile failed, retrying");
                             queue.add_after(key.clone(), retry_after);

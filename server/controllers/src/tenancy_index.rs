@@ -117,6 +117,18 @@ impl TenancyIndex {
         self.read().clusters.get(cluster).cloned()
     }
 
+    /// How many logical clusters this shard holds: those with a LogicalCluster, except the
+    /// shard-local `system:` ones (what `Shard.status.capacity` counts and the limit bounds).
+    pub fn logical_cluster_count(&self) -> u64 {
+        let count = self
+            .read()
+            .clusters
+            .keys()
+            .filter(|cluster| !cluster.as_str().starts_with("system:"))
+            .count();
+        u64::try_from(count).unwrap_or(u64::MAX)
+    }
+
     /// The canonical path of a cluster (its name when it has no LogicalCluster or path).
     pub fn path(&self, cluster: &LogicalClusterName) -> String {
         match self.read().clusters.get(cluster) {

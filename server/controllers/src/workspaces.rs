@@ -6,6 +6,11 @@
 //! Workspace deletes its LogicalCluster (which empties the cluster); the Workspace's finalizer
 //! goes when the LogicalCluster is gone.
 //!
+//! With `--max-logical-clusters`, a Workspace that would exceed the shard's limit stays
+//! `Scheduling` with `WorkspaceScheduled=False` (reason `Unschedulable`, a message saying the
+//! shard is full) and is looked at again after [`FULL_RETRY_AFTER`], so it is scheduled once a
+//! logical cluster is deleted, without anyone touching it.
+//!
 //! The key is the Workspace's logical cluster and name; LogicalCluster changes are routed to their
 //! owning Workspace. They come from the tenancy index (which `mirror_status` reads), never from a
 //! watch of this controller's own: woken before the index had a change, it would mirror the old
@@ -18,12 +23,13 @@ use futures::StreamExt;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_tenancy::logical_cluster::{self as lc, NAME, Placement};
 use kcp_tenancy::workspace::{self, LOGICAL_CLUSTER_FINALIZER, SCHEDULED_CLUSTER_ANNOTATION};
-use kcp_tenancy::{Path, TypeRef, names, types};
+use kcp_tenancy::{Path, TypeRef, names, shard, types};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::logical_clusters::DELETION_FINALIZER;
 use super::runner::{self, Controller, Pass, Queue};
+use crate::shard_registration::Registration;
 use crate::tenancy_index::TenancyIndex;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::ResourceType;
@@ -33,6 +39,8 @@ use kcp_registry::store::{DeleteOptions, Location, RestStore};
 type Key = (LogicalClusterName, String);
 
 const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// How often a Workspace waiting for room on a full shard looks again.
+pub const FULL_RETRY_AFTER: Duration = Duration::from_secs(2);
 
 /// Upstream's logical cluster names are 16 base36 characters.
 const CLUSTER_NAME_LENGTH: usize = 16;
@@ -41,6 +49,7 @@ pub async fn run(
     store: RestStore,
     index: Arc<TenancyIndex>,
     external_url: String,
+    shard: Option<Arc<Registration>>,
     shutdown: CancellationToken,
 ) {
     let registry = store.registry().clone();
@@ -54,6 +63,8 @@ pub async fn run(
         store,
         index,
         external_url,
+        shard,
+        placing: tokio::sync::Mutex::new(()),
         workspaces,
         logical_clusters,
     };
@@ -64,6 +75,10 @@ struct Workspaces {
     store: RestStore,
     index: Arc<TenancyIndex>,
     external_url: String,
+    /// This shard's registration, whose capacity bounds scheduling (`None`: unlimited).
+    shard: Option<Arc<Registration>>,
+    /// Held from the capacity check to the LogicalCluster's creation when there is a limit.
+    placing: tokio::sync::Mutex<()>,
     workspaces: Arc<ResourceType>,
     logical_clusters: Arc<ResourceType>,
 }
@@ -227,6 +242,17 @@ impl Workspaces {
         // LogicalCluster exists, and a crash in between never makes a second cluster.
         let workspace = current.clone();
         let target_cluster = scheduled_cluster(cluster, name, current)?;
+        // With a limit, checking for room and taking it (the LogicalCluster enters the index
+        // below) is one step at a time, so parallel passes never overfill the shard.
+        let placing = match &self.shard {
+            Some(shard) if shard.max_logical_clusters.is_some() => Some(self.placing.lock().await),
+            _ => None,
+        };
+        if self.index.logical_cluster(&target_cluster).is_none()
+            && let Some(pass) = self.wait_for_room(cluster, name, current).await?
+        {
+            return Ok(pass);
+        }
         let target = target_cluster.to_string();
         let parent_path = Path::parse(&self.index.path(cluster))
             .map_err(|e| ApiError::internal_error(&e.to_string()))?;
@@ -269,6 +295,7 @@ impl Workspaces {
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),
         }
+        drop(placing);
         let mut scheduled = workspace.clone();
         meta::metadata_mut(&mut scheduled)
             .entry("annotations")
@@ -282,7 +309,7 @@ impl Workspaces {
         meta::set_finalizers(&mut scheduled, finalizers);
         scheduled["spec"]["cluster"] = json!(target);
         scheduled["spec"]["URL"] = json!(workspace::url(&self.external_url, &path));
-        let scheduled = match self.update(cluster, name, scheduled, None).await {
+        let mut scheduled = match self.update(cluster, name, scheduled, None).await {
             Ok(scheduled) => scheduled,
             // Deleted while its LogicalCluster was being made (it had no finalizer yet): that
             // cluster belongs to nobody now.
@@ -294,7 +321,41 @@ impl Workspaces {
             Err(e) if e.code == 409 => return Ok(Pass::Again),
             Err(e) => return Err(e),
         };
+        // A Workspace that waited for room says it is scheduled now, in the status write that
+        // moves it to Initializing.
+        if shard::condition_is_false(&scheduled, shard::SCHEDULED_CONDITION) {
+            shard::set_condition(
+                &mut scheduled,
+                shard::scheduled_condition(jiff::Timestamp::now()),
+            );
+        }
         self.mirror_status(cluster, name, &scheduled).await
+    }
+
+    /// When the shard is full: records why on the Workspace and says to look again later.
+    async fn wait_for_room(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+        current: &Value,
+    ) -> Result<Option<Pass>, ApiError> {
+        let Some(registration) = &self.shard else {
+            return Ok(None);
+        };
+        let capacity = registration.capacity(&self.index);
+        if capacity.has_room() {
+            return Ok(None);
+        }
+        let mut waiting = current.clone();
+        let condition = shard::full_condition(&registration.name, capacity, jiff::Timestamp::now());
+        if shard::set_condition(&mut waiting, condition) {
+            match self.update(cluster, name, waiting, Some("status")).await {
+                Ok(_) => {}
+                Err(e) if e.code == 404 || e.code == 409 => return Ok(Some(Pass::Done)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Some(Pass::After(FULL_RETRY_AFTER)))
     }
 
     /// Moves the Workspace's status along with its LogicalCluster (its phase label follows in

@@ -9,4 +9,5 @@ pub mod memory;
 pub mod options;
 pub mod pki;
 mod private_file;
+mod root_shard;
 pub mod start;

@@ -345,6 +345,10 @@ pub struct StartOptions {
     /// Kubeconfig with credentials for peer shards.
     #[arg(long, value_parser = values::path, help_heading = "Sharding")]
     pub shard_kubeconfig_file: Option<PathBuf>,
+    /// The most logical clusters this shard holds (root and workspaces; system ones not counted);
+    /// unlimited when not given. A full shard leaves new workspaces Scheduling.
+    #[arg(long, value_name = "N", help_heading = "Sharding")]
+    pub max_logical_clusters: Option<u64>,
     /// Kubeconfig the workspace scheduler uses to create logical clusters on target shards.
     #[arg(long, value_parser = values::path, help_heading = "Sharding")]
     pub logical_cluster_admin_kubeconfig: Option<PathBuf>,
@@ -440,6 +444,10 @@ pub enum OptionsError {
     EmbeddedWithoutRootDirectory,
     #[error("--shard-name must not be empty")]
     EmptyShardName,
+    #[error(
+        "shard {0:?} is not the root shard and needs --root-shard-kubeconfig-file (the root shard's admin kubeconfig, where it registers its Shard)"
+    )]
+    NonRootWithoutRootKubeconfig(String),
     #[error("shard {0:?} is not the root shard and needs --cache-kubeconfig")]
     NonRootWithoutCache(String),
     #[error("--logical-cluster-admin-kubeconfig needs --shard-external-url")]
@@ -488,6 +496,9 @@ impl StartOptions {
         let shard_name = self.shard_name.trim().to_owned();
         if shard_name.is_empty() {
             return Err(OptionsError::EmptyShardName);
+        }
+        if shard_name != "root" && non_empty(self.root_shard_kubeconfig_file.as_ref()).is_none() {
+            return Err(OptionsError::NonRootWithoutRootKubeconfig(shard_name));
         }
         if shard_name != "root" && non_empty(self.cache_kubeconfig.as_ref()).is_none() {
             return Err(OptionsError::NonRootWithoutCache(shard_name));
@@ -545,6 +556,9 @@ impl StartOptions {
             shard_name,
             shard_base_url: self.shard_base_url,
             shard_external_url: self.shard_external_url,
+            shard_virtual_workspace_url: self.shard_virtual_workspace_url,
+            max_logical_clusters: self.max_logical_clusters,
+            root_shard_kubeconfig_file: non_empty(self.root_shard_kubeconfig_file.as_ref()),
             external_hostname: self.external_hostname,
             batteries,
             etcd_prefix: self.etcd_prefix,
@@ -823,6 +837,12 @@ pub struct ValidatedOptions {
     pub shard_base_url: Option<Uri>,
     /// `--shard-external-url`.
     pub shard_external_url: Option<Uri>,
+    /// `--shard-virtual-workspace-url`.
+    pub shard_virtual_workspace_url: Option<Uri>,
+    /// `--max-logical-clusters` (`None`: unlimited).
+    pub max_logical_clusters: Option<u64>,
+    /// `--root-shard-kubeconfig-file`: where a non-root shard registers (always set for one).
+    pub root_shard_kubeconfig_file: Option<PathBuf>,
     /// `--external-hostname`, host only.
     pub external_hostname: Option<String>,
     /// `--batteries-included`, resolved.

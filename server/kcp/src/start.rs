@@ -1,14 +1,17 @@
 //! `kcp start`: bring a shard up from validated options and serve until SIGTERM/SIGINT.
 //!
 //! Order matters for users: the admin kubeconfig is written only once the port is bound (so it names
-//! the real port, also with `--secure-port=0`) and the root logical cluster exists, so a script that
-//! waits for the file can use it at once.
+//! the real port, also with `--secure-port=0`), the root logical cluster exists and the shard's
+//! `Shard` object is registered, so a script that waits for the file can use it at once. A shard
+//! whose name another live process holds stops before serving (see `shard_registration`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
-use kcp_controllers::{ControllerMode, Election};
+use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
+use kcp_controllers::{ControllerMode, Election, Registration};
+use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -18,6 +21,7 @@ use crate::memory;
 use crate::options::ValidatedOptions;
 use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
+use crate::root_shard::{RootShardError, RootShards};
 
 /// How long in-flight requests may take after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -41,6 +45,10 @@ pub enum StartError {
     RequestHeaderCa(std::io::Error),
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error(transparent)]
+    Shard(#[from] RegistrationError),
+    #[error(transparent)]
+    RootShard(#[from] RootShardError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -97,15 +105,33 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             .logical_cluster_object_count_scan_interval,
     };
     let server = ApiServer::bind(config, authentication, storage.clone()).await?;
-    // The controllers stop when the server starts shutting down, like its watches.
-    let controllers = tokio::spawn(kcp_controllers::run(
-        server.controller_context(),
-        controller_mode(&options),
-        server.stopping(),
-    ));
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());
+    let context = server.controller_context();
+    let registration = std::sync::Arc::new(registration(&options, port));
+    // The root shard keeps its Shard in its own store, the others in the root shard's.
+    let heartbeat = match &options.root_shard_kubeconfig_file {
+        Some(path) if options.shard_name != "root" => {
+            let root = RootShards::from_kubeconfig(path)?;
+            let registrar = Registrar::new(root, context.tenancy.clone(), registration.clone());
+            registrar.register().await?;
+            tokio::spawn(registrar.run(server.stopping()))
+        }
+        _ => {
+            let local = LocalShards::new(context.store.clone())?;
+            let registrar = Registrar::new(local, context.tenancy.clone(), registration.clone());
+            registrar.register().await?;
+            tokio::spawn(registrar.run(server.stopping()))
+        }
+    };
+    // The controllers stop when the server starts shutting down, like its watches.
+    let controllers = tokio::spawn(kcp_controllers::run(
+        context,
+        controller_mode(&options),
+        Some(registration),
+        server.stopping(),
+    ));
     if let Some(path) = &options.admin_kubeconfig_path {
         kubeconfig::write(
             path,
@@ -118,6 +144,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let signals = shutdown_signal().map_err(StartError::Signals)?;
     let result = server.run(signals).await;
     let _ = controllers.await;
+    let _ = heartbeat.await;
     stop_background.cancel();
     let _ = trimmer.await;
     if let Some(compactor) = compactor {
@@ -128,6 +155,48 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
+}
+
+/// Who this shard is: its name, its URLs (upstream's defaults: the base URL is the server's own
+/// address, the others default to it), its limit, and the identity of the process holding the
+/// name. Replicas under one Lease share an identity (the Lease decides which of them works);
+/// otherwise each process has its own, so a second process with the same name is refused.
+fn registration(options: &ValidatedOptions, port: u16) -> Registration {
+    let url = |uri: &http::Uri| uri.to_string().trim_end_matches('/').to_string();
+    let host = options
+        .external_hostname
+        .clone()
+        .unwrap_or_else(|| kubeconfig::server_host(options.bind_address));
+    let base = options
+        .shard_base_url
+        .as_ref()
+        .map_or_else(|| format!("https://{host}:{port}"), url);
+    let process = match &options.leader_election {
+        Some((namespace, name)) => format!("lease:{namespace}/{name}"),
+        None => process_identity(),
+    };
+    Registration {
+        name: options.shard_name.clone(),
+        process,
+        urls: Urls::with_defaults(
+            base,
+            options.shard_external_url.as_ref().map(url),
+            options.shard_virtual_workspace_url.as_ref().map(url),
+        ),
+        max_logical_clusters: options.max_logical_clusters,
+    }
+}
+
+/// Unique per process, like client-go's leader election identities: host, process id, start time.
+fn process_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "kcp".to_owned());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{host}_{}_{started:x}", std::process::id())
 }
 
 /// Completes on the first SIGTERM or SIGINT.
@@ -149,16 +218,10 @@ fn controller_mode(options: &ValidatedOptions) -> ControllerMode {
     match (&options.leader_election, options.run_controllers) {
         (_, false) => ControllerMode::Off,
         (None, true) => ControllerMode::Always,
-        (Some((namespace, name)), true) => {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_owned())
-                .unwrap_or_else(|_| "kcp".to_owned());
-            let started = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default();
-            let identity = format!("{host}_{}_{started:x}", std::process::id());
-            ControllerMode::Elected(Election::new(namespace.clone(), name.clone(), identity))
-        }
+        (Some((namespace, name)), true) => ControllerMode::Elected(Election::new(
+            namespace.clone(),
+            name.clone(),
+            process_identity(),
+        )),
     }
 }

@@ -243,10 +243,12 @@ impl ResourceType {
     }
 }
 
-/// The resource types of every logical cluster: built-ins shared by all, plus per-cluster sets for
-/// clusters whose CRDs add types (kept up to date by the CRD controller).
+/// The resource types of every logical cluster: built-ins shared by all, the built-ins plus the
+/// root-only types (Shards) for `root`, plus per-cluster sets for clusters whose CRDs add types
+/// (kept up to date by the CRD controller).
 pub struct Registry {
     builtin: Arc<ApiSet>,
+    root: Arc<ApiSet>,
     clusters: RwLock<HashMap<LogicalClusterName, Arc<ApiSet>>>,
 }
 
@@ -276,10 +278,27 @@ impl Registry {
         attach_builtin_schemas(&mut types);
         let mut types: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();
         types.extend(tenancy::resource_types());
+        let mut root_types = types.clone();
+        root_types.extend(tenancy::root_resource_types());
         Registry {
             builtin: Arc::new(ApiSet::new(types, 0)),
+            root: Arc::new(ApiSet::new(root_types, 0)),
             clusters: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// The types a cluster serves before its CRDs: the root-only types are added for `root`.
+    fn base(&self, cluster: &LogicalClusterName) -> &Arc<ApiSet> {
+        if *cluster == LogicalClusterName::root() {
+            &self.root
+        } else {
+            &self.builtin
+        }
+    }
+
+    /// A type served in `root` only (Shards), for the controllers that write it.
+    pub fn root_type(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.root.lookup(group, version, plural).cloned()
     }
 
     /// The types served in every logical cluster.
@@ -313,7 +332,7 @@ impl Registry {
         clusters
             .get(cluster)
             .cloned()
-            .unwrap_or_else(|| self.builtin.clone())
+            .unwrap_or_else(|| self.base(cluster).clone())
     }
 
     /// Replaces the custom types of a cluster (types from its established CRDs). `fingerprint`
@@ -340,12 +359,17 @@ impl Registry {
         {
             return;
         }
+        // Sets are shared between clusters with the same CRDs and the same base (root has its own).
+        let is_root = *cluster == LogicalClusterName::root();
         let shared = clusters
-            .values()
-            .find(|set| set.fingerprint() == fingerprint)
-            .cloned();
+            .iter()
+            .find(|(other, set)| {
+                set.fingerprint() == fingerprint
+                    && (**other == LogicalClusterName::root()) == is_root
+            })
+            .map(|(_, set)| set.clone());
         let set = shared.unwrap_or_else(|| {
-            let mut types = self.builtin.types().to_vec();
+            let mut types = self.base(cluster).types().to_vec();
             types.extend(build());
             Arc::new(ApiSet::new(types, fingerprint))
         });
@@ -479,6 +503,45 @@ mod tests {
         );
         registry.set_custom_types(&a, 0, Vec::new);
         assert!(Arc::ptr_eq(&registry.for_cluster(&a), registry.builtin()));
+    }
+
+    #[test]
+    fn shards_are_served_in_root_only_with_or_without_crds() {
+        let registry = Registry::new();
+        let root = LogicalClusterName::root();
+        let other = LogicalClusterName::parse("other").unwrap();
+        let serves_shards = |cluster: &LogicalClusterName| {
+            registry
+                .for_cluster(cluster)
+                .lookup("core.kcp.io", "v1alpha1", "shards")
+                .is_some()
+        };
+        assert!(serves_shards(&root));
+        assert!(!serves_shards(&other));
+        let custom = || {
+            vec![Arc::new(resource(
+                "example.com",
+                "Widget",
+                "widgets",
+                true,
+                &[],
+                Box::new(NoStrategy),
+            ))]
+        };
+        registry.set_custom_types(&root, 7, custom);
+        registry.set_custom_types(&other, 7, custom);
+        assert!(serves_shards(&root));
+        assert!(!serves_shards(&other));
+        assert!(
+            registry
+                .root_type("core.kcp.io", "v1alpha1", "shards")
+                .is_some()
+        );
+        assert!(
+            registry
+                .builtin_type("core.kcp.io", "v1alpha1", "shards")
+                .is_none()
+        );
     }
 
     struct NoStrategy;

@@ -1,5 +1,6 @@
 //! `tenancy.kcp.io/v1alpha1` Workspaces and WorkspaceTypes and `core.kcp.io/v1alpha1`
-//! LogicalClusters, served in every logical cluster.
+//! LogicalClusters, served in every logical cluster, and `core.kcp.io/v1alpha1` Shards, served in
+//! `root` only (upstream binds them there alone).
 //!
 //! Upstream kcp serves them from CRDs (system CRDs and APIExports of `root`); here they are built
 //! from kcp-tenancy's CRD definitions with the same machinery as any CRD (schema validation and
@@ -33,10 +34,18 @@ fn derived_fields(info: &CrdInfo) -> Option<custom::DeriveFields> {
     }
 }
 
-/// The served versions of the three types.
+/// The served versions of the three types served everywhere.
 pub fn resource_types() -> Vec<Arc<ResourceType>> {
-    kcp_tenancy::crds::crds()
-        .iter()
+    served(kcp_tenancy::crds::crds())
+}
+
+/// The served versions of the types served in `root` only (Shards).
+pub fn root_resource_types() -> Vec<Arc<ResourceType>> {
+    served(kcp_tenancy::crds::root_crds())
+}
+
+fn served(crds: Vec<serde_json::Value>) -> Vec<Arc<ResourceType>> {
+    crds.iter()
         .filter_map(|crd| match CrdInfo::from_crd(crd) {
             Ok(info) => Some(custom::resource_types_deriving(
                 &info,
@@ -69,5 +78,9 @@ mod tests {
         ] {
             assert!(served.contains(&wanted), "{wanted:?} in {served:?}");
         }
+        assert!(!served.contains(&("core.kcp.io", "shards")));
+        let root = root_resource_types();
+        assert_eq!(root.len(), 1);
+        assert_eq!(root[0].plural, "shards");
     }
 }

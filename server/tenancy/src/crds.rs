@@ -1,5 +1,6 @@
 //! The CustomResourceDefinitions of `tenancy.kcp.io` Workspace and WorkspaceType and
-//! `core.kcp.io` LogicalCluster, served in every logical cluster.
+//! `core.kcp.io` LogicalCluster, served in every logical cluster, and of `core.kcp.io` Shard,
+//! served in `root` only (upstream binds it there through the `shards.core.kcp.io` APIExport).
 //!
 //! Serving them as CRDs reuses the server's structural-schema machinery (pruning, defaulting,
 //! validation, CEL immutability rules, tables, discovery, OpenAPI) so clients (`kubectl ws`,
@@ -26,6 +27,11 @@ const PHASES: [&str; 7] = [
 /// The three CRDs: workspaces, workspacetypes (tenancy.kcp.io), logicalclusters (core.kcp.io).
 pub fn crds() -> Vec<Value> {
     vec![workspaces(), workspace_types(), logical_clusters()]
+}
+
+/// The CRDs served in the `root` logical cluster only: shards (core.kcp.io).
+pub fn root_crds() -> Vec<Value> {
+    vec![shards()]
 }
 
 fn string() -> Value {
@@ -437,6 +443,69 @@ fn logical_clusters() -> Value {
     )
 }
 
+fn shards() -> Value {
+    let url = json!({"type": "string", "minLength": 1});
+    let mut shard_conditions = conditions();
+    // Ours: when the shard last said it is alive (the Ready condition's heartbeat).
+    shard_conditions["items"]["properties"]["lastHeartbeatTime"] =
+        json!({"type": "string", "format": "date-time"});
+    crd(
+        Names {
+            group: "core.kcp.io",
+            kind: "Shard",
+            plural: "shards",
+            short_names: &[],
+            required: &["spec"],
+        },
+        "Shard describes a Shard (== KCP instance) on which a number of workspaces will live",
+        vec![
+            column(
+                "Region",
+                ".metadata.labels['region']",
+                "string",
+                "The region this workspace is in",
+            ),
+            column(
+                "URL",
+                ".spec.baseURL",
+                "string",
+                "Type URL to directly connect to the shard",
+            ),
+            column(
+                "External URL",
+                ".spec.externalURL",
+                "string",
+                "The URL exposed in workspaces created on that shard",
+            ),
+            age(),
+        ],
+        json!({
+            "spec": {
+                "type": "object",
+                "required": ["baseURL"],
+                "properties": {
+                    "baseURL": url,
+                    "externalURL": url,
+                    "virtualWorkspaceURL": url,
+                },
+            },
+            "status": {
+                "type": "object",
+                "properties": {
+                    "capacity": {
+                        "type": "object",
+                        "properties": {
+                            "logicalClusters": {"type": "integer", "minimum": 0},
+                            "maxLogicalClusters": {"type": "integer", "minimum": 0},
+                        },
+                    },
+                    "conditions": shard_conditions,
+                },
+            },
+        }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,6 +541,29 @@ mod tests {
                 json!({"status": {}})
             );
         }
+    }
+
+    #[test]
+    fn the_shard_crd_passes_admission_and_keeps_the_heartbeat() {
+        let crd = &root_crds()[0];
+        assert_eq!(kcp_apiextensions::validate_crd(crd), Vec::new());
+        let schema =
+            StructuralSchema::new(&crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+                .unwrap();
+        let mut shard = crate::shard::heartbeat(
+            &crate::shard::object(
+                "root",
+                "p",
+                &crate::shard::Urls::with_defaults("https://a".into(), None, None),
+            ),
+            crate::shard::Capacity {
+                logical_clusters: 1,
+                max_logical_clusters: None,
+            },
+            jiff::Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(schema.prune(&mut shard), Vec::<String>::new());
+        assert!(schema.validate(&shard).is_empty());
     }
 
     #[test]

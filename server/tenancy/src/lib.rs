@@ -1,5 +1,5 @@
 //! kcp's workspaces as pure decisions: the rules behind `tenancy.kcp.io` Workspaces and
-//! WorkspaceTypes and `core.kcp.io` LogicalClusters, with no I/O.
+//! WorkspaceTypes and `core.kcp.io` LogicalClusters and Shards ([`shard`]), with no I/O.
 //!
 //! A workspace is a name in a tree of logical clusters; creating one runs admission (type
 //! defaulting, owner recording, allowed parents and children), scheduling (a random logical
@@ -18,6 +18,7 @@ pub mod crds;
 pub mod logical_cluster;
 pub mod names;
 pub mod paths;
+pub mod shard;
 pub mod types;
 pub mod workspace;
 

@@ -35,13 +35,11 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",
     "mount-proxy-client-key-file",
-    "root-shard-kubeconfig-file",
     "run-virtual-workspaces",
     "shard-client-cert-file",
     "shard-client-key-file",
     "shard-kubeconfig-file",
     "shard-virtual-workspace-ca-file",
-    "shard-virtual-workspace-url",
     // controllers and tenancy
     "enable-home-workspaces",
     "feature-gates",

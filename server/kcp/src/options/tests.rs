@@ -253,10 +253,11 @@ fn operator_shard_deployment_parses() {
             .contains(&"mount-proxy-client-cert-file")
     );
     assert!(
-        options
+        !options
             .inactive_flags()
             .contains(&"root-shard-kubeconfig-file")
     );
+    assert!(options.root_shard_kubeconfig_file.is_some());
 }
 
 #[test]
@@ -513,6 +514,15 @@ fn files_must_exist_and_come_in_pairs() {
 fn cross_flag_rules() {
     assert!(matches!(
         invalid(&["--shard-name=shard-a"]),
+        OptionsError::NonRootWithoutRootKubeconfig(name) if name == "shard-a"
+    ));
+    let root_kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    let root_flag = format!(
+        "--root-shard-kubeconfig-file={}",
+        root_kubeconfig.path().display()
+    );
+    assert!(matches!(
+        invalid(&["--shard-name=shard-a", root_flag.as_str()]),
         OptionsError::NonRootWithoutCache(name) if name == "shard-a"
     ));
     assert!(matches!(
@@ -579,6 +589,7 @@ fn every_flag_is_classified() {
         "logging-format",
         "logical-cluster-object-count-scan-interval",
         "logical-cluster-total-object-limit",
+        "max-logical-clusters",
         "oidc-ca-file",
         "oidc-client-id",
         "oidc-groups-claim",
@@ -596,6 +607,7 @@ fn every_flag_is_classified() {
         "requestheader-username-headers",
         "root-ca-file",
         "root-directory",
+        "root-shard-kubeconfig-file",
         "run-controllers",
         "secure-port",
         "service-account-issuer",
@@ -606,6 +618,7 @@ fn every_flag_is_classified() {
         "shard-base-url",
         "shard-external-url",
         "shard-name",
+        "shard-virtual-workspace-url",
         "storage-backend",
         "tls-cert-file",
         "tls-private-key-file",
