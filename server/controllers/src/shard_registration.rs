@@ -239,6 +239,9 @@ impl<S: ShardObjects> Registrar<S> {
                 _ = ticks.tick() => reported = None,
                 change = logical_clusters.recv() => if change.is_none() { return },
             }
+            // Only the count matters: the changes queued meanwhile are read now, not one per
+            // pass (they hold LogicalClusters, thousands a second during a burst).
+            while logical_clusters.try_recv().is_ok() {}
             let count = self.index.logical_cluster_count();
             if reported == Some(count) {
                 continue;
@@ -249,8 +252,8 @@ impl<S: ShardObjects> Registrar<S> {
                     tracing::warn!(shard = %self.registration.name, %error, "shard heartbeat failed")
                 }
             }
-            // A burst of workspaces costs at most one write per CAPACITY_EVERY; the changes
-            // meanwhile wait in the subscription and bring the count up to date after it.
+            // A burst of workspaces costs at most one write per CAPACITY_EVERY; a change
+            // meanwhile waits in the subscription and brings the count up to date after it.
             tokio::select! {
                 _ = stop.cancelled() => return self.release().await,
                 _ = tokio::time::sleep(CAPACITY_EVERY) => {}
