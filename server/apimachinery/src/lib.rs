@@ -16,5 +16,6 @@ pub mod protobuf;
 pub mod status;
 pub mod time;
 pub mod validation;
+pub mod watch;
 
 pub use status::{ApiError, FieldError, FieldErrorKind, StatusReason};

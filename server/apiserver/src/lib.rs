@@ -10,12 +10,17 @@
 
 mod filters;
 mod handlers;
+pub mod listener;
 mod request;
 mod serve;
 mod server;
+pub mod services;
 mod tls;
 
 pub use filters::authentication::Authentication;
 pub use filters::authorization::webhook::WebhookConfig;
+pub use handlers::response;
+pub use request::query::{ListOptions, Query};
 pub use serve::{ApiServer, ServeError};
-pub use server::ServerConfig;
+pub use server::{ServerConfig, read_body};
+pub use tls::TlsMaterial;

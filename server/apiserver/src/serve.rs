@@ -1,29 +1,21 @@
-//! The listener: accept TCP, handshake TLS, serve HTTP/1.1 or HTTP/2 on each connection, and shut
-//! down gracefully (stop accepting, end watches, let in-flight requests finish). Bootstrap runs before the
-//! first connection is accepted; the controllers are started and stopped by the binary beside it.
+//! The API server's lifecycle: bind the secure port ([`crate::listener`]), bootstrap the root
+//! logical cluster before the first connection is accepted, run the caches requests read beside
+//! the listener, and shut down gracefully. The controllers are started and stopped by the binary
+//! beside it.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use kcp_storage::Storage;
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 
 use crate::filters::authentication::Authentication;
+use crate::listener::TlsListener;
 use crate::server::{App, ServerConfig};
-use crate::tls;
+use crate::services::Services;
+use crate::tls::{self, TlsMaterial};
 use kcp_controllers::TenancyIndex;
-use rustls_pki_types::CertificateDer;
 use tokio_util::sync::CancellationToken;
-
-/// A TLS handshake that takes longer than this is abandoned.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -43,25 +35,38 @@ pub enum ServeError {
 /// A bound, bootstrapped API server, ready to [`run`](ApiServer::run).
 pub struct ApiServer {
     app: Arc<App>,
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
+    listener: TlsListener,
 }
 
 impl ApiServer {
-    /// Binds the secure port and bootstraps the root logical cluster.
+    /// Binds the secure port and bootstraps the root logical cluster. `services` are served under
+    /// `/services/<name>/` (see [`crate::services`]).
     pub async fn bind(
         config: ServerConfig,
         authentication: Authentication,
         storage: Arc<dyn Storage>,
+        services: Services,
     ) -> Result<ApiServer, ServeError> {
-        let acceptor = TlsAcceptor::from(tls::server_config(&config)?);
         let address = config.bind_address;
-        let listener = TcpListener::bind(address)
-            .await
-            .map_err(|source| ServeError::Bind { address, source })?;
-        let local = listener
-            .local_addr()
-            .map_err(|source| ServeError::Bind { address, source })?;
+        let client_ca_pems: Vec<&str> = config
+            .client_ca_pem
+            .iter()
+            .chain(&config.requestheader_ca_pem)
+            .map(String::as_str)
+            .collect();
+        let listener = TlsListener::bind(
+            address,
+            TlsMaterial {
+                serving_cert_chain_pem: &config.serving_cert_chain_pem,
+                serving_key_pem: &config.serving_key_pem,
+                client_ca_pems: &client_ca_pems,
+            },
+        )
+        .await?;
+        let local = listener.local_addr().ok_or_else(|| ServeError::Bind {
+            address,
+            source: std::io::Error::other("the listener has no local address"),
+        })?;
         let host = if local.ip().is_unspecified() {
             "127.0.0.1".to_string()
         } else {
@@ -73,6 +78,7 @@ impl ApiServer {
                 authentication,
                 storage,
                 format!("{host}:{}", local.port()),
+                services,
             )
             .map_err(ServeError::Authorization)?,
         );
@@ -80,11 +86,7 @@ impl ApiServer {
             .await
             .map_err(ServeError::Bootstrap)?;
         app.mark_bootstrapped();
-        Ok(ApiServer {
-            app,
-            listener,
-            acceptor,
-        })
+        Ok(ApiServer { app, listener })
     }
 
     /// What the shard's controllers work with: this server's store and tenancy index, and the
@@ -111,17 +113,13 @@ impl ApiServer {
 
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.listener.local_addr().ok()
+        self.listener.local_addr()
     }
 
     /// Serves until `shutdown` completes, then shuts down gracefully. The storage stays open: its
     /// owner closes it once everything else using it (the controllers) has stopped.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
-        let ApiServer {
-            app,
-            listener,
-            acceptor,
-        } = self;
+        let ApiServer { app, listener } = self;
         let [logical_clusters, workspace_types] =
             TenancyIndex::types(&app.store).map_err(ServeError::Bootstrap)?;
         // The caches requests read: they follow the store on every replica, elected or not.
@@ -151,77 +149,11 @@ impl ApiServer {
                     .run(app.store.clone(), app.shutdown.clone()),
             ),
         ];
-        let graceful = GracefulShutdown::new();
-        tokio::pin!(shutdown);
-        loop {
-            let (stream, peer) = tokio::select! {
-                _ = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::warn!(%error, "accepting a connection failed");
-                        continue;
-                    }
-                },
-            };
-            // Small responses and watch events must leave at once, not wait for Nagle's algorithm
-            // to meet the client's delayed ACK (tens of milliseconds).
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!(%peer, %error, "setting TCP_NODELAY failed");
-            }
-            let acceptor = acceptor.clone();
-            let app = app.clone();
-            let watcher = graceful.watcher();
-            tokio::spawn(async move {
-                let tls =
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(error)) => {
-                            tracing::debug!(%peer, %error, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
-                    };
-                // Verified by the TLS layer against the union of the client and front-proxy CAs;
-                // authentication decides per request which CA, and so what, they prove.
-                let certificates: Arc<Vec<CertificateDer<'static>>> = Arc::new(
-                    tls.get_ref()
-                        .1
-                        .peer_certificates()
-                        .map(|certs| certs.iter().map(|c| c.clone().into_owned()).collect())
-                        .unwrap_or_default(),
-                );
-                // Boxed: hyper keeps each HTTP/2 stream's task as large as the future it first
-                // runs, and a watch's task lives as long as the watch; unboxed, every open watch
-                // would keep room for the largest handler's state.
-                let service = service_fn(move |request| {
-                    let app = app.clone();
-                    let certificates = certificates.clone();
-                    Box::pin(async move {
-                        Ok::<_, std::convert::Infallible>(app.handle(certificates, request).await)
-                    })
-                });
-                let builder = auto::Builder::new(TokioExecutor::new());
-                let connection = builder
-                    .serve_connection(TokioIo::new(tls), service)
-                    .into_owned();
-                if let Err(error) = watcher.watch(connection).await {
-                    tracing::debug!(%peer, %error, "connection ended with an error");
-                }
-            });
-        }
-        tracing::info!("shutting down: no new connections, ending watches");
-        drop(listener);
-        app.shutdown.cancel();
-        if tokio::time::timeout(app.config.shutdown_grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("in-flight requests did not finish within the grace period");
-        }
+        let grace = app.config.shutdown_grace;
+        let stopping = app.shutdown.clone();
+        listener
+            .serve(app.clone(), shutdown, &stopping, grace)
+            .await;
         for task in caches {
             let _ = task.await;
         }

@@ -36,6 +36,7 @@ use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
 use crate::request::path::percent_decode;
 use crate::request::query::Query;
+use crate::services::{ServiceRequest, Services};
 use kcp_admission::chain::Admission;
 use kcp_admission::configs::ConfigIndex;
 use kcp_admission::object_count::ObjectCounts;
@@ -102,6 +103,8 @@ pub struct App {
     pub config: ServerConfig,
     /// The address clients reached us at, for `/api` discovery.
     pub server_address: String,
+    /// What is served under `/services/<name>/`.
+    services: Services,
     bootstrapped: AtomicBool,
 }
 
@@ -111,6 +114,7 @@ impl App {
         authentication: Authentication,
         storage: Arc<dyn Storage>,
         server_address: String,
+        services: Services,
     ) -> Result<App, WebhookError> {
         let registry = Arc::new(Registry::new());
         // Built before the first request, so kubectl's first discovery is not the one that pays.
@@ -153,6 +157,7 @@ impl App {
             watch_caches,
             config,
             server_address,
+            services,
             bootstrapped: AtomicBool::new(false),
         })
     }
@@ -179,7 +184,7 @@ impl App {
     }
 
     /// Serves one request: never panics, always answers.
-    pub async fn handle(
+    async fn handle_request(
         self: Arc<Self>,
         peer_certificates: Arc<Vec<CertificateDer<'static>>>,
         request: Request<Incoming>,
@@ -273,6 +278,19 @@ impl App {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
 
+        if let Some(service) = self.services.find(&full_path) {
+            let body = read_body(&parts.headers, body).await?;
+            let request = ServiceRequest {
+                user,
+                method: parts.method,
+                path: full_path,
+                query: raw_query,
+                headers: parts.headers,
+                body,
+                shutdown: self.shutdown.clone(),
+            };
+            return Ok(service.clone().serve(request).await);
+        }
         if !info.is_resource_request {
             if !matches!(parts.method, Method::GET | Method::HEAD) {
                 return Err(ApiError::method_not_supported(
@@ -345,6 +363,16 @@ impl App {
     }
 }
 
+impl crate::listener::Handler for App {
+    fn handle(
+        self: Arc<Self>,
+        peer_certificates: Arc<Vec<CertificateDer<'static>>>,
+        request: Request<Incoming>,
+    ) -> impl Future<Output = Response<Body>> + Send {
+        self.handle_request(peer_certificates, request)
+    }
+}
+
 fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<String> {
     headers
         .get(name)
@@ -353,7 +381,7 @@ fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<St
 }
 
 /// Reads a request body, refusing more than kube-apiserver's limit with 413.
-async fn read_body(headers: &http::HeaderMap, body: Incoming) -> Result<Bytes, ApiError> {
+pub async fn read_body(headers: &http::HeaderMap, body: Incoming) -> Result<Bytes, ApiError> {
     let too_large =
         || ApiError::request_entity_too_large(&format!("limit is {MAX_REQUEST_BODY_BYTES}"));
     let declared = headers

@@ -9,8 +9,6 @@ use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::server::ServerConfig as ApiServerConfig;
-
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     #[error("serving certificate: {0}")]
@@ -33,24 +31,30 @@ fn certificates(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-/// The rustls configuration of the secure port.
-pub fn server_config(config: &ApiServerConfig) -> Result<Arc<ServerConfig>, TlsError> {
+/// What a secure port presents and whom it asks for client certificates, as PEM.
+#[derive(Debug, Clone, Copy)]
+pub struct TlsMaterial<'a> {
+    /// The serving certificate, leaf first.
+    pub serving_cert_chain_pem: &'a str,
+    pub serving_key_pem: &'a str,
+    /// CA bundles client certificates may chain to (none: no client certificates are asked for).
+    pub client_ca_pems: &'a [&'a str],
+}
+
+/// The rustls configuration of a secure port.
+pub fn server_config(material: TlsMaterial<'_>) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let chain = certificates(&config.serving_cert_chain_pem).map_err(TlsError::Certificate)?;
-    let key = PrivateKeyDer::from_pem_slice(config.serving_key_pem.as_bytes())
+    let chain = certificates(material.serving_cert_chain_pem).map_err(TlsError::Certificate)?;
+    let key = PrivateKeyDer::from_pem_slice(material.serving_key_pem.as_bytes())
         .map_err(|e| TlsError::Key(e.to_string()))?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
-    let client_cas: Vec<&String> = config
-        .client_ca_pem
-        .iter()
-        .chain(&config.requestheader_ca_pem)
-        .collect();
+    let client_cas = material.client_ca_pems;
     let builder = if client_cas.is_empty() {
         builder.with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
-        for pem in client_cas {
+        for pem in client_cas.iter().copied() {
             for ca in certificates(pem).map_err(TlsError::ClientCa)? {
                 roots
                     .add(ca)

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use kcp_apiserver::services::Services;
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
 use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
 use kcp_controllers::{ControllerMode, Election, Registration};
@@ -104,7 +105,8 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         logical_cluster_object_count_scan_interval: options
             .logical_cluster_object_count_scan_interval,
     };
-    let server = ApiServer::bind(config, authentication, storage.clone()).await?;
+    let server =
+        ApiServer::bind(config, authentication, storage.clone(), Services::default()).await?;
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());

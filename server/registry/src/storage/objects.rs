@@ -80,6 +80,20 @@ impl ChangeType {
             ChangeType::Deleted => "DELETED",
         }
     }
+
+    /// What this change means to a client filtering with selectors: whether the object matches
+    /// now and matched before decide the event type it sees, if any (kube's watch filtering: an
+    /// object that stops matching is reported DELETED, one that starts matching ADDED).
+    pub fn seen_through_filter(self, now: bool, before: bool) -> Option<ChangeType> {
+        match self {
+            ChangeType::Added if now => Some(ChangeType::Added),
+            ChangeType::Modified if now && before => Some(ChangeType::Modified),
+            ChangeType::Modified if now => Some(ChangeType::Added),
+            ChangeType::Modified if before => Some(ChangeType::Deleted),
+            ChangeType::Deleted if now => Some(ChangeType::Deleted),
+            _ => None,
+        }
+    }
 }
 
 /// One change with the object after it (for deletes: the last state, at the delete's revision) and the
@@ -92,33 +106,79 @@ pub struct Change {
     pub revision: Revision,
 }
 
+/// What the keys of a store say about their objects: annotations every read sets from the key
+/// and every write strips (the key is the truth). The API server's keys name the logical cluster
+/// ([`LogicalClusterOfKey`]); other stores (the cache server's, whose keys name a shard too) bring
+/// their own.
+pub trait KeyAnnotations: Send + Sync + 'static {
+    /// Every annotation [`Self::annotate`] may set.
+    fn names(&self) -> &'static [&'static str];
+    /// Calls `set` with each annotation of the object stored at `relative_key` (the key without
+    /// the store's prefix and its `/`).
+    fn annotate(&self, relative_key: &str, set: &mut dyn FnMut(&'static str, &str));
+}
+
+/// The API server's layout: `<group>/<resource>/[customresources/]<cluster>/...` names the
+/// logical cluster, published as [`CLUSTER_ANNOTATION`].
+pub struct LogicalClusterOfKey;
+
+impl KeyAnnotations for LogicalClusterOfKey {
+    fn names(&self) -> &'static [&'static str] {
+        &[CLUSTER_ANNOTATION]
+    }
+
+    fn annotate(&self, relative_key: &str, set: &mut dyn FnMut(&'static str, &str)) {
+        if let Some(cluster) = cluster_of_relative_key(relative_key) {
+            set(CLUSTER_ANNOTATION, cluster.as_str());
+        }
+    }
+}
+
+/// Where keys start and what they say: all decoding and encoding needs to know of a store.
+struct Layout {
+    prefix: String,
+    annotations: Box<dyn KeyAnnotations>,
+}
+
 /// Kubernetes objects over a [`Storage`], shared by every handler.
 #[derive(Clone)]
 pub struct ObjectStore {
     storage: Arc<dyn Storage>,
-    prefix: String,
+    layout: Arc<Layout>,
 }
 
 impl ObjectStore {
     /// The storage prefix every key starts with (`/registry`).
     pub fn prefix(&self) -> &str {
-        &self.prefix
+        &self.layout.prefix
     }
 
     pub fn new(storage: Arc<dyn Storage>, prefix: &str) -> Self {
+        Self::with_key_annotations(storage, prefix, LogicalClusterOfKey)
+    }
+
+    /// A store whose keys say other things than the API server's (see [`KeyAnnotations`]).
+    pub fn with_key_annotations(
+        storage: Arc<dyn Storage>,
+        prefix: &str,
+        annotations: impl KeyAnnotations,
+    ) -> Self {
         ObjectStore {
             storage,
-            prefix: prefix.to_string(),
+            layout: Arc::new(Layout {
+                prefix: prefix.to_string(),
+                annotations: Box::new(annotations),
+            }),
         }
     }
 
     /// Where every resource of an API group is stored (see [`keys::group_root`]).
     pub fn group_root(&self, group: &str) -> String {
-        keys::group_root(&self.prefix, group)
+        keys::group_root(self.prefix(), group)
     }
 
     pub fn keys(&self, group: &str, resource: &str, layout: KeyLayout) -> ResourceKeys {
-        ResourceKeys::new(&self.prefix, group, resource, layout)
+        ResourceKeys::new(self.prefix(), group, resource, layout)
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {
@@ -143,7 +203,7 @@ impl ObjectStore {
             .await
             .map_err(|e| storage_error(e, Some(what)))?
         {
-            Some(kv) => Ok(Some(decode(&self.prefix, &kv, kv.mod_revision)?)),
+            Some(kv) => Ok(Some(decode(&self.layout, &kv, kv.mod_revision)?)),
             None => Ok(None),
         }
     }
@@ -167,10 +227,10 @@ impl ObjectStore {
     ) -> Result<StoredObject, ApiError> {
         let kv = self
             .storage
-            .create(key, encode(object)?)
+            .create(key, encode(&self.layout, object)?)
             .await
             .map_err(|e| storage_error(e, Some(what)))?;
-        decode(&self.prefix, &kv, kv.mod_revision)
+        decode(&self.layout, &kv, kv.mod_revision)
     }
 
     pub async fn update(
@@ -182,10 +242,10 @@ impl ObjectStore {
     ) -> Result<StoredObject, ApiError> {
         let kv = self
             .storage
-            .update(key, encode(object)?, expected)
+            .update(key, encode(&self.layout, object)?, expected)
             .await
             .map_err(|e| storage_error(e, Some(what)))?;
-        decode(&self.prefix, &kv, kv.mod_revision)
+        decode(&self.layout, &kv, kv.mod_revision)
     }
 
     /// Deletes an object; returns its last state, with the delete's revision as `resourceVersion`.
@@ -200,7 +260,7 @@ impl ObjectStore {
             .delete(key, expected)
             .await
             .map_err(|e| storage_error(e, Some(what)))?;
-        decode(&self.prefix, &kv, revision)
+        decode(&self.layout, &kv, revision)
     }
 
     /// Reads objects under a prefix, page after page at one revision, keeping those `keep` accepts,
@@ -239,7 +299,7 @@ impl ObjectStore {
             revision = page.revision;
             let last_key = page.kvs.last().map(|kv| kv.key.clone());
             for kv in &page.kvs {
-                let object = decode(&self.prefix, kv, kv.mod_revision)?.object;
+                let object = decode(&self.layout, kv, kv.mod_revision)?.object;
                 if keep(&object) {
                     items.push(object);
                 }
@@ -276,7 +336,7 @@ impl ObjectStore {
     /// store feeding several readers, as the shared watch cache does), without the object before
     /// it (`previous` is `None`: such a reader keeps its own).
     pub fn current_change(&self, event: kcp_storage::WatchEvent) -> Result<Change, ApiError> {
-        decode_change(&self.prefix, event, Decode::Current)
+        decode_change(&self.layout, event, Decode::Current)
     }
 
     /// Changes under a prefix with revisions `>= from` (`0`: from now on), each with the object
@@ -334,7 +394,7 @@ impl ObjectStore {
             .watch(prefix, from)
             .await
             .map_err(|e| storage_error(e, None))?;
-        let prefix = self.prefix.clone();
+        let layout = self.layout.clone();
         Ok(events.filter_map(move |event| {
             let change = match event {
                 Err(e) => Some(Err(storage_error(e, None))),
@@ -345,7 +405,7 @@ impl ObjectStore {
                         value: &event.kv.value,
                         previous: event.prev.as_ref().map(|prev| &prev.value[..]),
                     };
-                    wanted(&raw).then(|| decode_change(&prefix, event, decode))
+                    wanted(&raw).then(|| decode_change(&layout, event, decode))
                 }
             };
             std::future::ready(change)
@@ -388,13 +448,13 @@ pub struct RawChange<'a> {
 }
 
 fn decode_change(
-    prefix: &str,
+    layout: &Layout,
     event: kcp_storage::WatchEvent,
     decode_as: Decode,
 ) -> Result<Change, ApiError> {
     let previous = match &event.prev {
         Some(prev) if decode_as == Decode::WithPrevious => {
-            Some(decode(prefix, prev, prev.mod_revision)?.object)
+            Some(decode(layout, prev, prev.mod_revision)?.object)
         }
         _ => None,
     };
@@ -406,13 +466,13 @@ fn decode_change(
             } else {
                 ChangeType::Added
             },
-            object: decode(prefix, &event.kv, revision)?.object,
+            object: decode(layout, &event.kv, revision)?.object,
             previous,
             revision,
         }),
         (EventKind::Delete, Some(prev)) => Ok(Change {
             kind: ChangeType::Deleted,
-            object: decode(prefix, &prev, revision)?.object,
+            object: decode(layout, &prev, revision)?.object,
             previous,
             revision,
         }),
@@ -423,9 +483,9 @@ fn decode_change(
     }
 }
 
-/// Stored bytes never carry `resourceVersion` (the revision is the truth) nor the cluster annotation
-/// (the key is the truth).
-fn encode(object: &Value) -> Result<Bytes, ApiError> {
+/// Stored bytes never carry `resourceVersion` (the revision is the truth) nor the annotations the
+/// key sets (the key is the truth).
+fn encode(layout: &Layout, object: &Value) -> Result<Bytes, ApiError> {
     let mut object = object.clone();
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("resourceVersion");
@@ -433,7 +493,9 @@ fn encode(object: &Value) -> Result<Bytes, ApiError> {
             .get_mut("annotations")
             .and_then(Value::as_object_mut)
         {
-            annotations.remove(CLUSTER_ANNOTATION);
+            for name in layout.annotations.names() {
+                annotations.remove(*name);
+            }
             if annotations.is_empty() {
                 metadata.remove("annotations");
             }
@@ -444,23 +506,26 @@ fn encode(object: &Value) -> Result<Bytes, ApiError> {
         .map_err(|e| ApiError::internal_error(&format!("encoding object: {e}")))
 }
 
-fn decode(prefix: &str, kv: &KeyValue, revision: Revision) -> Result<StoredObject, ApiError> {
+fn decode(layout: &Layout, kv: &KeyValue, revision: Revision) -> Result<StoredObject, ApiError> {
     let mut object: Value = serde_json::from_slice(&kv.value).map_err(|e| {
         ApiError::internal_error(&format!("stored object {} is not valid JSON: {e}", kv.key))
     })?;
     meta::set_resource_version(&mut object, &revision.to_string());
-    if let Some(cluster) = cluster_of_key(prefix, &kv.key) {
-        meta::set_annotation(&mut object, CLUSTER_ANNOTATION, cluster.as_str());
+    if let Some(relative) = kv
+        .key
+        .strip_prefix(layout.prefix.trim_end_matches('/'))
+        .and_then(|rest| rest.strip_prefix('/'))
+    {
+        layout.annotations.annotate(relative, &mut |name, value| {
+            meta::set_annotation(&mut object, name, value)
+        });
     }
     Ok(StoredObject { object, revision })
 }
 
 /// Keys are `<prefix>/<group>/<resource>/[customresources/]<cluster>/...` (see [`ResourceKeys`]), so
 /// the logical cluster is the third segment after the prefix, or the fourth for custom resources.
-fn cluster_of_key(prefix: &str, key: &str) -> Option<LogicalClusterName> {
-    let rest = key
-        .strip_prefix(prefix.trim_end_matches('/'))?
-        .strip_prefix('/')?;
+fn cluster_of_relative_key(rest: &str) -> Option<LogicalClusterName> {
     let mut segments = rest.split('/').skip(2);
     let cluster = match segments.next()? {
         super::keys::CUSTOM_RESOURCES_SEGMENT => segments.next()?,
@@ -504,7 +569,20 @@ mod tests {
 
     #[test]
     fn cluster_from_key() {
-        let cluster = |k| cluster_of_key("/registry", k).map(|c| c.as_str().to_string());
+        let layout = Layout {
+            prefix: "/registry".into(),
+            annotations: Box::new(LogicalClusterOfKey),
+        };
+        let cluster = |k: &str| {
+            let kv = KeyValue {
+                key: k.into(),
+                value: Bytes::from_static(b"{}"),
+                create_revision: 1,
+                mod_revision: 1,
+            };
+            let object = decode(&layout, &kv, 1).unwrap().object;
+            meta::annotations(&object).remove(CLUSTER_ANNOTATION)
+        };
         assert_eq!(
             cluster("/registry/core/configmaps/root/default/x").as_deref(),
             Some("root")
@@ -521,10 +599,27 @@ mod tests {
     }
 
     #[test]
+    fn selector_transitions() {
+        use ChangeType::{Added, Deleted, Modified};
+        assert_eq!(Added.seen_through_filter(true, false), Some(Added));
+        assert_eq!(Added.seen_through_filter(false, false), None);
+        assert_eq!(Modified.seen_through_filter(true, true), Some(Modified));
+        assert_eq!(Modified.seen_through_filter(true, false), Some(Added));
+        assert_eq!(Modified.seen_through_filter(false, true), Some(Deleted));
+        assert_eq!(Modified.seen_through_filter(false, false), None);
+        assert_eq!(Deleted.seen_through_filter(true, true), Some(Deleted));
+        assert_eq!(Deleted.seen_through_filter(false, true), None);
+    }
+
+    #[test]
     fn stored_bytes_have_no_resource_version_nor_cluster() {
         let object = serde_json::json!({"metadata": {"name": "x", "resourceVersion": "5",
             "annotations": {"kcp.io/cluster": "root"}}});
-        let bytes = encode(&object).unwrap();
+        let layout = Layout {
+            prefix: "/registry".into(),
+            annotations: Box::new(LogicalClusterOfKey),
+        };
+        let bytes = encode(&layout, &object).unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&bytes).unwrap(),
             serde_json::json!({"metadata": {"name": "x"}})

@@ -44,10 +44,9 @@ impl Encoder {
                 .map(Bytes::from)
                 .map_err(failed);
         }
-        let mut bytes =
-            serde_json::to_vec(&json!({"type": kind, "object": object})).map_err(failed)?;
-        bytes.push(b'\n');
-        Ok(Bytes::from(bytes))
+        kcp_apimachinery::watch::json_event(kind, object)
+            .map(Bytes::from)
+            .map_err(failed)
     }
 
     /// The frame of an event about `object` (as the type serves it).

@@ -35,7 +35,7 @@ use kcp_watchcache::{
 };
 use tokio::time::{Instant, Sleep};
 
-use super::{BOOKMARK_INTERVAL, Keep, Start, Stream, transition};
+use super::{BOOKMARK_INTERVAL, Keep, Start, Stream};
 use crate::handlers::resource::Resolved;
 use crate::handlers::response::Body;
 
@@ -299,7 +299,7 @@ impl<E: Events> Cached<E> {
                     Some(previous) => kept(Some(keep), &self.stream, previous),
                     None => Ok(false),
                 };
-                now.and_then(|now| before.map(|before| transition(event.kind, now, before)))
+                now.and_then(|now| before.map(|before| event.kind.seen_through_filter(now, before)))
             }
         };
         match kind {

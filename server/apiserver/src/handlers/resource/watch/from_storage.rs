@@ -19,7 +19,7 @@ use kcp_storage::Revision;
 use tokio::sync::mpsc;
 
 use super::encoder::Encoder;
-use super::{BOOKMARK_INTERVAL, Start, Stream, transition};
+use super::{BOOKMARK_INTERVAL, Start, Stream};
 use crate::handlers::resource::Resolved;
 use crate::handlers::response::Body;
 
@@ -123,7 +123,7 @@ pub(super) async fn body(
                         let before = change
                             .previous
                             .is_some_and(|p| matches(&rt.strategy.storage_to_api(p)));
-                        if let Some(kind) = transition(change.kind, matches(&object), before)
+                        if let Some(kind) = change.kind.seen_through_filter(matches(&object), before)
                             && !emit(&tx, &encoder, encoder.event(kind.as_str(), &object)).await
                         {
                             return;

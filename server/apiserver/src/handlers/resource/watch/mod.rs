@@ -29,7 +29,6 @@ use std::time::Duration;
 
 use http::{Response, header};
 use kcp_apimachinery::{ApiError, protobuf};
-use kcp_registry::storage::objects::ChangeType;
 use kcp_storage::Revision;
 use rand::Rng;
 use serde_json::Value;
@@ -70,19 +69,6 @@ struct Start {
     requested: Option<Revision>,
     /// `resourceVersion="0"`: any state will do.
     any: bool,
-}
-
-/// What a change means to a client filtering with selectors: whether the object matches now and
-/// matched before decide the event type it sees, if any (kube's watch filtering).
-fn transition(kind: ChangeType, now: bool, before: bool) -> Option<ChangeType> {
-    match kind {
-        ChangeType::Added if now => Some(ChangeType::Added),
-        ChangeType::Modified if now && before => Some(ChangeType::Modified),
-        ChangeType::Modified if now => Some(ChangeType::Added),
-        ChangeType::Modified if before => Some(ChangeType::Deleted),
-        ChangeType::Deleted if now => Some(ChangeType::Deleted),
-        _ => None,
-    }
 }
 
 /// The stream's output: the negotiated one, with YAML (no stream form) replaced by the client's
@@ -157,22 +143,4 @@ pub async fn watch(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
         http::HeaderValue::from_static(content_type),
     );
     Ok(response)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selector_transitions() {
-        use ChangeType::{Added, Deleted, Modified};
-        assert_eq!(transition(Added, true, false), Some(Added));
-        assert_eq!(transition(Added, false, false), None);
-        assert_eq!(transition(Modified, true, true), Some(Modified));
-        assert_eq!(transition(Modified, true, false), Some(Added));
-        assert_eq!(transition(Modified, false, true), Some(Deleted));
-        assert_eq!(transition(Modified, false, false), None);
-        assert_eq!(transition(Deleted, true, true), Some(Deleted));
-        assert_eq!(transition(Deleted, false, true), None);
-    }
 }

@@ -1,0 +1,149 @@
+//! A secure port: accept TCP, handshake TLS, serve HTTP/1.1 or HTTP/2 on each connection with a
+//! [`Handler`], and shut down gracefully (stop accepting, tell long requests to end, let in-flight
+//! requests finish within a grace period). The API server serves through it, and so do other
+//! servers of the binary (the standalone cache server), so every port of kcp-rs handshakes, picks
+//! its protocol and drains the same way, as every upstream server shares k8s.io/apiserver's.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use rustls_pki_types::CertificateDer;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+use crate::handlers::response::Body;
+use crate::serve::ServeError;
+use crate::tls::{self, TlsMaterial};
+
+/// A TLS handshake that takes longer than this is abandoned.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Answers the requests of a secure port. The client's certificate chain is the one the TLS layer
+/// received (checked against the client CAs when one was sent); the handler decides what it
+/// proves.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(
+        self: Arc<Self>,
+        peer_certificates: Arc<Vec<CertificateDer<'static>>>,
+        request: Request<Incoming>,
+    ) -> impl Future<Output = Response<Body>> + Send;
+}
+
+/// A bound secure port, ready to [`serve`](TlsListener::serve).
+pub struct TlsListener {
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl TlsListener {
+    /// Binds `address` (port 0: any free port) with this certificate and client CAs.
+    pub async fn bind(
+        address: SocketAddr,
+        material: TlsMaterial<'_>,
+    ) -> Result<TlsListener, ServeError> {
+        let acceptor = TlsAcceptor::from(tls::server_config(material)?);
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| ServeError::Bind { address, source })?;
+        Ok(TlsListener { listener, acceptor })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, cancels `stopping` (what long
+    /// requests such as watches end on) and waits up to `grace` for in-flight requests.
+    pub async fn serve<H: Handler>(
+        self,
+        handler: Arc<H>,
+        shutdown: impl Future<Output = ()>,
+        stopping: &CancellationToken,
+        grace: Duration,
+    ) {
+        let TlsListener { listener, acceptor } = self;
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        tracing::warn!(%error, "accepting a connection failed");
+                        continue;
+                    }
+                },
+            };
+            // Small responses and watch events must leave at once, not wait for Nagle's algorithm
+            // to meet the client's delayed ACK (tens of milliseconds).
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%peer, %error, "setting TCP_NODELAY failed");
+            }
+            let acceptor = acceptor.clone();
+            let handler = handler.clone();
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let tls =
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(error)) => {
+                            tracing::debug!(%peer, %error, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    };
+                // Verified by the TLS layer against the union of the client CAs; the handler
+                // decides per request which CA, and so what, they prove.
+                let certificates: Arc<Vec<CertificateDer<'static>>> = Arc::new(
+                    tls.get_ref()
+                        .1
+                        .peer_certificates()
+                        .map(|certs| certs.iter().map(|c| c.clone().into_owned()).collect())
+                        .unwrap_or_default(),
+                );
+                // Boxed: hyper keeps each HTTP/2 stream's task as large as the future it first
+                // runs, and a watch's task lives as long as the watch; unboxed, every open watch
+                // would keep room for the largest handler's state.
+                let service = service_fn(move |request| {
+                    let handler = handler.clone();
+                    let certificates = certificates.clone();
+                    Box::pin(async move {
+                        Ok::<_, std::convert::Infallible>(
+                            handler.handle(certificates, request).await,
+                        )
+                    })
+                });
+                let builder = auto::Builder::new(TokioExecutor::new());
+                let connection = builder
+                    .serve_connection(TokioIo::new(tls), service)
+                    .into_owned();
+                if let Err(error) = watcher.watch(connection).await {
+                    tracing::debug!(%peer, %error, "connection ended with an error");
+                }
+            });
+        }
+        tracing::info!("shutting down: no new connections, ending watches");
+        drop(listener);
+        stopping.cancel();
+        if tokio::time::timeout(grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("in-flight requests did not finish within the grace period");
+        }
+    }
+}

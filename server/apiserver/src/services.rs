@@ -1,0 +1,91 @@
+//! Services mounted under `/services/<name>/`: whole APIs that live beside the Kubernetes API on
+//! the same port, as upstream kcp serves its cache server (`/services/cache/...`) and virtual
+//! workspaces (`/services/<workspace-type>/...`) from a shard.
+//!
+//! The API server does for a service what it does for every request (TLS, authentication,
+//! impersonation, authorization of the path as a non-resource URL, the body size limit) and hands
+//! it the authenticated user and the request; the service does the rest, and its answer goes back
+//! as it is. A service lives in its own crate and is mounted by the binary: the API server knows
+//! only this trait, so it depends on none of them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{HeaderMap, Method, Response};
+use tokio_util::sync::CancellationToken;
+
+use crate::filters::UserInfo;
+use crate::handlers::response::Body;
+
+/// One request to a service, after authentication.
+#[derive(Debug, Clone)]
+pub struct ServiceRequest {
+    /// Who is asking (after impersonation).
+    pub user: UserInfo,
+    pub method: Method,
+    /// The percent-decoded path, `/services/<name>/` included.
+    pub path: String,
+    /// The raw query string, if any.
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// Cancelled when the server shuts down: long requests (watches) end on it.
+    pub shutdown: CancellationToken,
+}
+
+/// An API served under `/services/<name>/`.
+pub trait Service: Send + Sync + 'static {
+    /// Answers one request (errors as a Kubernetes `Status`, like every answer of the server).
+    fn serve(self: Arc<Self>, request: ServiceRequest) -> BoxFuture<'static, Response<Body>>;
+}
+
+/// The services a server mounts, by name.
+#[derive(Clone, Default)]
+pub struct Services(BTreeMap<String, Arc<dyn Service>>);
+
+impl Services {
+    /// Mounts `service` at `/services/<name>/`.
+    pub fn with(mut self, name: &str, service: Arc<dyn Service>) -> Services {
+        self.0.insert(name.to_owned(), service);
+        self
+    }
+
+    /// The service a (percent-decoded, unprefixed) path is for: `/services/<name>` or below.
+    pub(crate) fn find(&self, path: &str) -> Option<&Arc<dyn Service>> {
+        let rest = path.strip_prefix("/services/")?;
+        let name = rest.split('/').next()?;
+        self.0.get(name)
+    }
+}
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+
+    impl Service for Nothing {
+        fn serve(self: Arc<Self>, _: ServiceRequest) -> BoxFuture<'static, Response<Body>> {
+            Box::pin(async { crate::handlers::response::text(200, "") })
+        }
+    }
+
+    #[test]
+    fn a_path_finds_its_service_by_name() {
+        let services = Services::default().with("cache", Arc::new(Nothing));
+        assert!(services.find("/services/cache").is_some());
+        assert!(services.find("/services/cache/shards/a").is_some());
+        assert!(services.find("/services/cachex/shards").is_none());
+        assert!(services.find("/services/").is_none());
+        assert!(services.find("/clusters/root/services/cache").is_none());
+    }
+}
