@@ -20,6 +20,7 @@ mod tls;
 pub use filters::authentication::Authentication;
 pub use filters::authorization::webhook::WebhookConfig;
 pub use handlers::response;
+pub use request::path::percent_decode;
 pub use request::query::{ListOptions, Query};
 pub use serve::{ApiServer, ServeError};
 pub use server::{ServerConfig, read_body};

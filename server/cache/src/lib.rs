@@ -11,6 +11,7 @@
 pub mod handler;
 pub mod keys;
 pub mod path;
+pub mod standalone;
 mod watch;
 
 pub use handler::CacheService;

@@ -2,7 +2,8 @@
 //!
 //! kcp is one multi-call binary: upstream images start `/kcp start`, `/kcp-front-proxy` and
 //! `/cache-server`, so an image can link all three names to this file and the program name picks the
-//! component. Under the name `kcp` (or any other name), subcommands pick it instead. Keeping this
+//! component. Under the name `kcp` (or any other name), subcommands pick it instead (`kcp start`,
+//! `kcp cache-server`). Keeping this
 //! decision in one pure function lets tests drive it without spawning processes.
 
 use std::ffi::OsString;
@@ -11,6 +12,7 @@ use std::path::Path;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::cache_server::CacheServerOptions;
 use crate::options::StartOptions;
 
 /// A component of upstream kcp that has its own entrypoint.
@@ -41,7 +43,7 @@ impl fmt::Display for Component {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} is not part of this build yet; only `kcp start` is",
+            "{} is not part of this build yet; only `kcp start` and `kcp cache-server` are",
             self.program()
         )
     }
@@ -52,6 +54,8 @@ impl fmt::Display for Component {
 pub enum Invocation {
     /// Run a shard.
     Start(Box<StartOptions>),
+    /// Run the cache server.
+    CacheServer(Box<CacheServerOptions>),
     /// Print this text (`kcp start options`) and exit 0.
     PrintStartFlags(String),
     /// A component that this build does not contain.
@@ -83,8 +87,16 @@ enum CliCommand {
     },
     /// The front-proxy (not in this build yet).
     FrontProxy(ComponentArgs),
-    /// The cache server (not in this build yet).
-    CacheServer(ComponentArgs),
+    /// Run the cache server that shards replicate objects into.
+    CacheServer(Box<CacheServerOptions>),
+}
+
+/// `cache-server` as the program name: the cache server's flags alone.
+#[derive(Debug, Parser)]
+#[command(name = "cache-server", version, about = "kcp's cache server")]
+struct CacheServerCli {
+    #[command(flatten)]
+    options: Box<CacheServerOptions>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,8 +115,14 @@ struct ComponentArgs {
 /// Decides what the argument vector (program name first) asks for. Errors are clap's: printing one
 /// and exiting with its code gives usage errors exit code 2, and help and version exit code 0.
 pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
-    if let Some(component) = args.first().and_then(Component::from_program) {
-        return Ok(Invocation::NotBuilt(component));
+    match args.first().and_then(Component::from_program) {
+        Some(Component::CacheServer) => {
+            return Ok(Invocation::CacheServer(
+                CacheServerCli::try_parse_from(args)?.options,
+            ));
+        }
+        Some(component) => return Ok(Invocation::NotBuilt(component)),
+        None => {}
     }
     let matches = Cli::command().try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
@@ -131,7 +149,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
             )?)))
         }
         CliCommand::FrontProxy(_) => Ok(Invocation::NotBuilt(Component::FrontProxy)),
-        CliCommand::CacheServer(_) => Ok(Invocation::NotBuilt(Component::CacheServer)),
+        CliCommand::CacheServer(options) => Ok(Invocation::CacheServer(options)),
     }
 }
 
@@ -153,7 +171,6 @@ mod tests {
         for (program, want) in [
             ("/kcp-front-proxy", Component::FrontProxy),
             ("kcp-front-proxy", Component::FrontProxy),
-            ("/usr/local/bin/cache-server", Component::CacheServer),
         ] {
             let invocation = parse(args(&[program, "--secure-port=6443"]));
             assert!(
@@ -170,15 +187,46 @@ mod tests {
             invocation,
             Ok(Invocation::NotBuilt(Component::FrontProxy))
         ));
-        let invocation = parse(args(&["kcp", "cache-server"]));
-        assert!(matches!(
-            invocation,
-            Ok(Invocation::NotBuilt(Component::CacheServer))
-        ));
         assert_eq!(
-            Component::CacheServer.to_string(),
-            "cache-server is not part of this build yet; only `kcp start` is"
+            Component::FrontProxy.to_string(),
+            "kcp-front-proxy is not part of this build yet; only `kcp start` and `kcp cache-server` are"
         );
+    }
+
+    #[test]
+    fn the_cache_server_parses_by_subcommand_and_by_program_name() {
+        for list in [
+            &["kcp", "cache-server", "--secure-port=0", "--etcd-prefix=/c"][..],
+            &[
+                "/usr/local/bin/cache-server",
+                "--secure-port=0",
+                "--etcd-prefix=/c",
+            ][..],
+        ] {
+            let Ok(Invocation::CacheServer(options)) = parse(args(list)) else {
+                panic!("{list:?} must parse as the cache server");
+            };
+            assert_eq!(
+                (options.secure_port, options.etcd_prefix.as_str()),
+                (0, "/c")
+            );
+            assert_eq!(options.root_directory, std::path::Path::new(".kcp-cache"));
+        }
+        let Ok(Invocation::CacheServer(options)) = parse(args(&["cache-server"])) else {
+            panic!("no flags must parse");
+        };
+        assert_eq!(
+            (options.secure_port, options.etcd_prefix.as_str()),
+            (6443, "/cache")
+        );
+        for list in [
+            &["kcp", "cache-server", "--no-such-flag"][..],
+            &["cache-server", "--shard-name=x"][..],
+        ] {
+            let error = parse(args(list)).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{list:?}");
+            assert!(error.to_string().contains("unexpected argument"), "{error}");
+        }
     }
 
     #[test]

@@ -62,32 +62,67 @@ const USER: &str = "admin";
 /// The `user` battery's user and context (upstream's names).
 const NON_ADMIN: &str = "user";
 
+/// The cache server's kubeconfig (`kcp cache-server` writes `<root-directory>/cache.kubeconfig`):
+/// one context `cache` naming the bare server (clients add `/services/cache`) and its admin
+/// client certificate (group `system:masters`), if it generated one.
+pub fn write_cache(
+    path: &Path,
+    server_ca_pem: &str,
+    admin: Option<&PemPair>,
+    server_host: &str,
+    port: u16,
+) -> Result<(), KubeconfigError> {
+    const CACHE: &str = "cache";
+    let mut config = Kubeconfig::new();
+    config.set_cluster(CACHE, cluster(base_url(server_host, port), server_ca_pem));
+    config.set_context(CACHE, context(CACHE, USER));
+    config.set_user(USER, pem_user(admin));
+    config.current_context = CACHE.to_owned();
+    private_file::write(path, config.to_yaml()?.as_bytes())?;
+    tracing::info!(kubeconfig = %path.display(), "wrote cache kubeconfig");
+    Ok(())
+}
+
+/// `https://<host>:<port>`, IPv6 addresses in brackets.
+fn base_url(server_host: &str, port: u16) -> String {
+    let host = match server_host.parse::<Ipv6Addr>() {
+        Ok(ip) => format!("[{ip}]"),
+        Err(_) => server_host.to_owned(),
+    };
+    format!("https://{host}:{port}")
+}
+
+fn cluster(server: String, ca_pem: &str) -> Cluster {
+    Cluster {
+        server,
+        certificate_authority_data: Some(STANDARD.encode(ca_pem)),
+        ..Cluster::default()
+    }
+}
+
+fn context(cluster: &str, user: &str) -> Context {
+    Context {
+        cluster: cluster.to_owned(),
+        user: user.to_owned(),
+        ..Context::default()
+    }
+}
+
+fn pem_user(pair: Option<&PemPair>) -> User {
+    User {
+        client_certificate_data: pair.map(|pair| STANDARD.encode(&pair.cert_pem)),
+        client_key_data: pair.map(|pair| STANDARD.encode(&pair.key_pem)),
+        ..User::default()
+    }
+}
+
 fn render(
     material: &ServingMaterial,
     server_host: &str,
     port: u16,
 ) -> Result<String, KubeconfigError> {
-    let host = match server_host.parse::<Ipv6Addr>() {
-        Ok(ip) => format!("[{ip}]"),
-        Err(_) => server_host.to_owned(),
-    };
-    let base_url = format!("https://{host}:{port}");
-    let ca_data = STANDARD.encode(&material.server_ca_pem);
-    let cluster = |server: String| Cluster {
-        server,
-        certificate_authority_data: Some(ca_data.clone()),
-        ..Cluster::default()
-    };
-    let context = |cluster: &str, user: &str| Context {
-        cluster: cluster.to_owned(),
-        user: user.to_owned(),
-        ..Context::default()
-    };
-    let pem_user = |pair: Option<&PemPair>| User {
-        client_certificate_data: pair.map(|pair| STANDARD.encode(&pair.cert_pem)),
-        client_key_data: pair.map(|pair| STANDARD.encode(&pair.key_pem)),
-        ..User::default()
-    };
+    let base_url = base_url(server_host, port);
+    let cluster = |server: String| cluster(server, &material.server_ca_pem);
     let mut config = Kubeconfig::new();
     config.set_cluster("base", cluster(base_url.clone()));
     config.set_cluster("root", cluster(format!("{base_url}/clusters/root")));

@@ -1,7 +1,8 @@
 //! The kcp server binary's library: command line, options, PKI bootstrap, admin kubeconfig and the
-//! `start` entry point. `main.rs` only dispatches, so everything here is testable in-process.
+//! `start` and `cache-server` entry points. `main.rs` only dispatches, so everything here is testable in-process.
 
 pub mod authentication;
+pub mod cache_server;
 pub mod cli;
 pub mod kubeconfig;
 pub mod logging;

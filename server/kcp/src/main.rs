@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use kcp::cache_server::CacheServerOptions;
 use kcp::cli::{self, Invocation};
 use kcp::options::StartOptions;
 use kcp::{logging, memory};
@@ -26,6 +27,40 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Invocation::Start(options)) => start(*options),
+        Ok(Invocation::CacheServer(options)) => cache_server(*options),
+    }
+}
+
+fn cache_server(options: CacheServerOptions) -> ExitCode {
+    if let Err(err) = logging::init(options.logging_format, options.verbosity) {
+        eprintln!("error: {err}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if let Err(err) = options.validate() {
+        tracing::error!("invalid flags: {err}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    run(kcp::cache_server::run(options))
+}
+
+/// Runs a server on a multi-threaded runtime: exit code 0 when it stopped cleanly, 1 otherwise.
+fn run<E: std::fmt::Display>(server: impl Future<Output = Result<(), E>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!("starting the async runtime: {err}");
+            return ExitCode::from(RUNTIME_ERROR);
+        }
+    };
+    match runtime.block_on(server) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err}");
+            ExitCode::from(RUNTIME_ERROR)
+        }
     }
 }
 
@@ -45,21 +80,5 @@ fn start(options: StartOptions) -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            tracing::error!("starting the async runtime: {err}");
-            return ExitCode::from(RUNTIME_ERROR);
-        }
-    };
-    match runtime.block_on(kcp::start::run(options)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("{err}");
-            ExitCode::from(RUNTIME_ERROR)
-        }
-    }
+    run(kcp::start::run(options))
 }

@@ -33,9 +33,9 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use tracing::{info, warn};
 
-use crate::options::ValidatedOptions;
 use crate::options::batteries::Battery;
 use crate::options::values::uri_host;
+use crate::options::{CertKeyFiles, ValidatedOptions};
 use crate::private_file::{self, PrivateFileError};
 
 /// User name (certificate CN) of the generated admin client certificate.
@@ -123,15 +123,49 @@ pub enum PkiError {
     Clock(#[from] jiff::Error),
 }
 
-/// Loads the serving material named by the flags and generates (or reuses) the rest.
-pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError> {
+/// What any of the binary's servers (`kcp start`, `kcp cache-server`) needs for its secure port,
+/// from its flags.
+#[derive(Debug, Clone)]
+pub struct TransportOptions<'a> {
+    /// Where generated material is kept; `None`: in memory only.
+    pub root_directory: Option<&'a Path>,
+    /// `--tls-cert-file` and `--tls-private-key-file`.
+    pub tls: Option<&'a CertKeyFiles>,
+    /// `--client-ca-file`.
+    pub client_ca_file: Option<&'a Path>,
+    /// Without `--client-ca-file`: generate a client CA and the admin client certificate.
+    pub admin: bool,
+    /// With `admin`: the `user` battery's client certificate too.
+    pub user: bool,
+    /// `--bind-address`, in the serving certificate when it is a specific address.
+    pub bind_address: IpAddr,
+    /// Other host names clients use for the server.
+    pub hosts: Vec<String>,
+}
+
+/// The serving certificate, the client CA and the generated client certificates, as PEM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transport {
+    pub serving_cert_chain_pem: String,
+    pub serving_key_pem: String,
+    /// What clients should trust to reach this server.
+    pub server_ca_pem: String,
+    /// CAs that client certificates are verified against; `None`: none are accepted.
+    pub client_ca_pem: Option<String>,
+    pub admin_client: Option<PemPair>,
+    pub user_client: Option<PemPair>,
+}
+
+/// Loads the serving certificate and client CA the flags name and generates (or reuses, from
+/// the root directory) the rest.
+pub fn transport(options: &TransportOptions<'_>) -> Result<Transport, PkiError> {
     let store = Store {
-        dir: options.root_directory.clone(),
+        dir: options.root_directory.map(Path::to_path_buf),
     };
     if store.dir.is_none() {
         info!("--root-directory is empty: generated certificates are kept in memory only");
     }
-    let (serving_cert_chain_pem, serving_key_pem, server_ca_pem) = match &options.tls {
+    let (serving_cert_chain_pem, serving_key_pem, server_ca_pem) = match options.tls {
         Some(files) => {
             let chain = read_certificates(&files.cert_file)?;
             let key = read_private_key(&files.key_file)?;
@@ -150,19 +184,47 @@ pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError
             (serving.cert_pem, serving.key_pem, ca.cert_pem)
         }
     };
-    let (client_ca_pem, admin_client, user_client) = match &options.client_ca_file {
+    let (client_ca_pem, admin_client, user_client) = match options.client_ca_file {
         Some(path) => (Some(read_certificates(path)?), None, None),
-        None if options.batteries.contains(Battery::Admin) => {
+        None if options.admin => {
             let ca = store.authority(CLIENT_CA)?;
             let admin = store.leaf(&ca, ADMIN_FILE_STEM, &LeafProfile::Admin)?;
             let user = options
-                .batteries
-                .contains(Battery::User)
+                .user
                 .then(|| store.leaf(&ca, USER_FILE_STEM, &LeafProfile::User))
                 .transpose()?;
             (Some(ca.cert_pem), Some(admin), user)
         }
         None => (None, None, None),
+    };
+    Ok(Transport {
+        serving_cert_chain_pem,
+        serving_key_pem,
+        server_ca_pem,
+        client_ca_pem,
+        admin_client,
+        user_client,
+    })
+}
+
+/// Loads the serving material named by the flags and generates (or reuses) the rest.
+pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError> {
+    let mut hosts = Vec::new();
+    if let Some(host) = options.shard_base_url.as_ref().and_then(|url| url.host()) {
+        hosts.push(uri_host(host));
+    }
+    hosts.extend(options.external_hostname.iter().cloned());
+    let transport = transport(&TransportOptions {
+        root_directory: options.root_directory.as_deref(),
+        tls: options.tls.as_ref(),
+        client_ca_file: options.client_ca_file.as_deref(),
+        admin: options.batteries.contains(Battery::Admin),
+        user: options.batteries.contains(Battery::User),
+        bind_address: options.bind_address,
+        hosts,
+    })?;
+    let store = Store {
+        dir: options.root_directory.clone(),
     };
     let service_account_signing_key_pem = match &options.service_account_signing_key_file {
         Some(path) => read_private_key(path)?,
@@ -175,8 +237,16 @@ pub fn bootstrap(options: &ValidatedOptions) -> Result<ServingMaterial, PkiError
         .collect::<Result<_, _>>()?;
     let root_ca_pem = match &options.root_ca_file {
         Some(path) => read_certificates(path)?,
-        None => server_ca_pem.clone(),
+        None => transport.server_ca_pem.clone(),
     };
+    let Transport {
+        serving_cert_chain_pem,
+        serving_key_pem,
+        server_ca_pem,
+        client_ca_pem,
+        admin_client,
+        user_client,
+    } = transport;
     Ok(ServingMaterial {
         serving_cert_chain_pem,
         serving_key_pem,
@@ -223,8 +293,8 @@ impl fmt::Display for SubjectName {
 }
 
 /// Loopback names, the bind address when it is a specific one, and the host names other parties
-/// use for this shard (`--shard-base-url`, `--external-hostname`).
-fn serving_names(options: &ValidatedOptions) -> BTreeSet<SubjectName> {
+/// use for this server (a shard's `--shard-base-url` and `--external-hostname`).
+fn serving_names(options: &TransportOptions<'_>) -> BTreeSet<SubjectName> {
     let mut names = BTreeSet::from([
         SubjectName::Dns("localhost".to_owned()),
         SubjectName::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST)),
@@ -233,12 +303,7 @@ fn serving_names(options: &ValidatedOptions) -> BTreeSet<SubjectName> {
     if !options.bind_address.is_unspecified() {
         names.insert(SubjectName::Ip(options.bind_address));
     }
-    if let Some(host) = options.shard_base_url.as_ref().and_then(|url| url.host()) {
-        names.insert(SubjectName::parse(&uri_host(host)));
-    }
-    if let Some(host) = &options.external_hostname {
-        names.insert(SubjectName::parse(host));
-    }
+    names.extend(options.hosts.iter().map(|host| SubjectName::parse(host)));
     names
 }
 

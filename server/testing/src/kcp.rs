@@ -43,6 +43,12 @@ pub struct AdminCredentials {
 impl AdminCredentials {
     /// Reads an admin kubeconfig as `kcp start` writes it; `None` while it does not exist.
     pub fn read(kubeconfig: &Path) -> Option<AdminCredentials> {
+        Self::read_cluster(kubeconfig, "base")
+    }
+
+    /// Reads the server of `cluster` and the `admin` user of a kubeconfig; `None` while it does
+    /// not exist.
+    pub fn read_cluster(kubeconfig: &Path, cluster: &str) -> Option<AdminCredentials> {
         let config = match Kubeconfig::read(kubeconfig) {
             Ok(config) => config,
             Err(KubeconfigError::Read { .. }) => return None,
@@ -50,8 +56,8 @@ impl AdminCredentials {
         };
         let dir = kcp_kubeconfig::dir_of(kubeconfig);
         let cluster = config
-            .cluster("base")
-            .expect("the admin kubeconfig has a base cluster");
+            .cluster(cluster)
+            .unwrap_or_else(|| panic!("the kubeconfig has a {cluster} cluster"));
         let user = config
             .user("admin")
             .expect("the admin kubeconfig has an admin user");
@@ -90,35 +96,68 @@ impl AdminCredentials {
     }
 }
 
-/// A running `kcp start`; dropping it kills the process (SIGKILL by PID) and removes its files.
+/// Which server of the binary runs, and where its kubeconfig tells how to reach it.
+#[derive(Debug, Clone, Copy)]
+struct Kind {
+    subcommand: &'static str,
+    kubeconfig: &'static str,
+    cluster: &'static str,
+}
+
+const SHARD: Kind = Kind {
+    subcommand: "start",
+    kubeconfig: "admin.kubeconfig",
+    cluster: "base",
+};
+
+const CACHE_SERVER: Kind = Kind {
+    subcommand: "cache-server",
+    kubeconfig: "cache.kubeconfig",
+    cluster: "cache",
+};
+
+/// A running `kcp start` (or `kcp cache-server`); dropping it kills the process (SIGKILL by PID)
+/// and removes its files.
 pub struct KcpProcess {
     process: ChildGuard,
     binary: PathBuf,
     args: Vec<String>,
     admin: AdminCredentials,
     dir: TempDir,
+    kind: Kind,
 }
 
 impl KcpProcess {
     /// Runs `binary start --root-directory=<fresh dir> --secure-port=0 --bind-address=127.0.0.1`
     /// plus `flags`, and waits until the admin kubeconfig is written and `/readyz` answers 200.
     pub async fn start(binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
+        Self::start_kind(SHARD, binary, label, flags).await
+    }
+
+    /// Like [`Self::start`] for `binary cache-server`: ready once `cache.kubeconfig` (its
+    /// `system:masters` credentials, the `admin` here) is written and `/readyz` answers 200.
+    pub async fn start_cache_server(binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
+        Self::start_kind(CACHE_SERVER, binary, label, flags).await
+    }
+
+    async fn start_kind(kind: Kind, binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
         let dir = temp_dir(label);
         let mut args = vec![
-            "start".to_owned(),
+            kind.subcommand.to_owned(),
             format!("--root-directory={}", dir.path().join("root").display()),
             "--secure-port=0".to_owned(),
             "--bind-address=127.0.0.1".to_owned(),
         ];
         args.extend_from_slice(flags);
         let mut process = spawn(binary, &args, dir.path());
-        let admin = wait_ready(&mut process, &kubeconfig_in(dir.path())).await;
+        let admin = wait_ready(&mut process, &kubeconfig_in(dir.path(), kind), kind).await;
         KcpProcess {
             process,
             binary: binary.to_owned(),
             args,
             admin,
             dir,
+            kind,
         }
     }
 
@@ -128,7 +167,7 @@ impl KcpProcess {
     }
 
     pub fn kubeconfig(&self) -> PathBuf {
-        kubeconfig_in(self.dir.path())
+        kubeconfig_in(self.dir.path(), self.kind)
     }
 
     pub fn admin(&self) -> &AdminCredentials {
@@ -309,7 +348,7 @@ impl KcpProcess {
         // The file from the last run names the old port; wait for the new run to write its own.
         std::fs::remove_file(&kubeconfig).expect("removing the previous admin kubeconfig");
         self.process = spawn(&self.binary, &self.args, self.dir.path());
-        self.admin = wait_ready(&mut self.process, &kubeconfig).await;
+        self.admin = wait_ready(&mut self.process, &kubeconfig, self.kind).await;
     }
 
     /// The server's log (all runs), for failure messages.
@@ -323,8 +362,8 @@ impl KcpProcess {
     }
 }
 
-fn kubeconfig_in(dir: &Path) -> PathBuf {
-    dir.join("root").join("admin.kubeconfig")
+fn kubeconfig_in(dir: &Path, kind: Kind) -> PathBuf {
+    dir.join("root").join(kind.kubeconfig)
 }
 
 fn spawn(binary: &Path, args: &[String], dir: &Path) -> ChildGuard {
@@ -336,7 +375,7 @@ fn spawn(binary: &Path, args: &[String], dir: &Path) -> ChildGuard {
 }
 
 /// Waits for the kubeconfig (written once serving) and then for `/readyz` to answer 200.
-async fn wait_ready(process: &mut ChildGuard, kubeconfig: &Path) -> AdminCredentials {
+async fn wait_ready(process: &mut ChildGuard, kubeconfig: &Path, kind: Kind) -> AdminCredentials {
     let deadline = Instant::now() + READY_WITHIN;
     loop {
         if let Some(status) = process.exited() {
@@ -345,7 +384,7 @@ async fn wait_ready(process: &mut ChildGuard, kubeconfig: &Path) -> AdminCredent
                 process.log_tail()
             );
         }
-        if let Some(admin) = AdminCredentials::read(kubeconfig)
+        if let Some(admin) = AdminCredentials::read_cluster(kubeconfig, kind.cluster)
             && let Ok(response) = admin
                 .client()
                 .get(format!("{}/readyz", admin.server))

@@ -1,0 +1,245 @@
+//! `kcp cache-server` (and the program name `cache-server`): kcp-cache's store on a port of its
+//! own, with upstream's flags (`cmd/cache-server`): `--root-directory` (default `.kcp-cache`),
+//! `--bind-address`, `--secure-port`, `--tls-cert-file`/`--tls-private-key-file`,
+//! `--client-ca-file`, `--etcd-*`, logging as `kcp start`.
+//!
+//! Certificates come from the same place as `kcp start`'s ([`crate::pki::transport`]): without
+//! `--tls-cert-file` a serving certificate signed by a CA kept in the root directory; without
+//! `--client-ca-file` a client CA there too, and `<root-directory>/cache.kubeconfig` with a client
+//! certificate in `system:masters`, written once the port is bound (so it names the real port),
+//! the one credential the cache accepts. The store is the embedded one
+//! (`<root-directory>/store.redb`) unless `--etcd-servers` names an etcd.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use kcp_apimachinery::duration;
+use kcp_apiserver::TlsMaterial;
+use kcp_apiserver::listener::TlsListener;
+use kcp_cache::CacheService;
+use kcp_cache::standalone::StandaloneCache;
+use kcp_storage::StorageConfig;
+use kcp_storage::etcd::EtcdConfig;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::kubeconfig::{self, KubeconfigError};
+use crate::logging::LoggingFormat;
+use crate::options::{CertKeyFiles, EMBEDDED_STORE_FILE, values};
+use crate::pki::{self, PkiError, TransportOptions};
+
+/// How long in-flight requests may take after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The kubeconfig written into the root directory.
+pub const KUBECONFIG_FILE: &str = "cache.kubeconfig";
+
+/// Every flag of `kcp cache-server`. Field docs are the help texts.
+#[derive(Debug, Clone, Args)]
+pub struct CacheServerOptions {
+    /// IP address to listen on (0.0.0.0 or :: for all interfaces).
+    #[arg(long, default_value = "0.0.0.0", help_heading = "Secure serving")]
+    pub bind_address: IpAddr,
+    /// HTTPS port (0 picks a free port).
+    #[arg(long, default_value_t = 6443, help_heading = "Secure serving")]
+    pub secure_port: u16,
+    /// Serving certificate (PEM, leaf first); generated under --root-directory when not given.
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file.
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA bundle client certificates are verified against; generated under --root-directory
+    /// (with a system:masters client certificate in cache.kubeconfig) when not given.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Comma-separated etcd URLs; selects etcd instead of the embedded store.
+    #[arg(long, value_delimiter = ',', value_parser = values::etcd_server, help_heading = "Storage")]
+    pub etcd_servers: Vec<String>,
+    /// First segment of every storage key.
+    #[arg(long, default_value = kcp_cache::keys::DEFAULT_PREFIX, help_heading = "Storage")]
+    pub etcd_prefix: String,
+    /// CA bundle of the etcd servers.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// Client key for etcd.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// How often old revisions are compacted (0 disables).
+    #[arg(long, default_value = "5m", value_parser = duration::parse, help_heading = "Storage")]
+    pub etcd_compaction_interval: Duration,
+    /// Directory for generated files (store, certificates, cache.kubeconfig).
+    #[arg(long, value_parser = values::path, default_value = ".kcp-cache", help_heading = "kcp")]
+    pub root_directory: PathBuf,
+    /// Log format.
+    #[arg(long, default_value = "text", help_heading = "Logging")]
+    pub logging_format: LoggingFormat,
+    /// Log verbosity (0-1 info, 2-4 debug, 5+ trace); RUST_LOG overrides it.
+    #[arg(
+        short = 'v',
+        long = "v",
+        value_name = "LEVEL",
+        default_value_t = 0,
+        help_heading = "Logging"
+    )]
+    pub verbosity: u32,
+}
+
+/// Why `kcp cache-server` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheServerError {
+    #[error("--tls-cert-file and --tls-private-key-file must be given together")]
+    HalfTlsPair,
+    #[error("--root-directory must not be empty")]
+    NoRootDirectory,
+    #[error("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")]
+    EtcdFlagsWithoutEtcd,
+    #[error("creating --root-directory {path}: {source}")]
+    RootDirectory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    #[error("--client-ca-file: {0}")]
+    ClientCa(#[from] kcp_authn::X509Error),
+    #[error("opening the store: {0}")]
+    Storage(#[from] kcp_storage::StorageError),
+    #[error(transparent)]
+    Serve(#[from] kcp_apiserver::ServeError),
+    #[error("closing the store: {0}")]
+    Close(kcp_storage::StorageError),
+    #[error("installing signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl CacheServerOptions {
+    /// Checks what clap cannot: pairs of flags and flags that need others.
+    pub fn validate(&self) -> Result<(), CacheServerError> {
+        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+            return Err(CacheServerError::HalfTlsPair);
+        }
+        if self.root_directory.as_os_str().is_empty() {
+            return Err(CacheServerError::NoRootDirectory);
+        }
+        let etcd_files = [&self.etcd_cafile, &self.etcd_certfile, &self.etcd_keyfile];
+        if self.etcd_servers.is_empty() && etcd_files.iter().any(|f| f.is_some()) {
+            return Err(CacheServerError::EtcdFlagsWithoutEtcd);
+        }
+        Ok(())
+    }
+
+    fn storage_config(&self) -> StorageConfig {
+        if self.etcd_servers.is_empty() {
+            return StorageConfig::Embedded {
+                path: self.root_directory.join(EMBEDDED_STORE_FILE),
+            };
+        }
+        StorageConfig::Etcd(EtcdConfig {
+            servers: self.etcd_servers.clone(),
+            ca_file: self.etcd_cafile.clone(),
+            cert_file: self.etcd_certfile.clone(),
+            key_file: self.etcd_keyfile.clone(),
+        })
+    }
+}
+
+/// Runs the cache server until SIGTERM or SIGINT.
+pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
+    options.validate()?;
+    std::fs::create_dir_all(&options.root_directory).map_err(|source| {
+        CacheServerError::RootDirectory {
+            path: options.root_directory.clone(),
+            source,
+        }
+    })?;
+    let tls = options
+        .tls_cert_file
+        .clone()
+        .zip(options.tls_private_key_file.clone())
+        .map(|(cert_file, key_file)| CertKeyFiles {
+            cert_file,
+            key_file,
+        });
+    let transport = pki::transport(&TransportOptions {
+        root_directory: Some(&options.root_directory),
+        tls: tls.as_ref(),
+        client_ca_file: options.client_ca_file.as_deref(),
+        admin: true,
+        user: false,
+        bind_address: options.bind_address,
+        hosts: Vec::new(),
+    })?;
+    let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
+    let storage_config = options.storage_config();
+    info!(storage = ?storage_config, prefix = %options.etcd_prefix, "starting the cache server");
+    let storage = kcp_storage::open(&storage_config).await?;
+    let stop_background = CancellationToken::new();
+    let compactor = (!options.etcd_compaction_interval.is_zero()).then(|| {
+        tokio::spawn(kcp_storage::compactor::run(
+            storage.clone(),
+            options.etcd_compaction_interval,
+            stop_background.clone(),
+        ))
+    });
+
+    let served = serve(&options, &transport, &client_ca_pem, storage.clone()).await;
+    stop_background.cancel();
+    if let Some(compactor) = compactor {
+        let _ = compactor.await;
+    }
+    let closed = storage.close().await;
+    served?;
+    closed.map_err(CacheServerError::Close)?;
+    info!("shutdown complete");
+    Ok(())
+}
+
+async fn serve(
+    options: &CacheServerOptions,
+    transport: &pki::Transport,
+    client_ca_pem: &str,
+    storage: Arc<dyn kcp_storage::Storage>,
+) -> Result<(), CacheServerError> {
+    let stopping = CancellationToken::new();
+    let handler = StandaloneCache::new(
+        CacheService::new(storage, &options.etcd_prefix),
+        client_ca_pem,
+        stopping.clone(),
+    )?;
+    let listener = TlsListener::bind(
+        SocketAddr::new(options.bind_address, options.secure_port),
+        TlsMaterial {
+            serving_cert_chain_pem: &transport.serving_cert_chain_pem,
+            serving_key_pem: &transport.serving_key_pem,
+            client_ca_pems: &[client_ca_pem],
+        },
+    )
+    .await?;
+    let port = listener
+        .local_addr()
+        .map_or(options.secure_port, |address| address.port());
+    if let Some(admin) = &transport.admin_client {
+        kubeconfig::write_cache(
+            &options.root_directory.join(KUBECONFIG_FILE),
+            &transport.server_ca_pem,
+            Some(admin),
+            &kubeconfig::server_host(options.bind_address),
+            port,
+        )?;
+    }
+    info!(address = %SocketAddr::new(options.bind_address, port), "serving");
+    let signals = crate::start::shutdown_signal().map_err(CacheServerError::Signals)?;
+    listener
+        .serve(Arc::new(handler), signals, &stopping, SHUTDOWN_GRACE)
+        .await;
+    Ok(())
+}

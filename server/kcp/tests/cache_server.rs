@@ -1,0 +1,347 @@
+//! The cache server (issue 19, part 2): `kcp cache-server` as a real process over HTTPS with the
+//! `system:masters` certificate of the `cache.kubeconfig` it writes: every verb, the `shards/*`
+//! and `clusters/*` wildcards, `labelSelector`, a watch that sees a create, an update and a
+//! delete, 410 for a compacted `resourceVersion`, 401 without a certificate, 403 for a
+//! certificate outside `system:masters`, 400/404 for bad paths; its data survives a restart, it
+//! runs on etcd too, and kubectl reads it with `get --raw`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use kcp_testing::{Caller, EtcdProcess, KcpProcess, Kubectl, Patience, expect_status};
+use serde_json::{Value, json};
+
+const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(500));
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kcp"))
+}
+
+fn collection(shard: &str, cluster: &str) -> String {
+    format!(
+        "/services/cache/shards/{shard}/clusters/{cluster}/apis/tenancy.kcp.io/v1alpha1/workspacetypes"
+    )
+}
+
+fn configmaps(shard: &str, cluster: &str, namespace: &str) -> String {
+    format!(
+        "/services/cache/shards/{shard}/clusters/{cluster}/api/v1/namespaces/{namespace}/configmaps"
+    )
+}
+
+fn workspace_type(name: &str, tier: &str) -> Value {
+    json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+        "metadata": {"name": name, "labels": {"tier": tier}},
+        "spec": {"defaultChildWorkspaceType": {"name": "universal", "path": "root"}}})
+}
+
+fn names(list: &Value) -> Vec<String> {
+    let mut names: Vec<String> = list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|item| item["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Creates, reads, lists, updates and deletes through `admin`, checking what each answers.
+async fn crud(admin: &Caller) {
+    let created = admin
+        .create(&collection("amber", "abc"), &workspace_type("wt", "gold"))
+        .await;
+    assert_eq!(
+        created["spec"]["defaultChildWorkspaceType"]["name"],
+        "universal"
+    );
+    assert_eq!(created["metadata"]["annotations"]["kcp.io/shard"], "amber");
+    assert_eq!(created["metadata"]["annotations"]["kcp.io/cluster"], "abc");
+    let again = admin
+        .post(&collection("amber", "abc"), &workspace_type("wt", "gold"))
+        .await;
+    expect_status("a second create", &again, 409, "AlreadyExists");
+
+    let item = format!("{}/wt", collection("amber", "abc"));
+    let got = admin.get(&item).await;
+    assert_eq!((got.status, got.json()), (200, created.clone()));
+
+    let mut changed = created.clone();
+    changed["spec"]["extra"] = json!(true);
+    let updated = admin.put(&item, &changed).await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    assert_eq!(updated.json()["spec"]["extra"], true);
+    let stale = admin.put(&item, &changed).await;
+    expect_status(
+        "an update from a stale resourceVersion",
+        &stale,
+        409,
+        "Conflict",
+    );
+
+    let namespaced = admin
+        .create(
+            &configmaps("amber", "abc", "default"),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"},
+                "data": {"k": "v"}}),
+        )
+        .await;
+    assert_eq!(namespaced["metadata"]["namespace"], "default");
+    let list = admin.get(&configmaps("*", "*", "default")).await;
+    assert_eq!(names(&list.json()), ["cm"]);
+
+    let deleted = admin.delete(&item).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    let gone = admin.get(&item).await;
+    expect_status("a deleted object", &gone, 404, "NotFound");
+}
+
+#[tokio::test]
+async fn a_standalone_cache_server_serves_every_verb_to_system_masters_only() {
+    let cache = KcpProcess::start_cache_server(binary(), "cache-verbs", &[]).await;
+    let admin = Caller::admin(&cache);
+    crud(&admin).await;
+
+    for (shard, cluster, name, tier) in [
+        ("amber", "abc", "a", "gold"),
+        ("amber", "def", "b", "silver"),
+        ("sapphire", "abc", "c", "gold"),
+    ] {
+        admin
+            .create(&collection(shard, cluster), &workspace_type(name, tier))
+            .await;
+    }
+    for (shard, cluster, query, expected) in [
+        ("*", "*", "", &["a", "b", "c"][..]),
+        ("%2A", "%2A", "", &["a", "b", "c"][..]),
+        ("amber", "*", "", &["a", "b"][..]),
+        ("*", "abc", "", &["a", "c"][..]),
+        ("sapphire", "abc", "", &["c"][..]),
+        ("*", "*", "?labelSelector=tier%3Dgold", &["a", "c"][..]),
+    ] {
+        let list = admin
+            .get(&format!("{}{query}", collection(shard, cluster)))
+            .await;
+        assert_eq!(list.status, 200, "{}", list.text());
+        assert_eq!(names(&list.json()), expected, "{shard}/{cluster}{query}");
+    }
+
+    // A watch across shards of one cluster sees the changes of that cluster only.
+    let rv = admin.get(&collection("*", "*")).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut watch = cache
+        .watch(&format!(
+            "{}?watch=1&resourceVersion={rv}",
+            collection("*", "abc")
+        ))
+        .await;
+    admin
+        .create(
+            &collection("amber", "def"),
+            &workspace_type("elsewhere", "gold"),
+        )
+        .await;
+    let created = admin
+        .create(&collection("sapphire", "abc"), &workspace_type("d", "gold"))
+        .await;
+    let event = watch.expect_event().await;
+    assert_eq!(
+        (event["type"].as_str(), &event["object"]),
+        (Some("ADDED"), &created)
+    );
+    let item = format!("{}/d", collection("sapphire", "abc"));
+    let updated = admin.put(&item, &created).await.json();
+    let event = watch.expect_event().await;
+    assert_eq!(
+        (event["type"].as_str(), &event["object"]),
+        (Some("MODIFIED"), &updated)
+    );
+    assert_eq!(admin.delete(&item).await.status, 200);
+    let event = watch.expect_event().await;
+    assert_eq!(event["type"], "DELETED");
+    assert_eq!(event["object"]["metadata"]["name"], "d");
+
+    // Health is for anybody; the cache only for system:masters certificates.
+    let anonymous = Caller::anonymous(&cache);
+    for health in ["/healthz", "/livez", "/readyz"] {
+        assert_eq!(anonymous.get(health).await.status, 200, "{health}");
+    }
+    let refused = anonymous.get(&collection("*", "*")).await;
+    expect_status("no certificate", &refused, 401, "Unauthorized");
+    let alice = Caller::cert(
+        &cache,
+        &cache.client_ca(),
+        "alice",
+        &["system:authenticated"],
+    );
+    let refused = alice.get(&collection("*", "*")).await;
+    expect_status(
+        "a certificate outside system:masters",
+        &refused,
+        403,
+        "Forbidden",
+    );
+    // A certificate of another CA does not get past the TLS handshake.
+    let stranger = kcp_testing::identities::CertificateAuthority::generate("stranger");
+    let refused = Caller::cert(&cache, &stranger, "root", &["system:masters"])
+        .request(reqwest::Method::GET, &collection("*", "*"))
+        .send()
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    for (path, code, reason) in [
+        (
+            "/services/cache/clusters/abc/api/v1/configmaps",
+            400,
+            "BadRequest",
+        ),
+        (
+            "/services/cache/shards/Amber/clusters/abc/api/v1/configmaps",
+            400,
+            "BadRequest",
+        ),
+        (
+            "/services/cache/shards/amber/clusters/abc/api/v1",
+            404,
+            "NotFound",
+        ),
+        (
+            "/services/cache/shards/amber/clusters/abc/apis/g/v1/r/n/status",
+            404,
+            "NotFound",
+        ),
+        (
+            "/apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+            404,
+            "NotFound",
+        ),
+    ] {
+        expect_status(path, &admin.get(path).await, code, reason);
+    }
+    let patch = admin
+        .send(
+            reqwest::Method::PATCH,
+            &format!("{}/a", collection("amber", "abc")),
+            Some(&json!({})),
+        )
+        .await;
+    expect_status("PATCH", &patch, 405, "MethodNotAllowed");
+    let bad_body = admin
+        .post(
+            &collection("amber", "abc"),
+            &json!({"kind": "WorkspaceType"}),
+        )
+        .await;
+    expect_status("a body without apiVersion", &bad_body, 400, "BadRequest");
+}
+
+#[tokio::test]
+async fn compacted_revisions_are_gone_and_data_survives_a_restart() {
+    let mut cache = KcpProcess::start_cache_server(
+        binary(),
+        "cache-restart",
+        &["--etcd-compaction-interval=1s".to_owned()],
+    )
+    .await;
+    let admin = Caller::admin(&cache);
+    let first = admin
+        .create(
+            &collection("amber", "abc"),
+            &workspace_type("first", "gold"),
+        )
+        .await;
+    let rv = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Until its revision is compacted, the watch streams for a second and ends.
+    let path = format!(
+        "{}?watch=1&timeoutSeconds=1&resourceVersion={rv}",
+        collection("*", "*")
+    );
+    let (admin_ref, path) = (&admin, path.as_str());
+    PATIENCE
+        .eventually(
+            "a watch from a compacted resourceVersion answers 410",
+            || async move {
+                // Each pass writes, so the compactor always has a newer revision to compact to.
+                admin_ref
+                    .create(
+                        &collection("amber", "abc"),
+                        &workspace_type(&format!("filler-{}", fresh_number()), "silver"),
+                    )
+                    .await;
+                let response = admin_ref.get(path).await;
+                match response.status {
+                    410 => Ok(expect_status(
+                        "a compacted resourceVersion",
+                        &response,
+                        410,
+                        "Expired",
+                    )),
+                    other => Err(format!("{other} {}", response.text())),
+                }
+            },
+        )
+        .await;
+
+    cache.restart().await;
+    let admin = Caller::admin(&cache);
+    let after = admin
+        .get(&format!("{}/first", collection("amber", "abc")))
+        .await;
+    assert_eq!(after.status, 200, "{}", after.text());
+    assert_eq!(after.json()["metadata"]["labels"]["tier"], "gold");
+    cache.stop_cleanly().await;
+}
+
+/// A fresh number for each filler write's name.
+fn fresh_number() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+#[tokio::test]
+async fn a_cache_server_on_etcd_is_read_by_kubectl() {
+    let etcd = EtcdProcess::start(false).await;
+    let cache = KcpProcess::start_cache_server(
+        binary(),
+        "cache-etcd",
+        &[
+            format!("--etcd-servers={}", etcd.client_url()),
+            "--etcd-prefix=/cache-test".to_owned(),
+        ],
+    )
+    .await;
+    let admin = Caller::admin(&cache);
+    crud(&admin).await;
+    admin
+        .create(
+            &collection("amber", "abc"),
+            &workspace_type("on-etcd", "gold"),
+        )
+        .await;
+    let kubectl = Kubectl::new("1.33", &cache.kubeconfig());
+    let raw = kubectl.ok(&["get", "--raw", &collection("*", "*")]);
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(names(&list), ["on-etcd"]);
+    let raw = kubectl.ok(&[
+        "get",
+        "--raw",
+        &format!("{}/on-etcd", collection("amber", "abc")),
+    ]);
+    let object: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(object["metadata"]["annotations"]["kcp.io/shard"], "amber");
+    let refused = kubectl.fails(&[
+        "get",
+        "--raw",
+        "/services/cache/shards/amber/clusters/abc/api/v1",
+    ]);
+    assert!(
+        refused.contains("NotFound") || refused.contains("not find"),
+        "{refused}"
+    );
+}
