@@ -9,6 +9,9 @@
 use kcp_apimachinery::{ApiError, StatusReason};
 use kcp_registry::LogicalClusterName;
 
+/// The name the cache is mounted under in a shard (`/services/<name>/`).
+pub const SERVICE_NAME: &str = "cache";
+
 /// Every cache path starts with this.
 pub const SERVICE_PREFIX: &str = "/services/cache";
 

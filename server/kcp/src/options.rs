@@ -559,6 +559,7 @@ impl StartOptions {
             shard_virtual_workspace_url: self.shard_virtual_workspace_url,
             max_logical_clusters: self.max_logical_clusters,
             root_shard_kubeconfig_file: non_empty(self.root_shard_kubeconfig_file.as_ref()),
+            cache_kubeconfig: non_empty(self.cache_kubeconfig.as_ref()),
             external_hostname: self.external_hostname,
             batteries,
             etcd_prefix: self.etcd_prefix,
@@ -843,6 +844,9 @@ pub struct ValidatedOptions {
     pub max_logical_clusters: Option<u64>,
     /// `--root-shard-kubeconfig-file`: where a non-root shard registers (always set for one).
     pub root_shard_kubeconfig_file: Option<PathBuf>,
+    /// `--cache-kubeconfig`: the cache server a shard uses (always set for a non-root shard);
+    /// without it the root shard serves the cache itself at `/services/cache/`.
+    pub cache_kubeconfig: Option<PathBuf>,
     /// `--external-hostname`, host only.
     pub external_hostname: Option<String>,
     /// `--batteries-included`, resolved.

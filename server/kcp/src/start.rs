@@ -6,12 +6,15 @@
 //! whose name another live process holds stops before serving (see `shard_registration`).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kcp_apiserver::services::Services;
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
+use kcp_cache::CacheService;
 use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
 use kcp_controllers::{ControllerMode, Election, Registration};
+use kcp_storage::Storage;
 use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -105,8 +108,13 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         logical_cluster_object_count_scan_interval: options
             .logical_cluster_object_count_scan_interval,
     };
-    let server =
-        ApiServer::bind(config, authentication, storage.clone(), Services::default()).await?;
+    let server = ApiServer::bind(
+        config,
+        authentication,
+        storage.clone(),
+        services(&options, &storage),
+    )
+    .await?;
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());
@@ -157,6 +165,30 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
+}
+
+/// What the shard serves under `/services/`: the cache server, in the root shard when no
+/// `--cache-kubeconfig` names another one (upstream's in-process cache). It shares the shard's
+/// store under [`in_process_cache_prefix`].
+fn services(options: &ValidatedOptions, storage: &Arc<dyn Storage>) -> Services {
+    let services = Services::default();
+    if options.shard_name != "root" || options.cache_kubeconfig.is_some() {
+        return services;
+    }
+    let prefix = in_process_cache_prefix(&options.etcd_prefix);
+    info!(prefix = %prefix, "serving the cache server at /services/cache/");
+    services.with(
+        kcp_cache::path::SERVICE_NAME,
+        Arc::new(CacheService::new(storage.clone(), &prefix)),
+    )
+}
+
+/// `<etcd-prefix>-cache` (`/registry-cache` by default): beside the shard's keys, never under
+/// them. Everything the shard reads is under `<etcd-prefix>/` (with the slash), so no list, watch
+/// or scan of the shard ever meets a cache key, and the cache's keys stay apart from every other
+/// shard's as long as their `--etcd-prefix`es differ, as they must when they share an etcd.
+pub fn in_process_cache_prefix(etcd_prefix: &str) -> String {
+    format!("{}-cache", etcd_prefix.trim_end_matches('/'))
 }
 
 /// Who this shard is: its name, its URLs (upstream's defaults: the base URL is the server's own

@@ -345,3 +345,33 @@ async fn a_cache_server_on_etcd_is_read_by_kubectl() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn the_root_shard_serves_the_cache_in_process_apart_from_its_own_objects() {
+    let root = KcpProcess::start(binary(), "cache-in-root", &[]).await;
+    let admin = Caller::admin(&root);
+    crud(&admin).await;
+    admin
+        .create(
+            &collection("root", "root"),
+            &workspace_type("cached-only", "gold"),
+        )
+        .await;
+    let list = admin.get(&collection("*", "*")).await;
+    assert_eq!(names(&list.json()), ["cached-only"]);
+    // The cache's keys are not the shard's: root's own WorkspaceTypes do not include it.
+    let own = admin
+        .get("/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes/cached-only")
+        .await;
+    expect_status("the shard's own WorkspaceType", &own, 404, "NotFound");
+    let user = Caller::user(&root, &root.client_ca(), "alice");
+    let refused = user.get(&collection("*", "*")).await;
+    expect_status("a user outside system:masters", &refused, 403, "Forbidden");
+    let watch = root
+        .watch(&format!(
+            "{}?watch=1&labelSelector=tier%3Dgold",
+            collection("root", "*")
+        ))
+        .await;
+    drop(watch);
+}
