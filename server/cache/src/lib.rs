@@ -8,6 +8,7 @@
 //! The same service is mounted in the root shard (kcp-apiserver's `/services/<name>/` hook) and
 //! served alone by `kcp cache-server` ([`standalone`]); [`client`] is its Rust client.
 
+pub mod client;
 pub mod handler;
 pub mod keys;
 pub mod path;

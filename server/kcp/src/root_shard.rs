@@ -5,14 +5,13 @@
 //! The kubeconfig's context `shard-base` (upstream's name) is used when it has one, else its
 //! current context; a server URL ending in `/clusters/<name>` is taken back to the shard's base
 //! URL, and requests go to `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. Its CA and client
-//! certificate are used as kubectl would (embedded data or files); an answer other than success
+//! certificate are used as kubectl would (kcp-kubeconfig's `https::client`); an answer other than success
 //! becomes an error carrying the root shard's status code and message.
 
 use std::path::{Path, PathBuf};
 
 use kcp_apimachinery::ApiError;
 use kcp_controllers::shard_registration::ShardObjects;
-use kcp_kubeconfig::Kubeconfig;
 use serde_json::Value;
 
 /// How often an update lost to a concurrent write is retried.
@@ -20,19 +19,10 @@ const UPDATE_ATTEMPTS: usize = 5;
 
 /// Why the root shard's kubeconfig cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum RootShardError {
-    #[error("--root-shard-kubeconfig-file {path}: {source}")]
-    Kubeconfig {
-        path: PathBuf,
-        source: kcp_kubeconfig::KubeconfigError,
-    },
-    #[error("--root-shard-kubeconfig-file {path}: {source}")]
-    Context {
-        path: PathBuf,
-        source: kcp_kubeconfig::SelectError,
-    },
-    #[error("--root-shard-kubeconfig-file {path}: {message}")]
-    Client { path: PathBuf, message: String },
+#[error("--root-shard-kubeconfig-file {path}: {source}")]
+pub struct RootShardError {
+    path: PathBuf,
+    source: kcp_kubeconfig::https::HttpsError,
 }
 
 /// The root shard's `Shard`s, reached over HTTPS.
@@ -52,50 +42,17 @@ fn base_url(server: &str) -> &str {
 
 impl RootShards {
     pub fn from_kubeconfig(path: &Path) -> Result<RootShards, RootShardError> {
-        let kubeconfig = Kubeconfig::read(path).map_err(|source| RootShardError::Kubeconfig {
-            path: path.to_owned(),
-            source,
+        let target = kcp_kubeconfig::https::client(path, Some("shard-base")).map_err(|source| {
+            RootShardError {
+                path: path.to_owned(),
+                source,
+            }
         })?;
-        let context = kubeconfig.context("shard-base").map(|_| "shard-base");
-        let selected = kubeconfig
-            .select(context)
-            .map_err(|source| RootShardError::Context {
-                path: path.to_owned(),
-                source,
-            })?;
-        let dir = kcp_kubeconfig::dir_of(path);
-        let client_error = |message: String| RootShardError::Client {
-            path: path.to_owned(),
-            message,
-        };
-        let material = |result: Result<Option<Vec<u8>>, kcp_kubeconfig::KubeconfigError>| {
-            result.map_err(|source| RootShardError::Kubeconfig {
-                path: path.to_owned(),
-                source,
-            })
-        };
-        let mut builder = reqwest::Client::builder().use_rustls_tls();
-        if let Some(ca) = material(selected.cluster.ca_pem(dir))? {
-            let ca =
-                reqwest::Certificate::from_pem(&ca).map_err(|e| client_error(e.to_string()))?;
-            builder = builder.add_root_certificate(ca);
-        }
-        if let (Some(mut cert), Some(key)) = (
-            material(selected.user.client_certificate_pem(dir))?,
-            material(selected.user.client_key_pem(dir))?,
-        ) {
-            cert.push(b'\n');
-            cert.extend_from_slice(&key);
-            let identity =
-                reqwest::Identity::from_pem(&cert).map_err(|e| client_error(e.to_string()))?;
-            builder = builder.identity(identity);
-        }
-        let client = builder.build().map_err(|e| client_error(e.to_string()))?;
         Ok(RootShards {
-            client,
+            client: target.client,
             collection: format!(
                 "{}/clusters/root/apis/{}/{}/{}",
-                base_url(selected.server()),
+                base_url(&target.server),
                 kcp_tenancy::shard::GROUP,
                 kcp_tenancy::shard::VERSION,
                 kcp_tenancy::shard::RESOURCE
@@ -114,13 +71,12 @@ impl RootShards {
         if status.is_success() {
             return Ok(body);
         }
-        let message = body
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| status.canonical_reason().unwrap_or("error"));
-        let mut error = ApiError::internal_error(message);
-        error.code = status.as_u16();
-        error.message = format!("the root shard answered {}: {message}", status.as_u16());
+        let mut error = ApiError::from_answer(status.as_u16(), &body);
+        error.message = format!(
+            "the root shard answered {}: {}",
+            status.as_u16(),
+            error.message
+        );
         Err(error)
     }
 }

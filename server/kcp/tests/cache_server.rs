@@ -375,3 +375,62 @@ async fn the_root_shard_serves_the_cache_in_process_apart_from_its_own_objects()
         .await;
     drop(watch);
 }
+
+#[tokio::test]
+async fn the_rust_client_speaks_every_verb() {
+    use futures::StreamExt;
+    use kcp_cache::client::{At, CacheClient, Resource};
+
+    let cache = KcpProcess::start_cache_server(binary(), "cache-client", &[]).await;
+    let client = CacheClient::from_kubeconfig(&cache.kubeconfig()).unwrap();
+    let types = Resource::new("tenancy.kcp.io", "v1alpha1", "workspacetypes");
+    let amber = At {
+        shard: "amber",
+        cluster: "abc",
+        namespace: None,
+    };
+    let everywhere = At {
+        shard: "*",
+        cluster: "*",
+        namespace: None,
+    };
+
+    let listed = client.list(&types, everywhere, "").await.unwrap();
+    assert!(listed.items.is_empty());
+    let mut events = client
+        .watch(&types, everywhere, Some(listed.revision), "tier=gold")
+        .await
+        .unwrap();
+    let created = client
+        .create(&types, amber, &workspace_type("wt", "gold"))
+        .await
+        .unwrap();
+    assert_eq!(created["metadata"]["annotations"]["kcp.io/shard"], "amber");
+    let again = client
+        .create(&types, amber, &workspace_type("wt", "gold"))
+        .await;
+    assert_eq!(again.unwrap_err().code, 409);
+    assert_eq!(
+        client.get(&types, amber, "wt").await.unwrap(),
+        Some(created.clone())
+    );
+
+    let mut changed = created.clone();
+    changed["spec"]["extra"] = json!(1);
+    let updated = client.update(&types, amber, &changed).await.unwrap();
+    let stale = client.update(&types, amber, &changed).await.unwrap_err();
+    assert_eq!((stale.code, stale.reason.as_str()), (409, "Conflict"));
+    let deleted = client.delete(&types, amber, "wt").await.unwrap();
+    assert_eq!(deleted["spec"]["extra"], 1);
+    assert_eq!(client.get(&types, amber, "wt").await.unwrap(), None);
+
+    for (kind, object) in [("ADDED", &created), ("MODIFIED", &updated)] {
+        let event = events.next().await.unwrap().unwrap();
+        assert_eq!((event.kind.as_str(), &event.object), (kind, object));
+    }
+    let event = events.next().await.unwrap().unwrap();
+    assert_eq!(event.kind, "DELETED");
+
+    let wildcard_get = client.get(&types, everywhere, "wt").await.unwrap_err();
+    assert_eq!(wildcard_get.code, 400);
+}

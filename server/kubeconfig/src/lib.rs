@@ -11,6 +11,9 @@
 //! Fields not modelled here (`preferences`, `extensions`, `exec`, ...) are kept in `other`, so a
 //! file read and written back keeps them, as kubectl does.
 
+#[cfg(feature = "https")]
+pub mod https;
+
 use std::path::{Path, PathBuf};
 
 use base64::Engine;

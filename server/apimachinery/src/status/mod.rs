@@ -71,6 +71,35 @@ impl StatusReason {
     }
 }
 
+impl StatusReason {
+    /// The reason a `reason` field names; `None` for one this crate does not know.
+    pub fn parse(reason: &str) -> Option<StatusReason> {
+        use StatusReason::*;
+        [
+            BadRequest,
+            Unauthorized,
+            Forbidden,
+            NotFound,
+            AlreadyExists,
+            Conflict,
+            Gone,
+            Invalid,
+            ServerTimeout,
+            Timeout,
+            TooManyRequests,
+            MethodNotAllowed,
+            NotAcceptable,
+            RequestEntityTooLarge,
+            UnsupportedMediaType,
+            InternalError,
+            Expired,
+            ServiceUnavailable,
+        ]
+        .into_iter()
+        .find(|known| known.as_str() == reason)
+    }
+}
+
 impl fmt::Display for StatusReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -392,6 +421,22 @@ impl ApiError {
         self
     }
 
+    /// A failed answer of another server back into an error, as client-go reads it: the code is
+    /// the HTTP status, reason and message come from its `Status` body when it sent one (an
+    /// unknown or missing reason is an InternalError). Details are not kept.
+    pub fn from_answer(code: u16, body: &Value) -> ApiError {
+        let reason = body
+            .get("reason")
+            .and_then(Value::as_str)
+            .and_then(StatusReason::parse)
+            .unwrap_or(StatusReason::InternalError);
+        let message = body
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("the server answered {code}"), str::to_owned);
+        ApiError::new(code, reason, message)
+    }
+
     /// The `metav1.Status` JSON body, fields in Kubernetes' order, empty ones omitted.
     pub fn to_status(&self) -> Value {
         let mut status = Map::new();
@@ -456,6 +501,25 @@ pub fn status_success() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_becomes_the_error_it_reports() {
+        let sent = ApiError::conflict("g", "things", "x", OPTIMISTIC_LOCK_ERROR_MSG);
+        let read = ApiError::from_answer(409, &sent.to_status());
+        assert_eq!(
+            (read.code, read.reason, &read.message),
+            (409, StatusReason::Conflict, &sent.message)
+        );
+        let read = ApiError::from_answer(502, &Value::Null);
+        assert_eq!((read.code, read.reason), (502, StatusReason::InternalError));
+        for reason in [
+            StatusReason::Expired,
+            StatusReason::MethodNotAllowed,
+            StatusReason::Gone,
+        ] {
+            assert_eq!(StatusReason::parse(reason.as_str()), Some(reason));
+        }
+    }
 
     #[test]
     fn not_found_matches_kubernetes() {

@@ -1,0 +1,55 @@
+//! An HTTPS client that connects as kubectl would with a kubeconfig (feature `https`): the server
+//! of the selected context, its CA and its user's client certificate (embedded or files next to
+//! the kubeconfig). Servers of kcp-rs that call other servers (a shard calling the root shard, a
+//! shard calling the cache server) are handed kubeconfigs by flags; this is the one place that
+//! turns such a file into a client.
+
+use std::path::Path;
+
+use crate::{Kubeconfig, KubeconfigError, SelectError, dir_of};
+
+/// A client for the server a kubeconfig names.
+#[derive(Debug, Clone)]
+pub struct HttpsClient {
+    pub client: reqwest::Client,
+    /// The cluster's `server` URL, as written.
+    pub server: String,
+}
+
+/// Why a kubeconfig gives no client.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpsError {
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    #[error(transparent)]
+    Context(#[from] SelectError),
+    #[error("building the HTTPS client: {0}")]
+    Client(String),
+}
+
+/// A client for the kubeconfig at `path`: its context `preferred_context` when it has one, else
+/// its current context.
+pub fn client(path: &Path, preferred_context: Option<&str>) -> Result<HttpsClient, HttpsError> {
+    let kubeconfig = Kubeconfig::read(path)?;
+    let context = preferred_context.filter(|name| kubeconfig.context(name).is_some());
+    let selected = kubeconfig.select(context)?;
+    let dir = dir_of(path);
+    let failed = |e: reqwest::Error| HttpsError::Client(e.to_string());
+    let mut builder = reqwest::Client::builder().use_rustls_tls();
+    if let Some(ca) = selected.cluster.ca_pem(dir)? {
+        builder =
+            builder.add_root_certificate(reqwest::Certificate::from_pem(&ca).map_err(failed)?);
+    }
+    if let (Some(mut cert), Some(key)) = (
+        selected.user.client_certificate_pem(dir)?,
+        selected.user.client_key_pem(dir)?,
+    ) {
+        cert.push(b'\n');
+        cert.extend_from_slice(&key);
+        builder = builder.identity(reqwest::Identity::from_pem(&cert).map_err(failed)?);
+    }
+    Ok(HttpsClient {
+        client: builder.build().map_err(failed)?,
+        server: selected.server().to_owned(),
+    })
+}
