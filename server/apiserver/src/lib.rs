@@ -1,10 +1,13 @@
 //! The Kubernetes-compatible API server at the heart of kcp-rs: the HTTP layer only.
 //!
 //! A request travels one way through these modules, outside in:
-//! [`serve`] (TLS, HTTP/1.1 and HTTP/2) -> [`server`] (panic guard, access log, logical cluster,
-//! [`request`] info, [`filters`]: authentication, impersonation and authorization) -> [`handlers`]
-//! (verbs, reviews, discovery, OpenAPI, health; each gets a narrow [`handlers::Scope`]) ->
-//! kcp-registry (strategies, the generic REST store, objects in storage). The in-process controllers
+//! [`listener`] (TLS, HTTP/1.1 and HTTP/2; [`serve`] runs the server around it) -> [`server`]
+//! (panic guard, access log, logical cluster, [`request`] info, [`filters`]: authentication,
+//! impersonation and authorization) -> a mounted [`services`] API under `/services/<name>/`, or
+//! [`handlers`] (verbs, reviews, discovery, OpenAPI, health; each gets a narrow
+//! [`handlers::Scope`]) -> kcp-registry (strategies, the generic REST store, objects in storage).
+//! The listener, the services hook and the response encoding are public for the servers built
+//! beside this one (kcp-cache), which this crate never depends on. The in-process controllers
 //! and the tenancy index live in kcp-controllers; this crate reads the index and runs bootstrap
 //! before serving, and the binary runs the controllers beside it.
 
