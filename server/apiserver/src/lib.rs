@@ -26,5 +26,5 @@ pub use handlers::response;
 pub use request::path::percent_decode;
 pub use request::query::{ListOptions, Query};
 pub use serve::{ApiServer, ServeError};
-pub use server::{ServerConfig, read_body};
+pub use server::{ServerConfig, access_log, read_body};
 pub use tls::TlsMaterial;

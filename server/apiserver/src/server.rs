@@ -207,14 +207,7 @@ impl App {
                     ))
                 }
             };
-        tracing::info!(
-            verb = %method,
-            uri = %uri,
-            user = %user_name,
-            status = response.status().as_u16(),
-            latency_us = started.elapsed().as_micros() as u64,
-            "request"
-        );
+        access_log(&method, &uri, &user_name, &response, started);
         response
     }
 
@@ -371,6 +364,24 @@ impl crate::listener::Handler for App {
     ) -> impl Future<Output = Response<Body>> + Send {
         self.handle_request(peer_certificates, request)
     }
+}
+
+/// The access log line of one request (every server of the binary writes the same fields).
+pub fn access_log(
+    method: &Method,
+    uri: &http::Uri,
+    user_name: &str,
+    response: &Response<Body>,
+    started: Instant,
+) {
+    tracing::info!(
+        verb = %method,
+        uri = %uri,
+        user = %user_name,
+        status = response.status().as_u16(),
+        latency_us = started.elapsed().as_micros() as u64,
+        "request"
+    );
 }
 
 fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<String> {

@@ -19,7 +19,7 @@ use kcp_apiserver::{ListOptions, Query};
 use kcp_rbac::MASTERS_GROUP;
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::continuation::Continuation;
-use kcp_registry::storage::objects::{ListRequest, ObjectRef};
+use kcp_registry::storage::objects::{ListRequest, ObjectRef, list_metadata};
 use kcp_storage::{Revision, Storage};
 use serde_json::{Value, json};
 
@@ -132,10 +132,7 @@ impl CacheService {
                 &keep,
             )
             .await?;
-        let mut metadata = json!({"resourceVersion": page.revision.to_string()});
-        if let Some(token) = page.continue_token {
-            metadata["continue"] = json!(token);
-        }
+        let metadata = list_metadata(page.revision, page.continue_token);
         Ok(response::json(
             200,
             &json!({

@@ -107,14 +107,7 @@ impl Handler for StandaloneCache {
             Ok(response) => response,
             Err(error) => response::error(&error),
         };
-        tracing::info!(
-            verb = %method,
-            uri = %uri,
-            user = %user_name,
-            status = response.status().as_u16(),
-            latency_us = started.elapsed().as_micros() as u64,
-            "request"
-        );
+        kcp_apiserver::access_log(&method, &uri, &user_name, &response, started);
         response
     }
 }

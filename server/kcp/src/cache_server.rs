@@ -16,19 +16,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use kcp_apimachinery::duration;
 use kcp_apiserver::TlsMaterial;
 use kcp_apiserver::listener::TlsListener;
 use kcp_cache::CacheService;
 use kcp_cache::standalone::StandaloneCache;
 use kcp_storage::StorageConfig;
-use kcp_storage::etcd::EtcdConfig;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::kubeconfig::{self, KubeconfigError};
-use crate::logging::LoggingFormat;
-use crate::options::{CertKeyFiles, EMBEDDED_STORE_FILE, values};
+use crate::options::{CertKeyFiles, EtcdFlags, LoggingFlags, OptionsError, values};
 use crate::pki::{self, PkiError, TransportOptions};
 
 /// How long in-flight requests may take after a shutdown signal.
@@ -56,39 +53,16 @@ pub struct CacheServerOptions {
     /// (with a system:masters client certificate in cache.kubeconfig) when not given.
     #[arg(long, value_parser = values::path, help_heading = "Authentication")]
     pub client_ca_file: Option<PathBuf>,
-    /// Comma-separated etcd URLs; selects etcd instead of the embedded store.
-    #[arg(long, value_delimiter = ',', value_parser = values::etcd_server, help_heading = "Storage")]
-    pub etcd_servers: Vec<String>,
+    #[command(flatten)]
+    pub etcd: EtcdFlags,
     /// First segment of every storage key.
     #[arg(long, default_value = kcp_cache::keys::DEFAULT_PREFIX, help_heading = "Storage")]
     pub etcd_prefix: String,
-    /// CA bundle of the etcd servers.
-    #[arg(long, value_parser = values::path, help_heading = "Storage")]
-    pub etcd_cafile: Option<PathBuf>,
-    /// Client certificate for etcd.
-    #[arg(long, value_parser = values::path, help_heading = "Storage")]
-    pub etcd_certfile: Option<PathBuf>,
-    /// Client key for etcd.
-    #[arg(long, value_parser = values::path, help_heading = "Storage")]
-    pub etcd_keyfile: Option<PathBuf>,
-    /// How often old revisions are compacted (0 disables).
-    #[arg(long, default_value = "5m", value_parser = duration::parse, help_heading = "Storage")]
-    pub etcd_compaction_interval: Duration,
     /// Directory for generated files (store, certificates, cache.kubeconfig).
     #[arg(long, value_parser = values::path, default_value = ".kcp-cache", help_heading = "kcp")]
     pub root_directory: PathBuf,
-    /// Log format.
-    #[arg(long, default_value = "text", help_heading = "Logging")]
-    pub logging_format: LoggingFormat,
-    /// Log verbosity (0-1 info, 2-4 debug, 5+ trace); RUST_LOG overrides it.
-    #[arg(
-        short = 'v',
-        long = "v",
-        value_name = "LEVEL",
-        default_value_t = 0,
-        help_heading = "Logging"
-    )]
-    pub verbosity: u32,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
 }
 
 /// Why `kcp cache-server` stopped.
@@ -98,8 +72,8 @@ pub enum CacheServerError {
     HalfTlsPair,
     #[error("--root-directory must not be empty")]
     NoRootDirectory,
-    #[error("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")]
-    EtcdFlagsWithoutEtcd,
+    #[error(transparent)]
+    Storage(#[from] OptionsError),
     #[error("creating --root-directory {path}: {source}")]
     RootDirectory {
         path: PathBuf,
@@ -112,7 +86,7 @@ pub enum CacheServerError {
     #[error("--client-ca-file: {0}")]
     ClientCa(#[from] kcp_authn::X509Error),
     #[error("opening the store: {0}")]
-    Storage(#[from] kcp_storage::StorageError),
+    Open(#[from] kcp_storage::StorageError),
     #[error(transparent)]
     Serve(#[from] kcp_apiserver::ServeError),
     #[error("closing the store: {0}")]
@@ -130,25 +104,12 @@ impl CacheServerOptions {
         if self.root_directory.as_os_str().is_empty() {
             return Err(CacheServerError::NoRootDirectory);
         }
-        let etcd_files = [&self.etcd_cafile, &self.etcd_certfile, &self.etcd_keyfile];
-        if self.etcd_servers.is_empty() && etcd_files.iter().any(|f| f.is_some()) {
-            return Err(CacheServerError::EtcdFlagsWithoutEtcd);
-        }
+        self.storage_config()?;
         Ok(())
     }
 
-    fn storage_config(&self) -> StorageConfig {
-        if self.etcd_servers.is_empty() {
-            return StorageConfig::Embedded {
-                path: self.root_directory.join(EMBEDDED_STORE_FILE),
-            };
-        }
-        StorageConfig::Etcd(EtcdConfig {
-            servers: self.etcd_servers.clone(),
-            ca_file: self.etcd_cafile.clone(),
-            cert_file: self.etcd_certfile.clone(),
-            key_file: self.etcd_keyfile.clone(),
-        })
+    fn storage_config(&self) -> Result<StorageConfig, OptionsError> {
+        self.etcd.storage_config(None, Some(&self.root_directory))
     }
 }
 
@@ -179,17 +140,15 @@ pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
         hosts: Vec::new(),
     })?;
     let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
-    let storage_config = options.storage_config();
+    let storage_config = options.storage_config()?;
     info!(storage = ?storage_config, prefix = %options.etcd_prefix, "starting the cache server");
     let storage = kcp_storage::open(&storage_config).await?;
     let stop_background = CancellationToken::new();
-    let compactor = (!options.etcd_compaction_interval.is_zero()).then(|| {
-        tokio::spawn(kcp_storage::compactor::run(
-            storage.clone(),
-            options.etcd_compaction_interval,
-            stop_background.clone(),
-        ))
-    });
+    let compactor = kcp_storage::compactor::spawn(
+        storage.clone(),
+        options.etcd.etcd_compaction_interval,
+        stop_background.clone(),
+    );
 
     let served = serve(&options, &transport, &client_ca_pem, storage.clone()).await;
     stop_background.cancel();

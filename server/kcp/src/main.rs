@@ -32,7 +32,7 @@ fn main() -> ExitCode {
 }
 
 fn cache_server(options: CacheServerOptions) -> ExitCode {
-    if let Err(err) = logging::init(options.logging_format, options.verbosity) {
+    if let Err(err) = logging::init(options.logging.format, options.logging.verbosity) {
         eprintln!("error: {err}");
         return ExitCode::from(USAGE_ERROR);
     }
@@ -66,7 +66,7 @@ fn run<E: std::fmt::Display>(server: impl Future<Output = Result<(), E>>) -> Exi
 
 fn start(options: StartOptions) -> ExitCode {
     let arenas = memory::limit_arenas();
-    if let Err(err) = logging::init(options.logging_format, options.verbosity) {
+    if let Err(err) = logging::init(options.logging.format, options.logging.verbosity) {
         eprintln!("error: {err}");
         return ExitCode::from(USAGE_ERROR);
     }

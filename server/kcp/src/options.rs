@@ -11,8 +11,11 @@
 //! flags or the file system and yields the [`ValidatedOptions`] the rest of the server reads.
 
 pub mod batteries;
+mod common;
 mod inactive;
 pub mod values;
+
+pub use common::{EtcdFlags, LoggingFlags};
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -26,9 +29,7 @@ use kcp_apimachinery::duration;
 use kcp_apiserver::WebhookConfig;
 use kcp_authn::OidcConfig;
 use kcp_storage::StorageConfig;
-use kcp_storage::etcd::EtcdConfig;
 
-use crate::logging::LoggingFormat;
 use batteries::{Batteries, BatteriesError, Battery};
 
 /// File name of the embedded store under `--root-directory`.
@@ -279,24 +280,11 @@ pub struct StartOptions {
     /// Storage backend; defaults to embedded without --etcd-servers and etcd3 with them.
     #[arg(long, help_heading = "Storage")]
     pub storage_backend: Option<StorageBackend>,
-    /// Comma-separated etcd URLs; selects etcd instead of the embedded store.
-    #[arg(long, value_delimiter = ',', value_parser = values::etcd_server, help_heading = "Storage")]
-    pub etcd_servers: Vec<String>,
+    #[command(flatten)]
+    pub etcd: EtcdFlags,
     /// First segment of every storage key.
     #[arg(long, default_value = "/registry", help_heading = "Storage")]
     pub etcd_prefix: String,
-    /// CA bundle of the etcd servers.
-    #[arg(long, value_parser = values::path, help_heading = "Storage")]
-    pub etcd_cafile: Option<PathBuf>,
-    /// Client certificate for etcd.
-    #[arg(long, value_parser = values::path, help_heading = "Storage")]
-    pub etcd_certfile: Option<PathBuf>,
-    /// Client key for etcd.
-    #[arg(long, value_parser = values::path, help_heading = "Storage")]
-    pub etcd_keyfile: Option<PathBuf>,
-    /// How often old revisions are compacted (0 disables).
-    #[arg(long, default_value = "5m", value_parser = duration::parse, help_heading = "Storage")]
-    pub etcd_compaction_interval: Duration,
 
     // ---- kcp ----
     /// Directory for generated files (store, certificates, admin kubeconfig); empty generates none.
@@ -395,19 +383,8 @@ pub struct StartOptions {
     #[arg(long, default_value = "60s", value_parser = duration::parse, help_heading = "Admission")]
     pub logical_cluster_object_count_scan_interval: Duration,
 
-    // ---- logging ----
-    /// Log format.
-    #[arg(long, default_value = "text", help_heading = "Logging")]
-    pub logging_format: LoggingFormat,
-    /// Log verbosity (0-1 info, 2-4 debug, 5+ trace); RUST_LOG overrides it.
-    #[arg(
-        short = 'v',
-        long = "v",
-        value_name = "LEVEL",
-        default_value_t = 0,
-        help_heading = "Logging"
-    )]
-    pub verbosity: u32,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
 
     /// Long names of the flags given on the command line (filled by [`StartOptions::from_matches`]).
     #[arg(skip)]
@@ -563,7 +540,7 @@ impl StartOptions {
             external_hostname: self.external_hostname,
             batteries,
             etcd_prefix: self.etcd_prefix,
-            etcd_compaction_interval: self.etcd_compaction_interval,
+            etcd_compaction_interval: self.etcd.etcd_compaction_interval,
             logical_cluster_total_object_limit: self.logical_cluster_total_object_limit,
             logical_cluster_object_count_scan_interval: self
                 .logical_cluster_object_count_scan_interval,
@@ -627,9 +604,9 @@ impl StartOptions {
         let single = [
             ("cache-kubeconfig", &self.cache_kubeconfig),
             ("client-ca-file", &self.client_ca_file),
-            ("etcd-cafile", &self.etcd_cafile),
-            ("etcd-certfile", &self.etcd_certfile),
-            ("etcd-keyfile", &self.etcd_keyfile),
+            ("etcd-cafile", &self.etcd.etcd_cafile),
+            ("etcd-certfile", &self.etcd.etcd_certfile),
+            ("etcd-keyfile", &self.etcd.etcd_keyfile),
             (
                 "external-logical-cluster-admin-kubeconfig",
                 &self.external_logical_cluster_admin_kubeconfig,
@@ -735,48 +712,13 @@ impl StartOptions {
     }
 
     fn storage_config(&self, root_directory: Option<&Path>) -> Result<StorageConfig, OptionsError> {
-        let servers: Vec<String> = self
-            .etcd_servers
-            .iter()
-            .filter(|server| !server.is_empty())
-            .cloned()
-            .collect();
-        let backend = match (self.storage_backend, servers.is_empty()) {
-            (Some(StorageBackend::Etcd3), true) => return Err(OptionsError::EtcdWithoutServers),
-            (Some(StorageBackend::Embedded), false) => {
-                return Err(OptionsError::EmbeddedWithEtcdServers);
-            }
-            (_, true) => StorageBackend::Embedded,
-            (_, false) => StorageBackend::Etcd3,
-        };
-        match backend {
-            StorageBackend::Etcd3 => Ok(StorageConfig::Etcd(EtcdConfig {
-                servers,
-                ca_file: non_empty(self.etcd_cafile.as_ref()),
-                cert_file: non_empty(self.etcd_certfile.as_ref()),
-                key_file: non_empty(self.etcd_keyfile.as_ref()),
-            })),
-            StorageBackend::Embedded => {
-                for (flag, path) in [
-                    ("etcd-cafile", &self.etcd_cafile),
-                    ("etcd-certfile", &self.etcd_certfile),
-                    ("etcd-keyfile", &self.etcd_keyfile),
-                ] {
-                    if non_empty(path.as_ref()).is_some() {
-                        return Err(OptionsError::EtcdFlagWithoutEtcd(flag));
-                    }
-                }
-                let directory = root_directory.ok_or(OptionsError::EmbeddedWithoutRootDirectory)?;
-                Ok(StorageConfig::Embedded {
-                    path: directory.join(EMBEDDED_STORE_FILE),
-                })
-            }
-        }
+        self.etcd
+            .storage_config(self.storage_backend, root_directory)
     }
 }
 
 /// An empty path flag (`--tls-cert-file=`) means "not given", as an empty string does in pflag.
-fn non_empty(path: Option<&PathBuf>) -> Option<PathBuf> {
+pub(crate) fn non_empty(path: Option<&PathBuf>) -> Option<PathBuf> {
     path.filter(|path| !path.as_os_str().is_empty()).cloned()
 }
 

@@ -71,13 +71,11 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         memory::TRIM_INTERVAL,
         stop_background.clone(),
     ));
-    let compactor = (!options.etcd_compaction_interval.is_zero()).then(|| {
-        tokio::spawn(kcp_storage::compactor::run(
-            storage.clone(),
-            options.etcd_compaction_interval,
-            stop_background.clone(),
-        ))
-    });
+    let compactor = kcp_storage::compactor::spawn(
+        storage.clone(),
+        options.etcd_compaction_interval,
+        stop_background.clone(),
+    );
 
     let config = ServerConfig {
         bind_address: SocketAddr::new(options.bind_address, options.secure_port),

@@ -14,6 +14,16 @@ use tracing::{debug, warn};
 
 use crate::{Revision, Storage};
 
+/// [`run`] in a task of its own, or nothing when `interval` is zero (compaction disabled). Await
+/// the handle after cancelling `stop`.
+pub fn spawn(
+    store: Arc<dyn Storage>,
+    interval: Duration,
+    stop: CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    (!interval.is_zero()).then(|| tokio::spawn(run(store, interval, stop)))
+}
+
 /// Compacts `store` every `interval` until `stop` is cancelled. Spawn it next to the server.
 pub async fn run(store: Arc<dyn Storage>, interval: Duration, stop: CancellationToken) {
     let mut ticks = tokio::time::interval(interval);

@@ -4,6 +4,8 @@ use std::path::Path;
 
 use super::*;
 use crate::cli::{self, Invocation};
+use crate::logging::LoggingFormat;
+use kcp_storage::etcd::EtcdConfig;
 
 /// `kcp start <args>` as the command line gives it.
 fn start(args: &[&str]) -> Result<StartOptions, clap::Error> {
@@ -159,8 +161,8 @@ fn operator_root_shard_deployment_parses() {
     let args = materialize(dir.path(), &[COMMON_SHARD_ARGS, ROOT_SHARD_ARGS].concat());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let parsed = start(&args).unwrap();
-    assert_eq!(parsed.logging_format, LoggingFormat::Json);
-    assert_eq!(parsed.verbosity, 4);
+    assert_eq!(parsed.logging.format, LoggingFormat::Json);
+    assert_eq!(parsed.logging.verbosity, 4);
     assert_eq!(parsed.service_account_key_file.len(), 3);
     assert!(!parsed.service_account_lookup);
     assert!(!parsed.run_virtual_workspaces);
@@ -311,10 +313,10 @@ fn flag_syntax_follows_pflag() {
     assert!(!parsed.run_controllers);
     assert!(!parsed.enable_home_workspaces);
     assert!(parsed.enable_leader_election);
-    assert_eq!(parsed.verbosity, 3);
+    assert_eq!(parsed.logging.verbosity, 3);
     assert_eq!(parsed.shard_name, "b", "the last occurrence wins");
-    assert_eq!(start(&["--v=5"]).unwrap().verbosity, 5);
-    assert_eq!(start(&["-v=6"]).unwrap().verbosity, 6);
+    assert_eq!(start(&["--v=5"]).unwrap().logging.verbosity, 5);
+    assert_eq!(start(&["-v=6"]).unwrap().logging.verbosity, 6);
     assert_eq!(
         start(&["--feature-gates=WorkspaceMounts=true,CacheAPIs=false"])
             .unwrap()
@@ -358,7 +360,10 @@ fn durations_use_go_syntax() {
         "--authorization-webhook-cache-unauthorized-ttl=0",
     ])
     .unwrap();
-    assert_eq!(parsed.etcd_compaction_interval, Duration::from_secs(5400));
+    assert_eq!(
+        parsed.etcd.etcd_compaction_interval,
+        Duration::from_secs(5400)
+    );
     assert_eq!(parsed.shutdown_delay_duration, Duration::from_millis(1500));
     assert_eq!(
         parsed.authorization_webhook_cache_unauthorized_ttl,

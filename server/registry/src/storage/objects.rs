@@ -42,6 +42,16 @@ pub struct ListPage {
     pub continue_token: Option<String>,
 }
 
+/// The `metadata` of a list: the revision it was read at and, when more items follow, the
+/// `continue` token.
+pub fn list_metadata(revision: Revision, continue_token: Option<String>) -> Value {
+    let mut metadata = serde_json::json!({"resourceVersion": revision.to_string()});
+    if let Some(token) = continue_token {
+        metadata["continue"] = serde_json::json!(token);
+    }
+    metadata
+}
+
 /// What a list reads: which keys, at which revision, how many, from where.
 #[derive(Debug, Clone)]
 pub struct ListRequest<'a> {

@@ -12,7 +12,7 @@ use http::Response;
 use kcp_apimachinery::{ApiError, meta, protobuf};
 use kcp_storage::Revision;
 use kcp_watchcache::{CachedPage, Freshness, ListQuery};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Resolved, list_body};
 use crate::handlers::negotiation::Output;
@@ -20,7 +20,7 @@ use crate::handlers::response::Body;
 use crate::request::query::{ListOptions, ResourceVersionMatch};
 use kcp_registry::ClusterTarget;
 use kcp_registry::storage::continuation::Continuation;
-use kcp_registry::storage::objects::ListRequest;
+use kcp_registry::storage::objects::{ListRequest, list_metadata};
 
 pub async fn get(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
     let stored = r.scope.store.get(&r.rt, r.location()?, r.name()).await?;
@@ -106,14 +106,6 @@ async fn check_not_future(r: &Resolved<'_>, requested: Revision) -> Result<(), A
         ));
     }
     Ok(())
-}
-
-fn list_metadata(revision: Revision, continue_token: Option<String>) -> Value {
-    let mut metadata = json!({"resourceVersion": revision.to_string()});
-    if let Some(token) = continue_token {
-        metadata["continue"] = json!(token);
-    }
-    metadata
 }
 
 pub async fn list(r: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
