@@ -73,13 +73,15 @@ pub struct CacheClient {
 }
 
 impl CacheClient {
-    /// A client of the server (and with the credentials) of the kubeconfig's current context.
+    /// A client of the server (and with the credentials) of the kubeconfig's current context; a
+    /// server URL ending in `/clusters/<name>` (a shard's admin kubeconfig) is taken back to the
+    /// server's base URL.
     pub fn from_kubeconfig(path: &Path) -> Result<CacheClient, ClientError> {
         let target = kcp_kubeconfig::https::client(path, None).map_err(|source| ClientError {
             path: path.display().to_string(),
             source,
         })?;
-        Ok(CacheClient::new(target.client, &target.server))
+        Ok(CacheClient::new(target.client.clone(), target.base_url()))
     }
 
     /// A client of the cache at `server` (`https://host:port`) through `http`.

@@ -40,6 +40,11 @@ impl CacheService {
         }
     }
 
+    /// The cache's objects (its key layout, its store).
+    pub(crate) fn objects(&self) -> &ObjectStore {
+        &self.objects
+    }
+
     /// Answers one request, errors as a `Status`.
     pub async fn answer(&self, request: ServiceRequest) -> Response<Body> {
         match self.route(request).await {

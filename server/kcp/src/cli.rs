@@ -88,12 +88,18 @@ enum CliCommand {
     /// The front-proxy (not in this build yet).
     FrontProxy(ComponentArgs),
     /// Run the cache server that shards replicate objects into.
+    #[command(args_override_self = true)]
     CacheServer(Box<CacheServerOptions>),
 }
 
 /// `cache-server` as the program name: the cache server's flags alone.
 #[derive(Debug, Parser)]
-#[command(name = "cache-server", version, about = "kcp's cache server")]
+#[command(
+    name = "cache-server",
+    version,
+    about = "kcp's cache server",
+    args_override_self = true
+)]
 struct CacheServerCli {
     #[command(flatten)]
     options: Box<CacheServerOptions>,

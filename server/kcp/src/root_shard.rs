@@ -31,15 +31,6 @@ pub struct RootShards {
     collection: String,
 }
 
-/// `server` without a trailing `/clusters/<name>`: the shard's base URL.
-fn base_url(server: &str) -> &str {
-    let server = server.trim_end_matches('/');
-    match server.rfind("/clusters/") {
-        Some(at) => &server[..at],
-        None => server,
-    }
-}
-
 impl RootShards {
     pub fn from_kubeconfig(path: &Path) -> Result<RootShards, RootShardError> {
         let target = kcp_kubeconfig::https::client(path, Some("shard-base")).map_err(|source| {
@@ -49,10 +40,10 @@ impl RootShards {
             }
         })?;
         Ok(RootShards {
-            client: target.client,
+            client: target.client.clone(),
             collection: format!(
                 "{}/clusters/root/apis/{}/{}/{}",
-                base_url(&target.server),
+                target.base_url(),
                 kcp_tenancy::shard::GROUP,
                 kcp_tenancy::shard::VERSION,
                 kcp_tenancy::shard::RESOURCE
@@ -119,23 +110,5 @@ impl ShardObjects for RootShards {
             }
         }
         Err(last)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cluster_url_is_taken_back_to_the_base_url() {
-        assert_eq!(
-            base_url("https://127.0.0.1:6443/clusters/root"),
-            "https://127.0.0.1:6443"
-        );
-        assert_eq!(base_url("https://root:6443/"), "https://root:6443");
-        assert_eq!(
-            base_url("https://proxy/prefix/clusters/root"),
-            "https://proxy/prefix"
-        );
     }
 }

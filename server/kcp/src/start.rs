@@ -3,23 +3,22 @@
 //! Order matters for users: the admin kubeconfig is written only once the port is bound (so it names
 //! the real port, also with `--secure-port=0`), the root logical cluster exists and the shard's
 //! `Shard` object is registered, so a script that waits for the file can use it at once. A shard
-//! whose name another live process holds stops before serving (see `shard_registration`).
+//! whose name another live process holds stops before serving (see `shard_registration`). The
+//! cache server's side of the shard (the root shard's in-process cache, replication into the
+//! cache) is in [`crate::cache`].
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use kcp_apiserver::services::Services;
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
-use kcp_cache::CacheService;
 use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
 use kcp_controllers::{ControllerMode, Election, Registration};
-use kcp_storage::Storage;
 use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::authentication::{self, AuthenticationSetupError};
+use crate::cache::{self, CacheSetupError};
 use crate::kubeconfig::{self, KubeconfigError};
 use crate::memory;
 use crate::options::ValidatedOptions;
@@ -53,6 +52,8 @@ pub enum StartError {
     Shard(#[from] RegistrationError),
     #[error(transparent)]
     RootShard(#[from] RootShardError),
+    #[error(transparent)]
+    Cache(#[from] CacheSetupError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -77,6 +78,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         stop_background.clone(),
     );
 
+    let in_process_cache = cache::in_process(&options, &storage);
     let config = ServerConfig {
         bind_address: SocketAddr::new(options.bind_address, options.secure_port),
         serving_cert_chain_pem: material.serving_cert_chain_pem.clone(),
@@ -110,7 +112,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         config,
         authentication,
         storage.clone(),
-        services(&options, &storage),
+        cache::services(in_process_cache.as_ref()),
     )
     .await?;
     let port = server
@@ -133,6 +135,12 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             tokio::spawn(registrar.run(server.stopping()))
         }
     };
+    let replication = cache::replicate(
+        &options,
+        &context.store,
+        in_process_cache.as_ref(),
+        &server.stopping(),
+    )?;
     // The controllers stop when the server starts shutting down, like its watches.
     let controllers = tokio::spawn(kcp_controllers::run(
         context,
@@ -153,6 +161,9 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let result = server.run(signals).await;
     let _ = controllers.await;
     let _ = heartbeat.await;
+    for task in replication {
+        let _ = task.await;
+    }
     stop_background.cancel();
     let _ = trimmer.await;
     if let Some(compactor) = compactor {
@@ -163,30 +174,6 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
-}
-
-/// What the shard serves under `/services/`: the cache server, in the root shard when no
-/// `--cache-kubeconfig` names another one (upstream's in-process cache). It shares the shard's
-/// store under [`in_process_cache_prefix`].
-fn services(options: &ValidatedOptions, storage: &Arc<dyn Storage>) -> Services {
-    let services = Services::default();
-    if options.shard_name != "root" || options.cache_kubeconfig.is_some() {
-        return services;
-    }
-    let prefix = in_process_cache_prefix(&options.etcd_prefix);
-    info!(prefix = %prefix, "serving the cache server at /services/cache/");
-    services.with(
-        kcp_cache::path::SERVICE_NAME,
-        Arc::new(CacheService::new(storage.clone(), &prefix)),
-    )
-}
-
-/// `<etcd-prefix>-cache` (`/registry-cache` by default): beside the shard's keys, never under
-/// them. Everything the shard reads is under `<etcd-prefix>/` (with the slash), so no list, watch
-/// or scan of the shard ever meets a cache key, and the cache's keys stay apart from every other
-/// shard's as long as their `--etcd-prefix`es differ, as they must when they share an etcd.
-pub fn in_process_cache_prefix(etcd_prefix: &str) -> String {
-    format!("{}-cache", etcd_prefix.trim_end_matches('/'))
 }
 
 /// Who this shard is: its name, its URLs (upstream's defaults: the base URL is the server's own

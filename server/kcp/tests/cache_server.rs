@@ -351,13 +351,14 @@ async fn the_root_shard_serves_the_cache_in_process_apart_from_its_own_objects()
     let root = KcpProcess::start(binary(), "cache-in-root", &[]).await;
     let admin = Caller::admin(&root);
     crud(&admin).await;
+    // Another shard's copy (the root shard replicates only into shards/root).
     admin
         .create(
-            &collection("root", "root"),
+            &collection("sapphire", "root"),
             &workspace_type("cached-only", "gold"),
         )
         .await;
-    let list = admin.get(&collection("*", "*")).await;
+    let list = admin.get(&collection("sapphire", "*")).await;
     assert_eq!(names(&list.json()), ["cached-only"]);
     // The cache's keys are not the shard's: root's own WorkspaceTypes do not include it.
     let own = admin
@@ -370,7 +371,7 @@ async fn the_root_shard_serves_the_cache_in_process_apart_from_its_own_objects()
     let watch = root
         .watch(&format!(
             "{}?watch=1&labelSelector=tier%3Dgold",
-            collection("root", "*")
+            collection("sapphire", "*")
         ))
         .await;
     drop(watch);
@@ -433,4 +434,146 @@ async fn the_rust_client_speaks_every_verb() {
 
     let wildcard_get = client.get(&types, everywhere, "wt").await.unwrap_err();
     assert_eq!(wildcard_get.code, 400);
+}
+
+const TYPES_IN_CACHE: &str =
+    "/services/cache/shards/root/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspacetypes";
+const ROOT_TYPES: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes";
+
+/// Waits until the names of the list at `path` are `expected`.
+async fn wait_for_names(admin: &Caller, path: &str, expected: &[&str]) {
+    PATIENCE
+        .eventually(&format!("{path} holds {expected:?}"), || async move {
+            let list = admin.get(path).await;
+            let found = names(&list.json());
+            if found == expected {
+                Ok(())
+            } else {
+                Err(format!("{found:?}"))
+            }
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn the_root_shard_replicates_its_shards_and_workspace_types_into_its_cache() {
+    let root = KcpProcess::start(binary(), "cache-replication-root", &[]).await;
+    let admin = Caller::admin(&root);
+    let own: Vec<String> = names(&admin.get(ROOT_TYPES).await.json());
+    assert!(own.contains(&"universal".to_owned()), "{own:?}");
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
+    wait_for_names(&admin, TYPES_IN_CACHE, &own).await;
+    wait_for_names(
+        &admin,
+        "/services/cache/shards/root/clusters/root/apis/core.kcp.io/v1alpha1/shards",
+        &["root"],
+    )
+    .await;
+    let copy = admin
+        .get(&format!("{}/universal", collection("root", "root")))
+        .await
+        .json();
+    let original = admin.get(&format!("{ROOT_TYPES}/universal")).await.json();
+    assert_eq!(copy["spec"], original["spec"]);
+    assert_eq!(copy["metadata"]["uid"], original["metadata"]["uid"]);
+
+    // A new type is pushed, a change follows, a deletion propagates.
+    let mut created = admin
+        .create(ROOT_TYPES, &workspace_type("replicated", "gold"))
+        .await;
+    let mut with_new = own.clone();
+    with_new.push("replicated");
+    with_new.sort();
+    wait_for_names(&admin, TYPES_IN_CACHE, &with_new).await;
+    created["metadata"]["labels"]["tier"] = json!("silver");
+    let updated = admin
+        .put(&format!("{ROOT_TYPES}/replicated"), &created)
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    wait_for_names(
+        &admin,
+        &format!("{TYPES_IN_CACHE}?labelSelector=tier%3Dsilver"),
+        &["replicated"],
+    )
+    .await;
+    assert_eq!(
+        admin
+            .delete(&format!("{ROOT_TYPES}/replicated"))
+            .await
+            .status,
+        200
+    );
+    wait_for_names(&admin, TYPES_IN_CACHE, &own).await;
+
+    // The cache is kept equal to the shard: a copy deleted or added behind its back is put right.
+    let deleted = admin
+        .delete(&format!("{}/universal", collection("root", "root")))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    admin
+        .create(
+            &collection("root", "root"),
+            &workspace_type("stray", "gold"),
+        )
+        .await;
+    wait_for_names(&admin, TYPES_IN_CACHE, &own).await;
+}
+
+#[tokio::test]
+async fn a_shard_replicates_into_a_standalone_cache_server_and_resyncs_after_its_restart() {
+    let port = kcp_testing::free_port();
+    let mut cache = KcpProcess::start_cache_server(
+        binary(),
+        "cache-replication-standalone",
+        &[format!("--secure-port={port}")],
+    )
+    .await;
+    let admin = Caller::admin(&cache);
+    // A copy the shard does not have: the first comparison deletes it.
+    admin
+        .create(
+            &collection("shard-1", "abc"),
+            &workspace_type("stale", "gold"),
+        )
+        .await;
+    let root = KcpProcess::start(binary(), "cache-replication-ring", &[]).await;
+    let root_kubeconfig = root.kubeconfig().display().to_string();
+    let shard_1 = KcpProcess::start(
+        binary(),
+        "cache-replication-shard-1",
+        &[
+            "--shard-name=shard-1".to_owned(),
+            format!("--root-shard-kubeconfig-file={root_kubeconfig}"),
+            format!("--cache-kubeconfig={}", cache.kubeconfig().display()),
+        ],
+    )
+    .await;
+    // The shard's own types (bootstrap gives every shard some), and nothing else, in the cache.
+    let own = names(
+        &Caller::admin(&shard_1)
+            .get("/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspacetypes")
+            .await
+            .json(),
+    );
+    assert!(!own.is_empty());
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
+    let shard_types = collection("shard-1", "*");
+    wait_for_names(&admin, &shard_types, &own).await;
+
+    // The cache server restarts (same port, same store); the shard follows it again and puts
+    // right what changed behind its back.
+    cache.restart().await;
+    let admin = Caller::admin(&cache);
+    admin
+        .create(
+            &collection("shard-1", "abc"),
+            &workspace_type("stale-again", "gold"),
+        )
+        .await;
+    wait_for_names(&admin, &shard_types, &own).await;
+    let deleted = admin
+        .delete(&format!("{}/{}", collection("shard-1", "root"), own[0]))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    wait_for_names(&admin, &shard_types, &own).await;
 }

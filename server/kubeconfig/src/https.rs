@@ -16,6 +16,18 @@ pub struct HttpsClient {
     pub server: String,
 }
 
+impl HttpsClient {
+    /// The server without a trailing `/clusters/<name>` (kcp's admin kubeconfigs name a logical
+    /// cluster): the base URL of the server, for callers that build their own paths.
+    pub fn base_url(&self) -> &str {
+        let server = self.server.trim_end_matches('/');
+        match server.rfind("/clusters/") {
+            Some(at) => &server[..at],
+            None => server,
+        }
+    }
+}
+
 /// Why a kubeconfig gives no client.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpsError {
@@ -52,4 +64,30 @@ pub fn client(path: &Path, preferred_context: Option<&str>) -> Result<HttpsClien
         client: builder.build().map_err(failed)?,
         server: selected.server().to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_server(server: &str) -> HttpsClient {
+        HttpsClient {
+            client: reqwest::Client::new(),
+            server: server.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_cluster_url_is_taken_back_to_the_base_url() {
+        for (server, base) in [
+            (
+                "https://127.0.0.1:6443/clusters/root",
+                "https://127.0.0.1:6443",
+            ),
+            ("https://root:6443/", "https://root:6443"),
+            ("https://proxy/prefix/clusters/root", "https://proxy/prefix"),
+        ] {
+            assert_eq!(with_server(server).base_url(), base);
+        }
+    }
 }

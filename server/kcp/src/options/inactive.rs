@@ -30,7 +30,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "audit-webhook-truncate-max-event-size",
     "audit-webhook-version",
     // sharding, cache server, virtual workspaces, mounts
-    "cache-kubeconfig",
     "external-logical-cluster-admin-kubeconfig",
     "logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",

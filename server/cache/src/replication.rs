@@ -1,0 +1,440 @@
+//! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
+//! every shard pushes the objects others need to read (its `Shard`s, held by the root shard only,
+//! and its `WorkspaceType`s) into the cache under its own shard name, every logical cluster of it.
+//!
+//! Level-based, per resource: list the shard's objects and the cache's copies (this shard,
+//! `clusters/*`), make the cache equal (create what is missing, overwrite what differs, delete
+//! what the shard no longer has), then follow both sides: a local change is pushed at once, and
+//! a change in the cache that disagrees with the shard (another writer, a cache that lost data)
+//! is put right. When either stream ends or a write fails (a restart of the shard's store or of
+//! the cache server), it waits a moment and starts over with a full comparison, so nothing a
+//! restart missed stays wrong. Copies are the shard's objects as it serves them without
+//! `resourceVersion` (the cache has its own) and the key annotations.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_registry::storage::ObjectStore;
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
+use kcp_registry::store::RestStore;
+use kcp_storage::Revision;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{At, CacheClient, Listed, Resource, WatchEvent};
+use crate::keys::{self, SHARD_ANNOTATION};
+use crate::path::{CachePath, Cluster, Shard};
+
+/// How long to wait before starting over after a failure.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// The cache as replication writes it: over HTTPS ([`CacheClient`]) or in the same process
+/// ([`InProcessCache`]).
+pub trait CacheSide: Send + Sync + 'static {
+    /// This shard's copies of `resource`, every logical cluster.
+    fn list(
+        &self,
+        resource: &Resource,
+        shard: &str,
+    ) -> impl Future<Output = Result<Listed, ApiError>> + Send;
+    /// Changes of this shard's copies after `revision`.
+    fn watch(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        revision: Revision,
+    ) -> impl Future<Output = Result<BoxStream<'static, Result<WatchEvent, ApiError>>, ApiError>> + Send;
+    /// Creates the copy, or overwrites it when it exists.
+    fn put(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        cluster: &str,
+        object: &Value,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Deletes the copy (gone already is fine).
+    fn remove(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+}
+
+/// Which object: logical cluster, namespace, name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectId {
+    pub cluster: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectId {
+    fn of(object: &Value) -> Option<ObjectId> {
+        Some(ObjectId {
+            cluster: meta::annotations(object).remove(CLUSTER_ANNOTATION)?,
+            namespace: meta::namespace(object).map(str::to_owned),
+            name: meta::name(object)?.to_owned(),
+        })
+    }
+
+    fn at<'a>(&'a self, shard: &'a str) -> At<'a> {
+        At {
+            shard,
+            cluster: &self.cluster,
+            namespace: self.namespace.as_deref(),
+        }
+    }
+}
+
+/// An object as the comparison sees it: without `resourceVersion` and the shard annotation.
+fn comparable(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("resourceVersion");
+        if let Some(annotations) = metadata
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+        {
+            annotations.remove(SHARD_ANNOTATION);
+            if annotations.is_empty() {
+                metadata.remove("annotations");
+            }
+        }
+    }
+    object
+}
+
+/// One resource to replicate: where the shard keeps it and how the cache names it.
+#[derive(Debug, Clone)]
+pub struct Replicated {
+    /// `<etcd-prefix>/<group>/<resource>/` in the shard's store (every logical cluster).
+    pub local_prefix: String,
+    pub resource: Resource,
+}
+
+/// What every shard replicates: its `Shard`s (`core.kcp.io/v1alpha1`, root-only, so only the root
+/// shard has any) and its `WorkspaceType`s (`tenancy.kcp.io/v1alpha1`), where `store` keeps them.
+pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
+    let registry = store.registry();
+    let shards = ("core.kcp.io", "v1alpha1", "shards");
+    let workspace_types = ("tenancy.kcp.io", "v1alpha1", "workspacetypes");
+    [
+        (shards, registry.root_type(shards.0, shards.1, shards.2)),
+        (
+            workspace_types,
+            registry.builtin_type(workspace_types.0, workspace_types.1, workspace_types.2),
+        ),
+    ]
+    .into_iter()
+    .map(|((group, version, plural), rt)| {
+        let rt = rt.ok_or_else(|| {
+            ApiError::internal_error(&format!("{plural}.{group} is not registered"))
+        })?;
+        Ok(Replicated {
+            local_prefix: store.keys(&rt).all_clusters().to_owned(),
+            resource: Resource::new(group, version, plural),
+        })
+    })
+    .collect()
+}
+
+/// Keeps the cache's copies of `what` equal to the shard's objects until `stop`.
+pub async fn run<C: CacheSide>(
+    local: ObjectStore,
+    cache: C,
+    shard: String,
+    what: Replicated,
+    stop: CancellationToken,
+) {
+    let replica = Replica {
+        local,
+        cache,
+        shard,
+        what,
+    };
+    loop {
+        let outcome = tokio::select! {
+            _ = stop.cancelled() => return,
+            outcome = replica.sync_and_follow() => outcome,
+        };
+        if let Err(error) = outcome {
+            tracing::info!(
+                resource = %replica.what.resource.resource,
+                %error,
+                "replication to the cache starts over"
+            );
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(RETRY_AFTER) => {}
+        }
+    }
+}
+
+struct Replica<C> {
+    local: ObjectStore,
+    cache: C,
+    shard: String,
+    what: Replicated,
+}
+
+impl<C: CacheSide> Replica<C> {
+    /// One full comparison, then following both sides until one of them fails or ends.
+    async fn sync_and_follow(&self) -> Result<(), ApiError> {
+        let page = self
+            .local
+            .list(ListRequest::everything(&self.what.local_prefix), &|_| true)
+            .await?;
+        let mut local: BTreeMap<ObjectId, Value> = page
+            .items
+            .into_iter()
+            .filter_map(|object| Some((ObjectId::of(&object)?, comparable(&object))))
+            .collect();
+        let cached = self.cache.list(&self.what.resource, &self.shard).await?;
+        let mut copies: BTreeMap<ObjectId, Value> = cached
+            .items
+            .iter()
+            .filter_map(|object| Some((ObjectId::of(object)?, comparable(object))))
+            .collect();
+        for (id, object) in &local {
+            if copies.get(id) != Some(object) {
+                self.push(id, object).await?;
+            }
+        }
+        for id in copies.keys().filter(|id| !local.contains_key(*id)) {
+            self.cache
+                .remove(&self.what.resource, &self.shard, id)
+                .await?;
+        }
+        copies.clear();
+
+        let mut local_changes = self
+            .local
+            .watch_current(&self.what.local_prefix, page.revision + 1)
+            .await?;
+        let mut cache_changes = self
+            .cache
+            .watch(&self.what.resource, &self.shard, cached.revision)
+            .await?;
+        loop {
+            tokio::select! {
+                change = local_changes.next() => {
+                    let change = change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))??;
+                    let Some(id) = ObjectId::of(&change.object) else { continue };
+                    if change.kind == ChangeType::Deleted {
+                        local.remove(&id);
+                        self.cache.remove(&self.what.resource, &self.shard, &id).await?;
+                    } else {
+                        let object = comparable(&change.object);
+                        self.push(&id, &object).await?;
+                        local.insert(id, object);
+                    }
+                }
+                event = cache_changes.next() => {
+                    let event = event.ok_or_else(|| ApiError::service_unavailable("the cache's watch ended"))??;
+                    let Some(id) = ObjectId::of(&event.object) else { continue };
+                    let copy = (event.kind != ChangeType::Deleted.as_str()).then(|| comparable(&event.object));
+                    match (local.get(&id), copy) {
+                        (Some(object), copy) if copy.as_ref() != Some(object) => self.push(&id, object).await?,
+                        (None, Some(_)) => self.cache.remove(&self.what.resource, &self.shard, &id).await?,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn push(&self, id: &ObjectId, object: &Value) -> Result<(), ApiError> {
+        self.cache
+            .put(&self.what.resource, &self.shard, &id.cluster, object)
+            .await
+    }
+}
+
+impl CacheSide for CacheClient {
+    async fn list(&self, resource: &Resource, shard: &str) -> Result<Listed, ApiError> {
+        let at = At {
+            shard,
+            cluster: "*",
+            namespace: None,
+        };
+        CacheClient::list(self, resource, at, "").await
+    }
+
+    async fn watch(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        revision: Revision,
+    ) -> Result<BoxStream<'static, Result<WatchEvent, ApiError>>, ApiError> {
+        let at = At {
+            shard,
+            cluster: "*",
+            namespace: None,
+        };
+        CacheClient::watch(self, resource, at, Some(revision), "").await
+    }
+
+    async fn put(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        cluster: &str,
+        object: &Value,
+    ) -> Result<(), ApiError> {
+        let at = At {
+            shard,
+            cluster,
+            namespace: meta::namespace(object),
+        };
+        match self.create(resource, at, object).await {
+            Err(error) if error.code == 409 => self.update(resource, at, object).await.map(drop),
+            other => other.map(drop),
+        }
+    }
+
+    async fn remove(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        id: &ObjectId,
+    ) -> Result<(), ApiError> {
+        match self.delete(resource, id.at(shard), &id.name).await {
+            Err(error) if error.code == 404 => Ok(()),
+            other => other.map(drop),
+        }
+    }
+}
+
+/// The cache of the same process (the root shard's `/services/cache/`), written directly in its
+/// store with the cache's key layout.
+#[derive(Clone)]
+pub struct InProcessCache {
+    objects: ObjectStore,
+}
+
+impl InProcessCache {
+    pub fn new(service: &crate::CacheService) -> InProcessCache {
+        InProcessCache {
+            objects: service.objects().clone(),
+        }
+    }
+
+    fn path(
+        resource: &Resource,
+        shard: &str,
+        cluster: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Result<CachePath, ApiError> {
+        let cluster = match cluster {
+            None => Cluster::Wildcard,
+            Some(name) => Cluster::Named(
+                kcp_registry::LogicalClusterName::parse(name).ok_or_else(|| {
+                    ApiError::bad_request(&format!("invalid logical cluster name {name:?}"))
+                })?,
+            ),
+        };
+        Ok(CachePath {
+            shard: Shard::Named(shard.to_owned()),
+            cluster,
+            group: resource.group.clone(),
+            version: resource.version.clone(),
+            resource: resource.resource.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: None,
+        })
+    }
+
+    fn key(&self, path: &CachePath, shard: &str, cluster: &str, name: &str) -> String {
+        keys::object_key(self.objects.prefix(), path, shard, cluster, name)
+    }
+
+    fn what<'a>(
+        resource: &'a Resource,
+        name: &'a str,
+    ) -> kcp_registry::storage::objects::ObjectRef<'a> {
+        kcp_registry::storage::objects::ObjectRef {
+            group: &resource.group,
+            resource: &resource.resource,
+            name,
+        }
+    }
+}
+
+impl CacheSide for InProcessCache {
+    async fn list(&self, resource: &Resource, shard: &str) -> Result<Listed, ApiError> {
+        let path = Self::path(resource, shard, None, None)?;
+        let prefix = keys::list_prefix(self.objects.prefix(), &path);
+        let page = self
+            .objects
+            .list(ListRequest::everything(&prefix), &|_| true)
+            .await?;
+        Ok(Listed {
+            items: page.items,
+            revision: page.revision,
+        })
+    }
+
+    async fn watch(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        revision: Revision,
+    ) -> Result<BoxStream<'static, Result<WatchEvent, ApiError>>, ApiError> {
+        let path = Self::path(resource, shard, None, None)?;
+        let prefix = keys::list_prefix(self.objects.prefix(), &path);
+        let changes = self.objects.watch_current(&prefix, revision + 1).await?;
+        Ok(changes
+            .map(|change| {
+                change.map(|change| WatchEvent {
+                    kind: change.kind.as_str().to_owned(),
+                    object: change.object,
+                })
+            })
+            .boxed())
+    }
+
+    async fn put(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        cluster: &str,
+        object: &Value,
+    ) -> Result<(), ApiError> {
+        let path = Self::path(resource, shard, Some(cluster), meta::namespace(object))?;
+        let name = meta::name(object).unwrap_or_default();
+        let key = self.key(&path, shard, cluster, name);
+        let what = Self::what(resource, name);
+        match self.objects.get(&key, what).await? {
+            Some(current) => self
+                .objects
+                .update(&key, object, current.revision, what)
+                .await
+                .map(drop),
+            None => self.objects.create(&key, object, what).await.map(drop),
+        }
+    }
+
+    async fn remove(
+        &self,
+        resource: &Resource,
+        shard: &str,
+        id: &ObjectId,
+    ) -> Result<(), ApiError> {
+        let path = Self::path(resource, shard, Some(&id.cluster), id.namespace.as_deref())?;
+        let key = self.key(&path, shard, &id.cluster, &id.name);
+        match self
+            .objects
+            .delete(&key, None, Self::what(resource, &id.name))
+            .await
+        {
+            Err(error) if error.code == 404 => Ok(()),
+            other => other.map(drop),
+        }
+    }
+}
