@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::kubeconfig::{self, KubeconfigError};
-use crate::options::{CertKeyFiles, EtcdFlags, LoggingFlags, OptionsError, values};
+use crate::options::{CertKeyFiles, EtcdFlags, LoggingFlags, OptionsError, non_empty, values};
 use crate::pki::{self, PkiError, TransportOptions};
 
 /// How long in-flight requests may take after a shutdown signal.
@@ -58,9 +58,13 @@ pub struct CacheServerOptions {
     /// First segment of every storage key.
     #[arg(long, default_value = kcp_cache::keys::DEFAULT_PREFIX, help_heading = "Storage")]
     pub etcd_prefix: String,
-    /// Directory for generated files (store, certificates, cache.kubeconfig).
+    /// Directory for generated files (store, certificates, cache.kubeconfig); empty keeps
+    /// generated certificates in memory and writes no kubeconfig.
     #[arg(long, value_parser = values::path, default_value = ".kcp-cache", help_heading = "kcp")]
     pub root_directory: PathBuf,
+    /// Directory of the embedded store (upstream: of its embedded etcd); default --root-directory.
+    #[arg(long, value_parser = values::path, help_heading = "Storage")]
+    pub embedded_etcd_directory: Option<PathBuf>,
     #[command(flatten)]
     pub logging: LoggingFlags,
 }
@@ -70,12 +74,10 @@ pub struct CacheServerOptions {
 pub enum CacheServerError {
     #[error("--tls-cert-file and --tls-private-key-file must be given together")]
     HalfTlsPair,
-    #[error("--root-directory must not be empty")]
-    NoRootDirectory,
     #[error(transparent)]
     Storage(#[from] OptionsError),
-    #[error("creating --root-directory {path}: {source}")]
-    RootDirectory {
+    #[error("creating {path}: {source}")]
+    Directory {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -101,27 +103,35 @@ impl CacheServerOptions {
         if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
             return Err(CacheServerError::HalfTlsPair);
         }
-        if self.root_directory.as_os_str().is_empty() {
-            return Err(CacheServerError::NoRootDirectory);
-        }
         self.storage_config()?;
         Ok(())
     }
 
+    /// `--root-directory`, unless it is empty.
+    fn root_directory(&self) -> Option<PathBuf> {
+        non_empty(Some(&self.root_directory))
+    }
+
     fn storage_config(&self) -> Result<StorageConfig, OptionsError> {
-        self.etcd.storage_config(None, Some(&self.root_directory))
+        let directory = non_empty(self.embedded_etcd_directory.as_ref()).or(self.root_directory());
+        self.etcd.storage_config(None, directory.as_deref())
     }
 }
 
 /// Runs the cache server until SIGTERM or SIGINT.
 pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
     options.validate()?;
-    std::fs::create_dir_all(&options.root_directory).map_err(|source| {
-        CacheServerError::RootDirectory {
-            path: options.root_directory.clone(),
+    let storage_config = options.storage_config()?;
+    let store_directory = match &storage_config {
+        StorageConfig::Embedded { path } => path.parent().map(PathBuf::from),
+        StorageConfig::Etcd(_) => None,
+    };
+    for directory in options.root_directory().iter().chain(&store_directory) {
+        std::fs::create_dir_all(directory).map_err(|source| CacheServerError::Directory {
+            path: directory.clone(),
             source,
-        }
-    })?;
+        })?;
+    }
     let tls = options
         .tls_cert_file
         .clone()
@@ -131,7 +141,7 @@ pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
             key_file,
         });
     let transport = pki::transport(&TransportOptions {
-        root_directory: Some(&options.root_directory),
+        root_directory: options.root_directory().as_deref(),
         tls: tls.as_ref(),
         client_ca_file: options.client_ca_file.as_deref(),
         admin: true,
@@ -140,7 +150,6 @@ pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
         hosts: Vec::new(),
     })?;
     let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
-    let storage_config = options.storage_config()?;
     info!(storage = ?storage_config, prefix = %options.etcd_prefix, "starting the cache server");
     let storage = kcp_storage::open(&storage_config).await?;
     let stop_background = CancellationToken::new();
@@ -186,9 +195,9 @@ async fn serve(
     let port = listener
         .local_addr()
         .map_or(options.secure_port, |address| address.port());
-    if let Some(admin) = &transport.admin_client {
+    if let (Some(admin), Some(root)) = (&transport.admin_client, options.root_directory()) {
         kubeconfig::write_cache(
-            &options.root_directory.join(KUBECONFIG_FILE),
+            &root.join(KUBECONFIG_FILE),
             &transport.server_ca_pem,
             Some(admin),
             &kubeconfig::server_host(options.bind_address),

@@ -236,6 +236,36 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_server_takes_the_operators_flags() {
+        let parsed = |list: &[&str]| match parse(args(list)) {
+            Ok(Invocation::CacheServer(options)) => options,
+            other => panic!("{list:?}: {other:?}"),
+        };
+        // What kcp-operator renders for a CacheServer with its embedded store.
+        let options = parsed(&[
+            "/cache-server",
+            "--tls-cert-file=/etc/cache-server/tls/tls.crt",
+            "--tls-private-key-file=/etc/cache-server/tls/tls.key",
+            "--root-directory=",
+            "--client-ca-file=/etc/cache-server/ca/tls.crt",
+            "--embedded-etcd-directory=/var/lib/cache/etcd",
+            "--v=2",
+        ]);
+        options.validate().unwrap();
+        assert_eq!(options.logging.verbosity, 2);
+        let half = parsed(&["cache-server", "--tls-cert-file=/a"]);
+        assert!(half.validate().is_err());
+        let nowhere = parsed(&["cache-server", "--root-directory="]);
+        assert!(nowhere.validate().is_err());
+        let etcd = parsed(&[
+            "cache-server",
+            "--root-directory=",
+            "--etcd-servers=https://e:2379",
+        ]);
+        etcd.validate().unwrap();
+    }
+
+    #[test]
     fn start_options_prints_the_flags() {
         let Ok(Invocation::PrintStartFlags(text)) = parse(args(&["kcp", "start", "options"]))
         else {
