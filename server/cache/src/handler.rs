@@ -150,13 +150,6 @@ impl CacheService {
     }
 
     async fn create(&self, path: &CachePath, body: &[u8]) -> Result<Response<Body>, ApiError> {
-        if path.name.is_some() {
-            return Err(ApiError::method_not_supported(
-                &path.group,
-                &path.resource,
-                "POST",
-            ));
-        }
         let object = self.body_object(path, body)?;
         let name = meta::name(&object).unwrap_or_default().to_owned();
         let key = self.key(path, &name)?;

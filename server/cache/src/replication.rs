@@ -196,7 +196,7 @@ impl<C: CacheSide> Replica<C> {
             .filter_map(|object| Some((ObjectId::of(&object)?, comparable(&object))))
             .collect();
         let cached = self.cache.list(&self.what.resource, &self.shard).await?;
-        let mut copies: BTreeMap<ObjectId, Value> = cached
+        let copies: BTreeMap<ObjectId, Value> = cached
             .items
             .iter()
             .filter_map(|object| Some((ObjectId::of(object)?, comparable(object))))
@@ -211,7 +211,6 @@ impl<C: CacheSide> Replica<C> {
                 .remove(&self.what.resource, &self.shard, id)
                 .await?;
         }
-        copies.clear();
 
         let mut local_changes = self
             .local
