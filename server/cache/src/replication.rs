@@ -19,7 +19,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
+use kcp_registry::storage::objects::{
+    CLUSTER_ANNOTATION, ChangeType, ListRequest, strip_read_only,
+};
 use kcp_registry::store::RestStore;
 use kcp_storage::Revision;
 use serde_json::Value;
@@ -94,18 +96,7 @@ impl ObjectId {
 /// An object as the comparison sees it: without `resourceVersion` and the shard annotation.
 fn comparable(object: &Value) -> Value {
     let mut object = object.clone();
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("resourceVersion");
-        if let Some(annotations) = metadata
-            .get_mut("annotations")
-            .and_then(Value::as_object_mut)
-        {
-            annotations.remove(SHARD_ANNOTATION);
-            if annotations.is_empty() {
-                metadata.remove("annotations");
-            }
-        }
-    }
+    strip_read_only(&mut object, &[SHARD_ANNOTATION]);
     object
 }
 

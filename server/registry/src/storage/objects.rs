@@ -497,13 +497,23 @@ fn decode_change(
 /// key sets (the key is the truth).
 fn encode(layout: &Layout, object: &Value) -> Result<Bytes, ApiError> {
     let mut object = object.clone();
+    strip_read_only(&mut object, layout.annotations.names());
+    serde_json::to_vec(&object)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal_error(&format!("encoding object: {e}")))
+}
+
+/// Removes what reads add to an object: `resourceVersion` and the annotations `names` (and the
+/// annotations map when nothing is left in it). What storage keeps, and what two copies of an
+/// object are compared on.
+pub fn strip_read_only(object: &mut Value, names: &[&str]) {
     if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.remove("resourceVersion");
         if let Some(annotations) = metadata
             .get_mut("annotations")
             .and_then(Value::as_object_mut)
         {
-            for name in layout.annotations.names() {
+            for name in names {
                 annotations.remove(*name);
             }
             if annotations.is_empty() {
@@ -511,9 +521,6 @@ fn encode(layout: &Layout, object: &Value) -> Result<Bytes, ApiError> {
             }
         }
     }
-    serde_json::to_vec(&object)
-        .map(Bytes::from)
-        .map_err(|e| ApiError::internal_error(&format!("encoding object: {e}")))
 }
 
 fn decode(layout: &Layout, kv: &KeyValue, revision: Revision) -> Result<StoredObject, ApiError> {
