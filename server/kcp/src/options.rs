@@ -559,6 +559,9 @@ impl StartOptions {
             shard_virtual_workspace_url: self.shard_virtual_workspace_url,
             max_logical_clusters: self.max_logical_clusters,
             root_shard_kubeconfig_file: non_empty(self.root_shard_kubeconfig_file.as_ref()),
+            logical_cluster_admin_kubeconfig: non_empty(
+                self.logical_cluster_admin_kubeconfig.as_ref(),
+            ),
             external_hostname: self.external_hostname,
             batteries,
             etcd_prefix: self.etcd_prefix,
@@ -843,6 +846,9 @@ pub struct ValidatedOptions {
     pub max_logical_clusters: Option<u64>,
     /// `--root-shard-kubeconfig-file`: where a non-root shard registers (always set for one).
     pub root_shard_kubeconfig_file: Option<PathBuf>,
+    /// `--logical-cluster-admin-kubeconfig`: how the workspace scheduler reaches other shards
+    /// (`None`: it places workspaces on this shard only).
+    pub logical_cluster_admin_kubeconfig: Option<PathBuf>,
     /// `--external-hostname`, host only.
     pub external_hostname: Option<String>,
     /// `--batteries-included`, resolved.

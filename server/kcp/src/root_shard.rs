@@ -3,37 +3,24 @@
 //! themselves through the root shard's admin kubeconfig.
 //!
 //! The kubeconfig's context `shard-base` (upstream's name) is used when it has one, else its
-//! current context; a server URL ending in `/clusters/<name>` is taken back to the shard's base
-//! URL, and requests go to `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. Its CA and client
-//! certificate are used as kubectl would (embedded data or files); an answer other than success
-//! becomes an error carrying the root shard's status code and message.
+//! current context (see `shard_client`); requests go to
+//! `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. The same list is a non-root shard's
+//! directory of shards for the workspace scheduler, until the cache server replicates them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use futures::future::BoxFuture;
 use kcp_apimachinery::ApiError;
+use kcp_controllers::shard_directory::ShardDirectory;
 use kcp_controllers::shard_registration::ShardObjects;
-use kcp_kubeconfig::Kubeconfig;
 use serde_json::Value;
+
+use crate::shard_client::{self, ShardClient, ShardClientError};
 
 /// How often an update lost to a concurrent write is retried.
 const UPDATE_ATTEMPTS: usize = 5;
-
-/// Why the root shard's kubeconfig cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum RootShardError {
-    #[error("--root-shard-kubeconfig-file {path}: {source}")]
-    Kubeconfig {
-        path: PathBuf,
-        source: kcp_kubeconfig::KubeconfigError,
-    },
-    #[error("--root-shard-kubeconfig-file {path}: {source}")]
-    Context {
-        path: PathBuf,
-        source: kcp_kubeconfig::SelectError,
-    },
-    #[error("--root-shard-kubeconfig-file {path}: {message}")]
-    Client { path: PathBuf, message: String },
-}
+/// Who answers, in error messages.
+const WHO: &str = "the root shard";
 
 /// The root shard's `Shard`s, reached over HTTPS.
 pub struct RootShards {
@@ -41,87 +28,37 @@ pub struct RootShards {
     collection: String,
 }
 
-/// `server` without a trailing `/clusters/<name>`: the shard's base URL.
-fn base_url(server: &str) -> &str {
-    let server = server.trim_end_matches('/');
-    match server.rfind("/clusters/") {
-        Some(at) => &server[..at],
-        None => server,
-    }
-}
-
 impl RootShards {
-    pub fn from_kubeconfig(path: &Path) -> Result<RootShards, RootShardError> {
-        let kubeconfig = Kubeconfig::read(path).map_err(|source| RootShardError::Kubeconfig {
-            path: path.to_owned(),
-            source,
-        })?;
-        let context = kubeconfig.context("shard-base").map(|_| "shard-base");
-        let selected = kubeconfig
-            .select(context)
-            .map_err(|source| RootShardError::Context {
-                path: path.to_owned(),
-                source,
-            })?;
-        let dir = kcp_kubeconfig::dir_of(path);
-        let client_error = |message: String| RootShardError::Client {
-            path: path.to_owned(),
-            message,
-        };
-        let material = |result: Result<Option<Vec<u8>>, kcp_kubeconfig::KubeconfigError>| {
-            result.map_err(|source| RootShardError::Kubeconfig {
-                path: path.to_owned(),
-                source,
-            })
-        };
-        let mut builder = reqwest::Client::builder().use_rustls_tls();
-        if let Some(ca) = material(selected.cluster.ca_pem(dir))? {
-            let ca =
-                reqwest::Certificate::from_pem(&ca).map_err(|e| client_error(e.to_string()))?;
-            builder = builder.add_root_certificate(ca);
-        }
-        if let (Some(mut cert), Some(key)) = (
-            material(selected.user.client_certificate_pem(dir))?,
-            material(selected.user.client_key_pem(dir))?,
-        ) {
-            cert.push(b'\n');
-            cert.extend_from_slice(&key);
-            let identity =
-                reqwest::Identity::from_pem(&cert).map_err(|e| client_error(e.to_string()))?;
-            builder = builder.identity(identity);
-        }
-        let client = builder.build().map_err(|e| client_error(e.to_string()))?;
+    pub fn from_kubeconfig(path: &Path) -> Result<RootShards, ShardClientError> {
+        let client =
+            ShardClient::from_kubeconfig("root-shard-kubeconfig-file", path, "shard-base")?;
         Ok(RootShards {
-            client,
             collection: format!(
                 "{}/clusters/root/apis/{}/{}/{}",
-                base_url(selected.server()),
+                client.base_url(),
                 kcp_tenancy::shard::GROUP,
                 kcp_tenancy::shard::VERSION,
                 kcp_tenancy::shard::RESOURCE
             ),
+            client: client.http,
         })
     }
 
-    /// Sends a request; the JSON answer on success, else an error with the root shard's code.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, ApiError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ApiError::service_unavailable(&format!("the root shard: {e}")))?;
-        let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        if status.is_success() {
-            return Ok(body);
-        }
-        let message = body
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| status.canonical_reason().unwrap_or("error"));
-        let mut error = ApiError::internal_error(message);
-        error.code = status.as_u16();
-        error.message = format!("the root shard answered {}: {message}", status.as_u16());
-        Err(error)
+        shard_client::send(request, WHO).await
+    }
+}
+
+/// A non-root shard's [`ShardDirectory`]: the root shard's list of `Shard`s.
+impl ShardDirectory for RootShards {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
+        Box::pin(async move {
+            let list = self.send(self.client.get(&self.collection)).await?;
+            Ok(match list.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                _ => Vec::new(),
+            })
+        })
     }
 }
 
@@ -163,23 +100,5 @@ impl ShardObjects for RootShards {
             }
         }
         Err(last)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cluster_url_is_taken_back_to_the_base_url() {
-        assert_eq!(
-            base_url("https://127.0.0.1:6443/clusters/root"),
-            "https://127.0.0.1:6443"
-        );
-        assert_eq!(base_url("https://root:6443/"), "https://root:6443");
-        assert_eq!(
-            base_url("https://proxy/prefix/clusters/root"),
-            "https://proxy/prefix"
-        );
     }
 }

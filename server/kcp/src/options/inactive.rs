@@ -32,7 +32,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     // sharding, cache server, virtual workspaces, mounts
     "cache-kubeconfig",
     "external-logical-cluster-admin-kubeconfig",
-    "logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",
     "mount-proxy-client-key-file",
     "run-virtual-workspaces",
