@@ -8,9 +8,16 @@
 //! shards replicate their `Shard` through it. [`Shards`] keeps the last list, read again every
 //! [`REFRESH`], so that placing a workspace never waits for a request; a failed read keeps the
 //! previous list (a shard's liveness is judged from its heartbeat, which then only ages).
+//!
+//! A shard's `status.capacity` trails its logical clusters by up to a second, and the list by up
+//! to [`REFRESH`] more, so the placements this shard makes count against their shard for
+//! [`PLACED_COUNTS_FOR`] on top of what its `Shard` says: a burst of workspaces cannot overfill a
+//! shard whose capacity has not caught up (at worst a shard looks full a little early, and the
+//! workspace is looked at again).
 
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use kcp_apimachinery::ApiError;
@@ -22,6 +29,8 @@ use crate::shard_registration::STALE_AFTER;
 
 /// How often the list of shards is read again.
 pub const REFRESH: Duration = Duration::from_secs(1);
+/// How long a placement counts against its shard on top of the shard's reported capacity.
+pub const PLACED_COUNTS_FOR: Duration = Duration::from_secs(5);
 
 /// Where the `Shard` objects of `root` are read from.
 pub trait ShardDirectory: Send + Sync + 'static {
@@ -33,6 +42,8 @@ pub trait ShardDirectory: Send + Sync + 'static {
 #[derive(Default)]
 pub struct Shards {
     objects: RwLock<Arc<Vec<Value>>>,
+    /// When this shard last placed logical clusters, by shard.
+    placed: Mutex<HashMap<String, Vec<Instant>>>,
 }
 
 impl Shards {
@@ -40,11 +51,39 @@ impl Shards {
     pub fn candidates(&self) -> Vec<Candidate> {
         let now = jiff::Timestamp::now();
         let stale = i64::try_from(STALE_AFTER.as_secs()).unwrap_or(i64::MAX);
+        let placed = self.recent_placements();
         self.objects
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
             .filter_map(|shard| Candidate::of(shard, now, stale))
+            .map(|c| {
+                let count = placed.get(&c.name).copied().unwrap_or(0);
+                c.with_placed(count)
+            })
+            .collect()
+    }
+
+    /// Counts a logical cluster placed on `shard` now.
+    pub fn placed(&self, shard: &str) {
+        self.placed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(shard.to_string())
+            .or_default()
+            .push(Instant::now());
+    }
+
+    /// Placements younger than [`PLACED_COUNTS_FOR`], by shard (older ones are forgotten).
+    fn recent_placements(&self) -> HashMap<String, u64> {
+        let mut placed = self.placed.lock().unwrap_or_else(|p| p.into_inner());
+        placed.retain(|_, times| {
+            times.retain(|at| at.elapsed() < PLACED_COUNTS_FOR);
+            !times.is_empty()
+        });
+        placed
+            .iter()
+            .map(|(shard, times)| (shard.clone(), times.len() as u64))
             .collect()
     }
 
@@ -99,5 +138,22 @@ mod tests {
         assert!(shards.refresh(&failing).await.is_err());
         assert_eq!(shards.candidates().len(), 1);
         assert!(shards.candidate("b").is_none());
+    }
+
+    #[tokio::test]
+    async fn recent_placements_count_against_their_shard() {
+        let shards = Shards::default();
+        let full_soon = json!({"metadata": {"name": "a"},
+            "status": {"capacity": {"logicalClusters": 1, "maxLogicalClusters": 2},
+                "conditions": [{"type": "Ready", "status": "True",
+                    "lastHeartbeatTime": kcp_apimachinery::time::format_rfc3339(jiff::Timestamp::now())}]}});
+        shards.refresh(&Fixed(Ok(vec![full_soon]))).await.unwrap();
+        let pick = |shards: &Shards| {
+            kcp_tenancy::placement::choose(&shards.candidates(), None, |_| 0)
+                .map(|c| c.name.clone())
+        };
+        assert_eq!(pick(&shards).unwrap(), "a");
+        shards.placed("a");
+        assert!(pick(&shards).unwrap_err().all_full());
     }
 }

@@ -9,6 +9,7 @@
 //! JSON lines; an `ERROR` event such as `410 Gone` ends it with that code).
 
 use std::path::Path;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -20,6 +21,9 @@ use serde_json::Value;
 use crate::shard_client::{self, ShardClient, ShardClientError};
 
 const LOGICAL_CLUSTERS: &str = "apis/core.kcp.io/v1alpha1/logicalclusters";
+/// How long a request (not a watch) may take: a shard that hangs must not hold a scheduler
+/// worker; the pass is retried.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// LogicalClusters of other shards, with the logical-cluster-admin's credentials.
 pub struct LogicalClusterAdmin {
@@ -117,6 +121,7 @@ impl RemoteShards for LogicalClusterAdmin {
             let request = self
                 .http
                 .post(collection(base_url, cluster))
+                .timeout(REQUEST_TIMEOUT)
                 .json(logical_cluster);
             shard_client::send(request, &who(base_url)).await
         })
@@ -128,7 +133,10 @@ impl RemoteShards for LogicalClusterAdmin {
         cluster: &'a str,
     ) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
         Box::pin(async move {
-            let request = self.http.get(object(base_url, cluster));
+            let request = self
+                .http
+                .get(object(base_url, cluster))
+                .timeout(REQUEST_TIMEOUT);
             match shard_client::send(request, &who(base_url)).await {
                 Ok(found) => Ok(Some(found)),
                 Err(e) if e.code == 404 => Ok(None),
@@ -143,7 +151,10 @@ impl RemoteShards for LogicalClusterAdmin {
         cluster: &'a str,
     ) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            let request = self.http.delete(object(base_url, cluster));
+            let request = self
+                .http
+                .delete(object(base_url, cluster))
+                .timeout(REQUEST_TIMEOUT);
             match shard_client::send(request, &who(base_url)).await {
                 Err(e) if e.code != 404 => Err(e),
                 _ => Ok(()),
@@ -153,7 +164,10 @@ impl RemoteShards for LogicalClusterAdmin {
 
     fn list<'a>(&'a self, base_url: &'a str) -> BoxFuture<'a, Result<Listed, ApiError>> {
         Box::pin(async move {
-            let request = self.http.get(collection(base_url, "*"));
+            let request = self
+                .http
+                .get(collection(base_url, "*"))
+                .timeout(REQUEST_TIMEOUT);
             let list = shard_client::send(request, &who(base_url)).await?;
             let resource_version = list
                 .pointer("/metadata/resourceVersion")

@@ -83,6 +83,15 @@ impl Candidate {
         self
     }
 
+    /// The same shard with `count` more logical clusters than its `Shard` says (placements
+    /// made since, which its capacity may not show yet).
+    pub fn with_placed(mut self, count: u64) -> Candidate {
+        if let Some(capacity) = &mut self.capacity {
+            capacity.logical_clusters += count;
+        }
+        self
+    }
+
     /// Room left: `None` for a shard without a limit (or that has not said), which ranks first.
     fn headroom(&self) -> Option<u64> {
         self.capacity.and_then(|c| c.headroom())
@@ -414,6 +423,12 @@ mod tests {
             max_logical_clusters: Some(1),
         });
         assert!(choose(&[own], None, |_| 0).unwrap_err().all_full());
+        let placed_meanwhile = stale[0].clone().with_placed(1);
+        assert!(
+            choose(&[placed_meanwhile], None, |_| 0)
+                .unwrap_err()
+                .all_full()
+        );
     }
 
     #[test]

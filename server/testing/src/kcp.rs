@@ -103,7 +103,21 @@ impl KcpProcess {
     /// Runs `binary start --root-directory=<fresh dir> --secure-port=0 --bind-address=127.0.0.1`
     /// plus `flags`, and waits until the admin kubeconfig is written and `/readyz` answers 200.
     pub async fn start(binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
+        KcpProcess::start_prepared(binary, label, flags, |_| {}).await
+    }
+
+    /// Like [`Self::start`], with `prepare` called on the (still empty) root directory before
+    /// the process starts, e.g. to place CAs it then reuses instead of generating its own.
+    pub async fn start_prepared(
+        binary: &Path,
+        label: &str,
+        flags: &[String],
+        prepare: impl FnOnce(&Path),
+    ) -> KcpProcess {
         let dir = temp_dir(label);
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).expect("creating the root directory");
+        prepare(&root);
         let mut args = vec![
             "start".to_owned(),
             format!("--root-directory={}", dir.path().join("root").display()),
@@ -305,9 +319,22 @@ impl KcpProcess {
     /// the same flags on the same root directory. It picks a new port, so re-read [`Self::url`].
     pub async fn restart(&mut self) {
         self.stop_cleanly().await;
+        self.start_again().await;
+    }
+
+    /// SIGKILL by PID, as a crash: nothing is shut down gracefully.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+
+    /// Starts the stopped (or killed) server again with the same flags on the same root
+    /// directory and waits until it is ready.
+    pub async fn start_again(&mut self) {
         let kubeconfig = self.kubeconfig();
         // The file from the last run names the old port; wait for the new run to write its own.
-        std::fs::remove_file(&kubeconfig).expect("removing the previous admin kubeconfig");
+        if kubeconfig.exists() {
+            std::fs::remove_file(&kubeconfig).expect("removing the previous admin kubeconfig");
+        }
         self.process = spawn(&self.binary, &self.args, self.dir.path());
         self.admin = wait_ready(&mut self.process, &kubeconfig).await;
     }

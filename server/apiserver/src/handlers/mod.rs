@@ -7,6 +7,7 @@
 //! [`resource`], or an endpoint that is not an object.
 
 pub mod discovery;
+pub(crate) mod elsewhere;
 pub mod health;
 mod home;
 pub mod metrics;

@@ -134,7 +134,10 @@ impl Workspaces {
         let remote = peers.logical_clusters.remote();
         let base = &candidate.base_url;
         match remote.create(base, target.as_str(), &logical_cluster).await {
-            Ok(created) => peers.logical_clusters.record(shard, &created, false),
+            Ok(created) => {
+                peers.shards.placed(shard);
+                peers.logical_clusters.record(shard, &created, false)
+            }
             Err(e) if e.code == 409 => match remote.get(base, target.as_str()).await {
                 Ok(Some(existing)) if owned_by(&existing, current) => {
                     peers.logical_clusters.record(shard, &existing, false)
