@@ -22,6 +22,7 @@ mod resource_quota;
 mod runner;
 pub mod shard_directory;
 pub mod shard_registration;
+mod subscribers;
 pub mod tenancy_index;
 pub mod workspaces;
 

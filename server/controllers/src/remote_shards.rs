@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::shard_directory::Shards;
+use crate::subscribers::Subscribers;
 use crate::tenancy_index::TenancyIndex;
 
 /// How long a watch that ended waits before listing again.
@@ -98,7 +99,7 @@ pub struct RemoteLogicalClusters {
     known: RwLock<HashMap<Key, Arc<Value>>>,
     /// Shards with a watch running.
     watched: Mutex<HashSet<String>>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<Value>>>>,
+    subscribers: Subscribers<Value>,
     stop: CancellationToken,
 }
 
@@ -144,7 +145,7 @@ impl RemoteLogicalClusters {
             index,
             known: RwLock::default(),
             watched: Mutex::default(),
-            subscribers: Mutex::default(),
+            subscribers: Subscribers::default(),
             stop,
         }
     }
@@ -165,17 +166,7 @@ impl RemoteLogicalClusters {
     /// LogicalClusters as the cache records them, from now on (a removed one comes as its last
     /// known state). Ends when the cache is dropped.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Value>> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(sender);
-        receiver
-    }
-
-    fn notify(&self, logical_cluster: Arc<Value>) {
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
-        subscribers.retain(|s| s.send(logical_cluster.clone()).is_ok());
+        self.subscribers.subscribe()
     }
 
     /// Whether a Workspace on this shard owns `logical_cluster`.
@@ -214,7 +205,7 @@ impl RemoteLogicalClusters {
             }
         };
         if let Some(changed) = changed {
-            self.notify(changed);
+            self.subscribers.notify(changed);
         }
     }
 
@@ -231,7 +222,7 @@ impl RemoteLogicalClusters {
             stale.iter().filter_map(|key| known.remove(key)).collect()
         };
         for object in gone {
-            self.notify(object);
+            self.subscribers.notify(object);
         }
         for object in items {
             self.record(shard, object, false);

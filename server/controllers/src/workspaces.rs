@@ -155,17 +155,8 @@ fn recorded_shard(workspace: &Value) -> Option<String> {
 
 /// Records `shard` on a Workspace as upstream does: its name and the deprecated hash.
 fn record_shard(workspace: &mut Value, shard: &str) {
-    if let Some(annotations) = meta::metadata_mut(workspace)
-        .entry("annotations")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-    {
-        annotations.insert(SHARD_ANNOTATION.into(), json!(shard));
-        annotations.insert(
-            SHARD_HASH_ANNOTATION.into(),
-            json!(names::shard_hash(shard)),
-        );
-    }
+    meta::set_annotation(workspace, SHARD_ANNOTATION, shard);
+    meta::set_annotation(workspace, SHARD_HASH_ANNOTATION, &names::shard_hash(shard));
 }
 
 impl Controller for Workspaces {
@@ -431,11 +422,7 @@ impl Workspaces {
         }
         drop(placing);
         let mut scheduled = workspace.clone();
-        meta::metadata_mut(&mut scheduled)
-            .entry("annotations")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .map(|a| a.insert(SCHEDULED_CLUSTER_ANNOTATION.into(), json!(target)));
+        meta::set_annotation(&mut scheduled, SCHEDULED_CLUSTER_ANNOTATION, &target);
         if let Some(own) = self.own_name() {
             record_shard(&mut scheduled, own);
         }

@@ -6,7 +6,8 @@
 //! Workspaces created in root land on the shard with most headroom or the one their
 //! `spec.location.selector` picks, become Ready, carry that shard's URL, and hold objects
 //! created through the owning shard; root answers 429 with `Retry-After: 1` for a path whose
-//! logical cluster is on shard-1, 404 for an unknown one. Every shard full leaves a workspace
+//! logical cluster is on shard-1, 404 for an unknown one. A workspace nested in one on shard-1
+//! is scheduled by shard-1 to root, and deleting its parent deletes it across both shards. Every shard full leaves a workspace
 //! `WorkspaceScheduled=False` naming them. Deleting a workspace whose logical cluster is on
 //! shard-1 completes. A workspace created while its target shard is down (killed) converges to
 //! Ready with exactly one LogicalCluster once the shard is back.
@@ -268,7 +269,37 @@ async fn workspaces_are_placed_on_both_shards_and_reached_through_their_own() {
     let unknown_there = shard_1.get("/clusters/root:picked/api/v1/namespaces").await;
     assert_eq!(unknown_there.status, 404, "{}", unknown_there.text());
 
-    // Deleting a workspace whose logical cluster is on shard-1 completes there and here.
+    // A workspace nested in roomy, created through shard-1 (which owns roomy) and pinned to
+    // root: shard-1 schedules it to root, each shard serves the path it owns.
+    let nested = "/clusters/root:roomy/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    let created = shard_1
+        .send_json(
+            Method::POST,
+            nested,
+            &json!({"metadata": {"name": "child"},
+                "spec": {"location": {"selector": {"matchLabels": {"name": "root"}}}}}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let child = shard_1
+        .wait_for("child Ready", &format!("{nested}/child"), |r| {
+            r.status == 200 && r.json()["status"]["phase"] == "Ready"
+        })
+        .await
+        .json();
+    assert_eq!(
+        child["spec"]["URL"],
+        format!("{}/clusters/root:roomy:child", external_url(&root))
+    );
+    create_config_map(&root, "root:roomy:child", "deep").await;
+    let elsewhere = shard_1
+        .get("/clusters/root:roomy:child/api/v1/namespaces")
+        .await;
+    assert_eq!(elsewhere.status, 429, "{}", elsewhere.text());
+    assert_eq!(owned_logical_clusters(&root, "child").await.len(), 1);
+
+    // Deleting a workspace whose logical cluster is on shard-1 completes there and here, the
+    // child on root included.
     let deleted = root
         .send(
             Method::DELETE,
@@ -283,6 +314,16 @@ async fn workspaces_are_placed_on_both_shards_and_reached_through_their_own() {
     })
     .await;
     assert!(owned_logical_clusters(&shard_1, "roomy").await.is_empty());
+    PATIENCE
+        .eventually("child's LogicalCluster gone from root", || async {
+            let left = owned_logical_clusters(&root, "child").await;
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{left:?}"))
+            }
+        })
+        .await;
     let gone = shard_1
         .get("/clusters/root:roomy/api/v1/namespaces/default/configmaps/here")
         .await;
@@ -327,19 +368,16 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
     wait_capacity(&root, "shard-1", 2).await;
 
     create_workspace(&root, "third", None).await;
+    let third = format!("{WORKSPACES}/third");
     let waiting = root
-        .wait_for("third unschedulable", &format!("{WORKSPACES}/third"), |r| {
-            r.status == 200
-                && r.json()["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|all| all.iter().any(|c| c["type"] == "WorkspaceScheduled"))
-        })
-        .await
-        .json();
-    assert_eq!(waiting["status"]["phase"], "Scheduling", "{waiting}");
+        .wait_for_condition_status(&third, "WorkspaceScheduled", "False")
+        .await;
     let condition = &waiting["status"]["conditions"][0];
-    assert_eq!(condition["status"], "False", "{waiting}");
-    assert_eq!(condition["reason"], "Unschedulable", "{waiting}");
+    assert_eq!(
+        (&waiting["status"]["phase"], &condition["reason"]),
+        (&json!("Scheduling"), &json!("Unschedulable")),
+        "{waiting}"
+    );
     let message = condition["message"].as_str().unwrap();
     assert!(message.starts_with("no shard has room: "), "{message}");
     assert!(

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use kcp_apimachinery::labels::LabelSelector;
+use kcp_apimachinery::meta;
 use serde_json::Value;
 
 use crate::shard::{self, Capacity};
@@ -38,22 +39,9 @@ impl Candidate {
     /// Reads a `Shard` as seen at `now` (liveness: a heartbeat no older than
     /// `stale_after_seconds`); `None` for an object without a name.
     pub fn of(shard: &Value, now: jiff::Timestamp, stale_after_seconds: i64) -> Option<Candidate> {
-        let metadata = shard.get("metadata")?;
-        let name = metadata.get("name")?.as_str()?.to_string();
-        let labels = metadata
-            .get("labels")
-            .and_then(Value::as_object)
-            .map(|labels| {
-                labels
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let unschedulable = metadata
-            .get("annotations")
-            .and_then(|a| a.get(UNSCHEDULABLE_SHARD_ANNOTATION))
-            .is_some();
+        let name = meta::name(shard)?.to_string();
+        let labels = meta::labels(shard);
+        let unschedulable = meta::annotations(shard).contains_key(UNSCHEDULABLE_SHARD_ANNOTATION);
         let url = |field: &str| {
             shard
                 .pointer(&format!("/spec/{field}"))

@@ -230,7 +230,19 @@ impl KcpProcess {
     /// Waits until the object at `path` has the status condition `condition` with status `True`
     /// and returns the object.
     pub async fn wait_for_condition(&self, path: &str, condition: &str) -> Value {
-        let what = format!("condition {condition}");
+        self.wait_for_condition_status(path, condition, "True")
+            .await
+    }
+
+    /// Waits until the object at `path` has the status condition `condition` with status
+    /// `status` (`True`, `False`, `Unknown`) and returns the object.
+    pub async fn wait_for_condition_status(
+        &self,
+        path: &str,
+        condition: &str,
+        status: &str,
+    ) -> Value {
+        let what = format!("condition {condition}={status}");
         self.wait_for(&what, path, |response| {
             response.status == 200
                 && response.json()["status"]["conditions"]
@@ -238,7 +250,7 @@ impl KcpProcess {
                     .is_some_and(|conditions| {
                         conditions
                             .iter()
-                            .any(|c| c["type"] == condition && c["status"] == "True")
+                            .any(|c| c["type"] == condition && c["status"] == status)
                     })
         })
         .await

@@ -65,6 +65,13 @@ fn owned_by(logical_cluster: &Value, workspace: &Value) -> bool {
 }
 
 impl Workspaces {
+    /// The other shards, following `shard`'s LogicalClusters; the pass to return without them.
+    fn peers_for(&self, shard: &str) -> Result<&Peers, Pass> {
+        let peers = self.peers.as_ref().ok_or_else(|| without_peers(shard))?;
+        peers.logical_clusters.watch(shard);
+        Ok(peers)
+    }
+
     /// The shard `kcp_tenancy::placement` chooses for `workspace`, this shard's own capacity
     /// taken from its index (fresher than its `Shard`).
     pub(super) fn place(&self, peers: &Peers, workspace: &Value) -> Result<String, Unschedulable> {
@@ -92,11 +99,7 @@ impl Workspaces {
     ) -> Result<Pass, ApiError> {
         let mut placed = current.clone();
         record_shard(&mut placed, shard);
-        meta::metadata_mut(&mut placed)
-            .entry("annotations")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .map(|a| a.insert(SCHEDULED_CLUSTER_ANNOTATION.into(), json!(target.as_str())));
+        meta::set_annotation(&mut placed, SCHEDULED_CLUSTER_ANNOTATION, target.as_str());
         let mut finalizers = meta::finalizers(&placed);
         if !finalizers.iter().any(|f| f == LOGICAL_CLUSTER_FINALIZER) {
             finalizers.push(LOGICAL_CLUSTER_FINALIZER.to_string());
@@ -121,10 +124,10 @@ impl Workspaces {
         shard: &str,
         target: &LogicalClusterName,
     ) -> Result<Pass, ApiError> {
-        let Some(peers) = &self.peers else {
-            return Ok(without_peers(shard));
+        let peers = match self.peers_for(shard) {
+            Ok(peers) => peers,
+            Err(pass) => return Ok(pass),
         };
-        peers.logical_clusters.watch(shard);
         let Some(candidate) = peers.shards.candidate(shard) else {
             let why = format!("chosen shard {shard:?} does not exist anymore");
             return self.unschedulable(cluster, name, current, &why).await;
@@ -171,16 +174,11 @@ impl Workspaces {
         current: &Value,
     ) -> Result<Pass, ApiError> {
         let mut renamed = current.clone();
-        meta::metadata_mut(&mut renamed)
-            .entry("annotations")
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .map(|a| {
-                a.insert(
-                    SCHEDULED_CLUSTER_ANNOTATION.into(),
-                    json!(names::random_cluster_name()),
-                )
-            });
+        meta::set_annotation(
+            &mut renamed,
+            SCHEDULED_CLUSTER_ANNOTATION,
+            &names::random_cluster_name(),
+        );
         match self.update(cluster, name, renamed, None).await {
             Ok(_) => Ok(Pass::Again),
             Err(e) if e.code == 404 || e.code == 409 => Ok(Pass::Again),
@@ -197,10 +195,10 @@ impl Workspaces {
         shard: &str,
         target: &LogicalClusterName,
     ) -> Result<Pass, ApiError> {
-        let Some(peers) = &self.peers else {
-            return Ok(without_peers(shard));
+        let peers = match self.peers_for(shard) {
+            Ok(peers) => peers,
+            Err(pass) => return Ok(pass),
         };
-        peers.logical_clusters.watch(shard);
         let logical_cluster = peers.logical_clusters.get(shard, target);
         self.mirror(cluster, name, current, logical_cluster.as_deref())
             .await?;
@@ -223,10 +221,10 @@ impl Workspaces {
         shard: &str,
         target: &LogicalClusterName,
     ) -> Result<Pass, ApiError> {
-        let Some(peers) = &self.peers else {
-            return Ok(without_peers(shard));
+        let peers = match self.peers_for(shard) {
+            Ok(peers) => peers,
+            Err(pass) => return Ok(pass),
         };
-        peers.logical_clusters.watch(shard);
         let Some(candidate) = peers.shards.candidate(shard) else {
             let error = ApiError::service_unavailable("the shard is not in the list of shards");
             return Ok(waiting_for(shard, &error));
