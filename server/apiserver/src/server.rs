@@ -84,6 +84,9 @@ pub struct ServerConfig {
     /// How often the objects of every logical cluster are counted in storage
     /// (`--logical-cluster-object-count-scan-interval`).
     pub logical_cluster_object_count_scan_interval: Duration,
+    /// `--max-logical-clusters`: a full shard refuses LogicalClusters created through the API
+    /// (by other shards' schedulers) with 429.
+    pub max_logical_clusters: Option<u64>,
 }
 
 /// State shared by every request.
@@ -171,6 +174,7 @@ impl App {
             admission: &self.admission,
             shutdown: &self.shutdown,
             watch_caches: &self.watch_caches,
+            max_logical_clusters: self.config.max_logical_clusters,
         }
     }
 

@@ -479,8 +479,13 @@ impl Workspaces {
         if capacity.has_room() {
             return Ok(None);
         }
-        let why =
-            Unschedulable::NoneFits(vec![(registration.name.clone(), Skipped::Full(capacity))]);
+        let why = Unschedulable::NoneFits(vec![(
+            registration.name.clone(),
+            Skipped::Full {
+                capacity,
+                placed: 0,
+            },
+        )]);
         self.unschedulable(cluster, name, current, &why.to_string())
             .await
             .map(Some)

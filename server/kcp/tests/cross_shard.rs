@@ -342,7 +342,7 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
             &["--max-logical-clusters=2".to_owned()],
         )
         .await;
-    let _shard_1 = pki
+    let shard_1 = pki
         .start_shard(
             "cross-shard-full-1",
             "shard-1",
@@ -380,11 +380,52 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
     );
     let message = condition["message"].as_str().unwrap();
     assert!(message.starts_with("no shard has room: "), "{message}");
+    // Placements of the last seconds count against a shard until its capacity shows them; the
+    // message settles on the shards' own counts.
+    root.wait_for("the message names both full shards", &third, |r| {
+        let message = r.json()["status"]["conditions"][0]["message"].clone();
+        let message = message.as_str().unwrap_or_default();
+        message.contains("shard \"root\" is full (2 of 2 logical clusters, ")
+            && message.contains("shard \"shard-1\" is full (2 of 2 logical clusters, ")
+    })
+    .await;
+
+    // A full shard refuses a new LogicalCluster from another shard's scheduler (one whose view
+    // of its capacity had not caught up) with 429; an existing one is still a conflict, so a
+    // retry learns it exists.
+    let refused = shard_1
+        .send_json(
+            Method::POST,
+            &format!("/clusters/latecomer/{LOGICAL_CLUSTERS}"),
+            &json!({"metadata": {"name": "cluster"}}),
+        )
+        .await;
+    assert_eq!(refused.status, 429, "{}", refused.text());
     assert!(
-        message.contains("shard \"root\" is full (2 of 2")
-            && message.contains("shard \"shard-1\" is full (2 of 2"),
-        "{message}"
+        refused.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("this shard is full (2 of 2 logical clusters"),
+        "{}",
+        refused.text()
     );
+    let placed = owned_logical_clusters(&shard_1, "first")
+        .await
+        .into_iter()
+        .chain(owned_logical_clusters(&shard_1, "second").await)
+        .next()
+        .unwrap();
+    let existing = placed["metadata"]["annotations"]["kcp.io/cluster"]
+        .as_str()
+        .unwrap();
+    let again = shard_1
+        .send_json(
+            Method::POST,
+            &format!("/clusters/{existing}/{LOGICAL_CLUSTERS}"),
+            &json!({"metadata": {"name": "cluster"}}),
+        )
+        .await;
+    assert_eq!(again.status, 409, "{}", again.text());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -29,6 +29,8 @@ pub struct Candidate {
     live: bool,
     /// `None`: the shard has not reported its capacity yet.
     capacity: Option<Capacity>,
+    /// Placed on it lately, which `capacity` may not show yet.
+    placed: u64,
     /// `spec.baseURL`: where other shards reach it.
     pub base_url: String,
     /// `spec.externalURL`: what `Workspace.spec.URL` starts with.
@@ -60,6 +62,7 @@ impl Candidate {
             unschedulable,
             live: shard::is_live(shard, now, stale_after_seconds),
             capacity: Capacity::of(shard),
+            placed: 0,
             base_url,
             external_url,
         })
@@ -68,25 +71,26 @@ impl Candidate {
     /// The same shard with `capacity` (a shard knows its own count better than its `Shard`).
     pub fn with_capacity(mut self, capacity: Capacity) -> Candidate {
         self.capacity = Some(capacity);
+        self.placed = 0;
         self
     }
 
-    /// The same shard with `count` more logical clusters than its `Shard` says (placements
-    /// made since, which its capacity may not show yet).
+    /// The same shard with `count` logical clusters placed on it lately, which its `Shard` may
+    /// not show yet: they count against its room.
     pub fn with_placed(mut self, count: u64) -> Candidate {
-        if let Some(capacity) = &mut self.capacity {
-            capacity.logical_clusters += count;
-        }
+        self.placed = count;
         self
     }
 
     /// Room left: `None` for a shard without a limit (or that has not said), which ranks first.
     fn headroom(&self) -> Option<u64> {
-        self.capacity.and_then(|c| c.headroom())
+        self.capacity
+            .and_then(|c| c.headroom())
+            .map(|room| room.saturating_sub(self.placed))
     }
 
     fn has_room(&self) -> bool {
-        self.capacity.is_none_or(|c| c.has_room())
+        self.headroom().is_none_or(|room| room > 0)
     }
 }
 
@@ -97,7 +101,8 @@ pub enum Skipped {
     Unschedulable,
     /// No fresh `Ready` heartbeat.
     NotReady,
-    Full(Capacity),
+    /// No room by its capacity and what was `placed` on it lately.
+    Full { capacity: Capacity, placed: u64 },
 }
 
 /// Why no shard takes a workspace now.
@@ -115,7 +120,7 @@ impl Unschedulable {
     /// Whether every shard that was passed over is full: room comes back by deletions alone.
     pub fn all_full(&self) -> bool {
         matches!(self, Unschedulable::NoneFits(skipped)
-            if skipped.iter().all(|(_, why)| matches!(why, Skipped::Full(_))))
+            if skipped.iter().all(|(_, why)| matches!(why, Skipped::Full { .. })))
     }
 }
 
@@ -126,13 +131,18 @@ impl fmt::Display for Skipped {
                 write!(f, "is unschedulable ({UNSCHEDULABLE_SHARD_ANNOTATION})")
             }
             Skipped::NotReady => f.write_str("is not ready (no recent heartbeat)"),
-            Skipped::Full(capacity) => {
+            Skipped::Full { capacity, placed } => {
                 let limit = capacity
                     .max_logical_clusters
                     .map_or_else(|| "unlimited".to_string(), |max| max.to_string());
+                let lately = if *placed > 0 {
+                    format!(" and {placed} placed in the last seconds")
+                } else {
+                    String::new()
+                };
                 write!(
                     f,
-                    "is full ({} of {limit} logical clusters, --max-logical-clusters)",
+                    "is full ({} of {limit} logical clusters{lately}, --max-logical-clusters)",
                     capacity.logical_clusters
                 )
             }
@@ -190,7 +200,10 @@ pub fn choose<'a>(
         } else if !candidate.live {
             Some(Skipped::NotReady)
         } else if !candidate.has_room() {
-            candidate.capacity.map(Skipped::Full)
+            candidate.capacity.map(|capacity| Skipped::Full {
+                capacity,
+                placed: candidate.placed,
+            })
         } else {
             None
         };

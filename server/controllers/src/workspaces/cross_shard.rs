@@ -13,6 +13,10 @@
 //! with exactly one (kcp #4054). A LogicalCluster that exists already is ours when its owner is
 //! this Workspace; another owner's gets a fresh random name, as upstream.
 //!
+//! A shard that refuses the LogicalCluster because it is full (429: its capacity had not caught
+//! up when this shard placed the workspace) has the choice forgotten, and the workspace is
+//! placed again.
+//!
 //! A LogicalCluster not seen yet (the watch is starting or catching up) is never taken as gone:
 //! the Workspace keeps its phase and is looked at again (kcp PR #3858). Deletion deletes the
 //! remote LogicalCluster and drops the finalizer once that shard says it is gone.
@@ -24,7 +28,10 @@ use kcp_registry::LogicalClusterName;
 use kcp_tenancy::Phase;
 use kcp_tenancy::names;
 use kcp_tenancy::placement::{self, Unschedulable};
-use kcp_tenancy::workspace::{self, LOGICAL_CLUSTER_FINALIZER, SCHEDULED_CLUSTER_ANNOTATION};
+use kcp_tenancy::workspace::{
+    self, LOGICAL_CLUSTER_FINALIZER, SCHEDULED_CLUSTER_ANNOTATION, SHARD_ANNOTATION,
+    SHARD_HASH_ANNOTATION,
+};
 use serde_json::{Value, json};
 
 use super::{Peers, Workspaces, record_shard};
@@ -151,6 +158,10 @@ impl Workspaces {
                 Err(e) => return Err(e),
             },
             Err(e) if unreachable(&e) => return Ok(waiting_for(shard, &e)),
+            Err(e) if e.code == 429 => {
+                peers.shards.placed(shard);
+                return self.unplace(cluster, name, current, shard, &e).await;
+            }
             Err(e) => return Err(e),
         }
         let mut scheduled = current.clone();
@@ -163,6 +174,28 @@ impl Workspaces {
             Err(e) => return Err(e),
         };
         self.scheduled(cluster, name, scheduled).await
+    }
+
+    /// The chosen shard refused the LogicalCluster because it is full: forgets the choice (the
+    /// cluster name stays), so the next pass places the workspace again; the refusal counts
+    /// against that shard for a while, as a placement does.
+    async fn unplace(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+        current: &Value,
+        shard: &str,
+        refusal: &ApiError,
+    ) -> Result<Pass, ApiError> {
+        tracing::info!(%shard, error = %refusal, "shard refused a logical cluster, placing again");
+        let mut unplaced = current.clone();
+        meta::remove_annotation(&mut unplaced, SHARD_ANNOTATION);
+        meta::remove_annotation(&mut unplaced, SHARD_HASH_ANNOTATION);
+        match self.update(cluster, name, unplaced, None).await {
+            Ok(_) => Ok(Pass::Done),
+            Err(e) if e.code == 404 || e.code == 409 => Ok(Pass::Again),
+            Err(e) => Err(e),
+        }
     }
 
     /// The logical cluster name is taken by another owner's LogicalCluster: records a fresh
