@@ -87,6 +87,8 @@ pub struct ServerConfig {
     /// `--max-logical-clusters`: a full shard refuses LogicalClusters created through the API
     /// (by other shards' schedulers) with 429.
     pub max_logical_clusters: Option<u64>,
+    /// `--shard-name`: a Workspace scheduled to another shard makes its path answer 429 here.
+    pub shard_name: String,
 }
 
 /// State shared by every request.
@@ -239,7 +241,10 @@ impl App {
             // Upstream answers an unknown workspace path as a missing workspace named by the
             // path, and one whose logical cluster is on another shard with 429.
             Err(ClusterPathError::NotFound(p)) if !p.starts_with('/') => {
-                return match elsewhere::on_another_shard(&self.store, &self.tenancy, &p).await {
+                let shard = &self.config.shard_name;
+                return match elsewhere::on_another_shard(&self.store, &self.tenancy, shard, &p)
+                    .await
+                {
                     Some(answer) => Ok(answer),
                     None => Err(ApiError::not_found(
                         kcp_tenancy::workspace::GROUP,

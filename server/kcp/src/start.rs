@@ -107,6 +107,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         logical_cluster_object_count_scan_interval: options
             .logical_cluster_object_count_scan_interval,
         max_logical_clusters: options.max_logical_clusters,
+        shard_name: options.shard_name.clone(),
     };
     let server = ApiServer::bind(config, authentication, storage.clone()).await?;
     let port = server

@@ -5,10 +5,12 @@
 //!
 //! Looked at only when a path misses the tenancy index (paths that resolve here cost nothing):
 //! the parent path must resolve on this shard, and its logical cluster must hold the Workspace
-//! named by the last segment, scheduled (`spec.cluster` set) to a logical cluster this shard does
-//! not have. Deeper paths below such a workspace stay 404, as upstream's index walk stops there.
+//! named by the last segment, scheduled (`spec.cluster` set) to another shard
+//! (`core.kcp.io/shard`). Deeper paths below such a workspace stay 404, as upstream's index walk
+//! stops there; so does a workspace of this shard whose logical cluster is being deleted.
 
 use http::{HeaderValue, Response, header};
+use kcp_apimachinery::meta;
 use kcp_controllers::TenancyIndex;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::store::{Location, RestStore};
@@ -24,6 +26,7 @@ const BODY: &str = "Not found on this shard\n";
 pub(crate) async fn on_another_shard(
     store: &RestStore,
     tenancy: &TenancyIndex,
+    this_shard: &str,
     path: &str,
 ) -> Option<Response<Body>> {
     let path = Path::parse(path).ok()?;
@@ -41,7 +44,8 @@ pub(crate) async fn on_another_shard(
         .pointer("/spec/cluster")
         .and_then(Value::as_str)
         .and_then(LogicalClusterName::parse)?;
-    if tenancy.logical_cluster(&cluster).is_some() {
+    let shard = meta::annotations(&found).remove(workspace::SHARD_ANNOTATION)?;
+    if shard == this_shard || tenancy.logical_cluster(&cluster).is_some() {
         return None;
     }
     let mut answer = response::text(429, BODY);
