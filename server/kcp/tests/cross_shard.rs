@@ -10,7 +10,8 @@
 //! is scheduled by shard-1 to root, and deleting its parent deletes it across both shards. Every shard full leaves a workspace
 //! `WorkspaceScheduled=False` naming them. Deleting a workspace whose logical cluster is on
 //! shard-1 completes. A workspace created while its target shard is down (killed) converges to
-//! Ready with exactly one LogicalCluster once the shard is back.
+//! Ready with exactly one LogicalCluster once the shard is back. A shard that refuses the
+//! scheduler's credentials is named on the Workspace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,11 @@ const CA_FILES: [&str; 4] = ["ca.crt", "ca.key", "client-ca.crt", "client-ca.key
 
 impl SharedPki {
     fn generate() -> SharedPki {
+        SharedPki::with_scheduler_groups(&["system:masters"])
+    }
+
+    /// A PKI whose logical-cluster-admin is in `groups`.
+    fn with_scheduler_groups(groups: &[&str]) -> SharedPki {
         let dir = temp_dir("cross-shard-pki");
         let (server_ca, server_key) = self_signed_ca_pem("kcp-server-ca");
         let (client_ca, client_key) = self_signed_ca_pem("kcp-client-ca");
@@ -55,7 +61,7 @@ impl SharedPki {
             &dir.path().join("client-ca.crt"),
             &dir.path().join("client-ca.key"),
         );
-        let admin = clients.client("logical-cluster-admin", &["system:masters"]);
+        let admin = clients.client("logical-cluster-admin", groups);
         // The server is not used: each shard is reached at its Shard's baseURL.
         write_kubeconfig(
             &dir.path().join("logical-cluster-admin.kubeconfig"),
@@ -476,4 +482,47 @@ async fn a_workspace_scheduled_to_a_shard_that_is_down_converges_when_it_returns
     let created = owned_logical_clusters(&shard_1, "patient").await;
     assert_eq!(created.len(), 1, "{created:?}");
     create_config_map(&shard_1, "root:patient", "after").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shard_refusing_the_scheduler_is_named_on_the_workspace() {
+    // The scheduler's credentials are signed by the right CA but in no privileged group.
+    let pki = SharedPki::with_scheduler_groups(&[]);
+    let root = pki.start("cross-shard-refused-root", &[]).await;
+    let _shard_1 = pki
+        .start_shard("cross-shard-refused-1", "shard-1", &root, &[])
+        .await;
+    create_workspace(&root, "refused", on_shard("shard-1")).await;
+    let path = format!("{WORKSPACES}/refused");
+    let waiting = root
+        .wait_for("the refusal on the workspace", &path, |r| {
+            r.json()["status"]["conditions"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("refused"))
+        })
+        .await
+        .json();
+    let condition = &waiting["status"]["conditions"][0];
+    assert_eq!(
+        (
+            &condition["type"],
+            &condition["status"],
+            &waiting["status"]["phase"]
+        ),
+        (
+            &json!("WorkspaceScheduled"),
+            &json!("False"),
+            &json!("Scheduling")
+        ),
+        "{waiting}"
+    );
+    let message = condition["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("shard \"shard-1\" refused the LogicalCluster: shard https://")
+            && message.contains("answered 403"),
+        "{message}"
+    );
+    // Workspaces this shard takes itself do not need those credentials.
+    create_workspace(&root, "local", on_shard("root")).await;
+    wait_ready(&root, "local").await;
 }

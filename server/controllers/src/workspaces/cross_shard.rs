@@ -47,8 +47,9 @@ fn unreachable(error: &ApiError) -> bool {
     matches!(error.code, 502..=504)
 }
 
+/// Looks again after a while at a Workspace whose shard could not be reached (or refused).
 fn waiting_for(shard: &str, error: &ApiError) -> Pass {
-    tracing::info!(%shard, %error, "shard unreachable, retrying");
+    tracing::info!(%shard, %error, "shard unreachable or refusing, retrying");
     Pass::After(UNREACHABLE_RETRY_AFTER)
 }
 
@@ -154,15 +155,20 @@ impl Workspaces {
                 }
                 Ok(Some(_)) => return self.rename_cluster(cluster, name, current).await,
                 Ok(None) => return Ok(Pass::Again),
-                Err(e) if unreachable(&e) => return Ok(waiting_for(shard, &e)),
-                Err(e) => return Err(e),
+                Err(e) => return Ok(waiting_for(shard, &e)),
             },
             Err(e) if unreachable(&e) => return Ok(waiting_for(shard, &e)),
             Err(e) if e.code == 429 => {
                 peers.shards.placed(shard);
                 return self.unplace(cluster, name, current, shard, &e).await;
             }
-            Err(e) => return Err(e),
+            // Refused for another reason (e.g. credentials it does not accept): the Workspace
+            // says so, and is looked at again later.
+            Err(e) => {
+                tracing::warn!(%shard, error = %e, "shard refused a logical cluster");
+                let why = format!("shard {shard:?} refused the LogicalCluster: {}", e.message);
+                return self.unschedulable(cluster, name, current, &why).await;
+            }
         }
         let mut scheduled = current.clone();
         scheduled["spec"]["cluster"] = json!(target.as_str());
@@ -279,8 +285,7 @@ impl Workspaces {
                     .await?;
                 Ok(Pass::Done)
             }
-            Err(e) if unreachable(&e) => Ok(waiting_for(shard, &e)),
-            Err(e) => Err(e),
+            Err(e) => Ok(waiting_for(shard, &e)),
         }
     }
 }
