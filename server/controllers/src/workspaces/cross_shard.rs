@@ -17,8 +17,9 @@
 //! up when this shard placed the workspace) has the choice forgotten, and the workspace is
 //! placed again.
 //!
-//! A LogicalCluster not seen yet (the watch is starting or catching up) is never taken as gone:
-//! the Workspace keeps its phase and is looked at again (kcp PR #3858). Deletion deletes the
+//! A LogicalCluster not seen yet (the watch is starting or catching up) is read from its shard;
+//! a NotFound is never taken as gone: the Workspace keeps its phase and is looked at again
+//! (kcp PR #3858). Deletion deletes the
 //! remote LogicalCluster and drops the finalizer once that shard says it is gone.
 
 use std::time::Duration;
@@ -238,13 +239,34 @@ impl Workspaces {
             Ok(peers) => peers,
             Err(pass) => return Ok(pass),
         };
-        let logical_cluster = peers.logical_clusters.get(shard, target);
-        self.mirror(cluster, name, current, logical_cluster.as_deref())
-            .await?;
         let unconfirmed = matches!(
             Phase::of(current),
             None | Some(Phase::Scheduling | Phase::Initializing)
         );
+        let mut logical_cluster = peers.logical_clusters.get(shard, target);
+        if logical_cluster.is_none() && unconfirmed {
+            // Not seen by the watch yet (it is starting, catching up, or cannot follow that
+            // shard): the shard itself says; a NotFound only means "not yet", never "gone".
+            let base_url = peers.shards.candidate(shard).map(|c| c.base_url);
+            let Some(base_url) = base_url else {
+                return Ok(Pass::After(UNCONFIRMED_RETRY_AFTER));
+            };
+            match peers
+                .logical_clusters
+                .remote()
+                .get(&base_url, target.as_str())
+                .await
+            {
+                Ok(Some(found)) => {
+                    peers.logical_clusters.record(shard, &found, false);
+                    logical_cluster = peers.logical_clusters.get(shard, target);
+                }
+                Ok(None) => return Ok(Pass::After(UNCONFIRMED_RETRY_AFTER)),
+                Err(e) => return Ok(waiting_for(shard, &e)),
+            }
+        }
+        self.mirror(cluster, name, current, logical_cluster.as_deref())
+            .await?;
         if logical_cluster.is_none() && unconfirmed {
             return Ok(Pass::After(UNCONFIRMED_RETRY_AFTER));
         }
