@@ -10,4 +10,5 @@ pub mod options;
 pub mod pki;
 mod private_file;
 mod root_shard;
+pub mod sharded;
 pub mod start;
