@@ -142,10 +142,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
     }
 }
 
-/// Whether this build runs `component` (`kcp sharded` starts it from this same executable).
-pub fn is_built(component: Component) -> bool {
-    let program = OsString::from(component.program());
-    !matches!(parse(vec![program]), Ok(Invocation::NotBuilt(_)))
+/// Whether this build runs the component upstream images start as `program` (`kcp sharded`
+/// starts its components from this same executable).
+pub fn builds(program: &str) -> bool {
+    !matches!(
+        parse(vec![OsString::from(program)]),
+        Ok(Invocation::NotBuilt(_))
+    )
 }
 
 #[cfg(test)]
@@ -223,6 +226,11 @@ mod tests {
         assert_eq!(exit_code(&["kcp", "start", "--secure-port=70000"]), 2);
         assert_eq!(exit_code(&["kcp", "start", "--help"]), 0);
         assert_eq!(exit_code(&["kcp", "--version"]), 0);
+    }
+
+    #[test]
+    fn a_component_that_is_not_built_is_known_as_such() {
+        assert!(!builds("kcp-front-proxy"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::cli::{self, Component};
+use crate::cli;
 use crate::kubeconfig::{self, KubeconfigError};
 use crate::pki::PkiError;
 use crate::pki::shared::{self, SharedPki};
@@ -176,7 +176,7 @@ async fn start_cache(
     program: &Path,
     cache: &Process,
 ) -> Result<bool, ShardedError> {
-    if !cli::is_built(Component::CacheServer) {
+    if !cli::builds(plan::CACHE_SERVER_COMMAND) {
         eprintln!("warning: the cache server is NOT started: {NO_CACHE_SERVER}");
         return Ok(false);
     }

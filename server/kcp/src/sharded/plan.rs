@@ -33,6 +33,8 @@ pub const BIND_ADDRESS: &str = "127.0.0.1";
 pub const ROOT: &str = "root";
 /// The cache server's name: its directory, log and kubeconfig are named after it.
 pub const CACHE: &str = "cache";
+/// The cache server's subcommand, also its program name in upstream images.
+pub const CACHE_SERVER_COMMAND: &str = "cache-server";
 /// The file people use: one context per shard.
 pub const ADMIN_KUBECONFIG: &str = "admin.kubeconfig";
 
@@ -186,7 +188,7 @@ impl Plan {
         };
         let log = |name: &str| dir.join(format!("{name}.log"));
 
-        let mut cache_args = vec![OsString::from("cache-server")];
+        let mut cache_args = vec![OsString::from(CACHE_SERVER_COMMAND)];
         cache_args.extend(serving(CACHE, layout.ports.cache));
         cache_args.extend(storage(format!("/{CACHE}")));
         let mut processes = vec![Process {

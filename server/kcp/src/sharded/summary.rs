@@ -41,7 +41,7 @@ pub fn render(rows: &[Row<'_>], admin_kubeconfig: &Path, shards: &[&str], missin
     for shard in shards.iter().skip(1) {
         let _ = writeln!(text, "  kubectl --context {shard} get --raw /readyz");
     }
-    let _ = writeln!(text, "  kubectl ws create demo --enter");
+    let _ = writeln!(text, "  kubectl get workspaces");
     let _ = writeln!(
         text,
         "stop with Ctrl-C or SIGTERM to pid {}: every process is stopped with it",
