@@ -62,6 +62,11 @@ pub enum ShardedError {
     },
     #[error(transparent)]
     File(#[from] PrivateFileError),
+    #[error("removing the last run's {}: {source}", path.display())]
+    RemoveStale {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("picking free ports: {0}")]
     Ports(std::io::Error),
     #[error(transparent)]
@@ -114,9 +119,7 @@ pub async fn run(options: ShardedOptions) -> Result<(), ShardedError> {
         () = &mut signal => None,
     };
     let outcome = match started {
-        Some(Ok(cache_started)) => {
-            serve(&mut supervisor, &plan, &pki, cache_started, &mut signal).await
-        }
+        Some(Ok(())) => serve(&mut supervisor, &plan, &pki, &mut signal).await,
         Some(Err(err)) => Err(err),
         // Stopped while starting: what started is stopped below, as on any signal.
         None => Ok(()),
@@ -132,11 +135,10 @@ async fn serve(
     supervisor: &mut Supervisor,
     plan: &Plan,
     pki: &SharedPki,
-    cache_started: bool,
     signal: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<(), ShardedError> {
     write_kubeconfig(&plan.admin_kubeconfig, pki)?;
-    print!("{}", render_summary(supervisor, plan, cache_started));
+    print!("{}", render_summary(supervisor, plan));
     tokio::select! {
         exited = supervisor.watch() => Err(exited.into()),
         () = signal => Ok(()),
@@ -144,17 +146,16 @@ async fn serve(
 }
 
 /// Starts the cache server, then the root shard, then the other shards, each step once the
-/// previous one is ready. `Ok(false)`: the cache server is not part of this build.
+/// previous one is ready.
 async fn start_all(
     supervisor: &mut Supervisor,
     program: &Path,
     plan: &Plan,
-) -> Result<bool, ShardedError> {
-    let mut cache_started = false;
+) -> Result<(), ShardedError> {
     let mut shards = Vec::new();
     for process in &plan.processes {
         match process.role {
-            Role::Cache => cache_started = start_cache(supervisor, program, process).await?,
+            Role::Cache => start_cache(supervisor, program, process).await?,
             Role::Shard => shards.push(process),
         }
     }
@@ -165,27 +166,27 @@ async fn start_all(
         supervisor.spawn(program, shard)?;
     }
     supervisor.wait_ready().await?;
-    Ok(cache_started)
+    Ok(())
 }
 
-/// Starts the standalone cache server and waits until it is ready; `Ok(false)` when this build
-/// has no cache server, which is said on stderr (the shards still start: they are given its
-/// kubeconfig, but do not depend on it yet).
+/// Starts the standalone cache server and waits until it is ready. A build without one says so
+/// on stderr (and the summary shows it not started); the shards still start: they are given its
+/// kubeconfig, but do not depend on it yet.
 async fn start_cache(
     supervisor: &mut Supervisor,
     program: &Path,
     cache: &Process,
-) -> Result<bool, ShardedError> {
+) -> Result<(), ShardedError> {
     if !cli::builds(plan::CACHE_SERVER_COMMAND) {
         eprintln!("warning: the cache server is NOT started: {NO_CACHE_SERVER}");
-        return Ok(false);
+        return Ok(());
     }
     supervisor.spawn(program, cache)?;
     supervisor.wait_ready().await?;
-    Ok(true)
+    Ok(())
 }
 
-fn render_summary(supervisor: &Supervisor, plan: &Plan, cache_started: bool) -> String {
+fn render_summary(supervisor: &Supervisor, plan: &Plan) -> String {
     let pid_of = |name: &str| {
         supervisor
             .running()
@@ -199,7 +200,7 @@ fn render_summary(supervisor: &Supervisor, plan: &Plan, cache_started: bool) -> 
         .map(|process| summary::Row {
             name: &process.name,
             url: &process.url,
-            pid: pid_of(&process.name).filter(|_| cache_started || process.role != Role::Cache),
+            pid: pid_of(&process.name),
             log: &process.log,
         })
         .collect();
@@ -220,7 +221,7 @@ fn remove_if_present(path: &Path) -> Result<(), ShardedError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(ShardedError::Directory {
+        Err(source) => Err(ShardedError::RemoveStale {
             path: path.to_owned(),
             source,
         }),
