@@ -27,7 +27,7 @@ use crate::pki::shared::{self, SharedPki};
 use crate::private_file::{self, PrivateFileError};
 use crate::start;
 use plan::{KubeconfigFile, Layout, Plan, PlanError, Ports, Process, Role};
-use supervisor::{Supervisor, SupervisorError};
+use supervisor::{STOP_GRACE, Supervisor, SupervisorError};
 
 /// The flags of `kcp sharded`.
 #[derive(Debug, Clone, Args)]
@@ -124,6 +124,9 @@ pub async fn run(options: ShardedOptions) -> Result<(), ShardedError> {
         // Stopped while starting: what started is stopped below, as on any signal.
         None => Ok(()),
     };
+    if !supervisor.running().is_empty() {
+        println!("stopping every process (SIGTERM, SIGKILL after {STOP_GRACE:?})");
+    }
     for problem in supervisor.stop().await {
         eprintln!("warning: {problem}");
     }

@@ -3,15 +3,16 @@
 //!
 //! Every process serves with the same certificate (signed by one server CA, for `localhost`,
 //! `127.0.0.1` and `::1`) and trusts the same client CA, which also signs one admin client
-//! certificate in `system:masters`. The files are kept in one directory with the names `kcp start`
+//! certificate in `system:masters`; the shards also share one service-account signing key, so
+//! they all accept the tokens any of them issues (upstream's shards share theirs too). The files are kept in one directory with the names `kcp start`
 //! uses for its own generated material, and they are reused on the next run under the same rules
 //! (see the parent module), so kubeconfigs handed out earlier keep working after a restart.
 
 use std::path::{Path, PathBuf};
 
 use super::{
-    ADMIN_FILE_STEM, CLIENT_CA, LeafProfile, PemPair, PkiError, SERVER_CA, SERVING_FILE_STEM,
-    Store, loopback_names,
+    ADMIN_FILE_STEM, CLIENT_CA, LeafProfile, PemPair, PkiError, SERVER_CA,
+    SERVICE_ACCOUNT_KEY_FILE, SERVING_FILE_STEM, Store, loopback_names,
 };
 
 /// Where the shared PKI's files are (the directory's layout, known before anything is generated).
@@ -24,6 +25,8 @@ pub struct SharedPkiFiles {
     pub serving_key: PathBuf,
     /// The CA every process verifies client certificates against (`client-ca.crt`).
     pub client_ca: PathBuf,
+    /// The key service-account tokens are signed and verified with (`sa.key`).
+    pub service_account_key: PathBuf,
 }
 
 impl SharedPkiFiles {
@@ -36,6 +39,7 @@ impl SharedPkiFiles {
             serving_cert,
             serving_key,
             client_ca,
+            service_account_key: dir.join(SERVICE_ACCOUNT_KEY_FILE),
         }
     }
 }
@@ -63,6 +67,7 @@ pub fn ensure(dir: &Path) -> Result<SharedPki, PkiError> {
     )?;
     let client_ca = store.authority(CLIENT_CA)?;
     let admin = store.leaf(&client_ca, ADMIN_FILE_STEM, &LeafProfile::Admin)?;
+    store.service_account_key()?;
     Ok(SharedPki {
         server_ca_pem: server_ca.cert_pem,
         admin,
@@ -98,6 +103,7 @@ mod tests {
             read(&files.serving_key),
             read(&dir.path().join("apiserver.key"))
         );
+        assert!(read(&files.service_account_key).contains("PRIVATE KEY"));
     }
 
     #[test]
@@ -105,12 +111,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = ensure(dir.path()).unwrap();
         let files = SharedPkiFiles::in_dir(dir.path());
-        let serving = std::fs::read_to_string(&files.serving_cert).unwrap();
+        let read = |path: &Path| std::fs::read_to_string(path).unwrap();
+        let serving = read(&files.serving_cert);
+        let service_account_key = read(&files.service_account_key);
         let second = ensure(dir.path()).unwrap();
         assert_eq!(first, second);
-        assert_eq!(
-            std::fs::read_to_string(&files.serving_cert).unwrap(),
-            serving
-        );
+        assert_eq!(read(&files.serving_cert), serving);
+        assert_eq!(read(&files.service_account_key), service_account_key);
     }
 }

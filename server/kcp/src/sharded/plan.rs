@@ -204,6 +204,7 @@ impl Plan {
             args.extend(serving(&name, port));
             args.extend([
                 flag("root-ca-file", &pki.server_ca),
+                flag("service-account-private-key-file", &pki.service_account_key),
                 // The shard cannot mint an admin certificate for a client CA it has no key of;
                 // admin.kubeconfig of the topology is the one to use.
                 flag("batteries-included", "-admin"),
@@ -323,6 +324,7 @@ mod tests {
                 "--tls-private-key-file=/t/pki/apiserver.key",
                 "--client-ca-file=/t/pki/client-ca.crt",
                 "--root-ca-file=/t/pki/ca.crt",
+                "--service-account-private-key-file=/t/pki/sa.key",
                 "--batteries-included=-admin",
                 "--shard-base-url=https://127.0.0.1:6445",
                 "--shard-external-url=https://127.0.0.1:6445",
