@@ -66,7 +66,15 @@ const USER: &str = "admin";
 /// The `user` battery's user and context (upstream's names).
 const NON_ADMIN: &str = "user";
 
-/// A cluster entry for `server` whose CA is embedded.
+/// `https://<host>:<port>`, IPv6 addresses in brackets.
+fn base_url(server_host: &str, port: u16) -> String {
+    let host = match server_host.parse::<Ipv6Addr>() {
+        Ok(ip) => format!("[{ip}]"),
+        Err(_) => server_host.to_owned(),
+    };
+    format!("https://{host}:{port}")
+}
+
 fn cluster(server: String, ca_pem: &str) -> Cluster {
     Cluster {
         server,
@@ -83,7 +91,6 @@ fn context(cluster: &str, user: &str) -> Context {
     }
 }
 
-/// A user entry with an embedded client certificate, or without credentials.
 fn pem_user(pair: Option<&PemPair>) -> User {
     User {
         client_certificate_data: pair.map(|pair| STANDARD.encode(&pair.cert_pem)),
@@ -97,15 +104,11 @@ fn render(
     server_host: &str,
     port: u16,
 ) -> Result<String, KubeconfigError> {
-    let host = match server_host.parse::<Ipv6Addr>() {
-        Ok(ip) => format!("[{ip}]"),
-        Err(_) => server_host.to_owned(),
-    };
-    let base_url = format!("https://{host}:{port}");
-    let ca_pem = &material.server_ca_pem;
+    let base_url = base_url(server_host, port);
+    let cluster = |server: String| cluster(server, &material.server_ca_pem);
     let mut config = Kubeconfig::new();
-    config.set_cluster("base", cluster(base_url.clone(), ca_pem));
-    config.set_cluster("root", cluster(format!("{base_url}/clusters/root"), ca_pem));
+    config.set_cluster("base", cluster(base_url.clone()));
+    config.set_cluster("root", cluster(format!("{base_url}/clusters/root")));
     config.set_context("base", context("base", USER));
     config.set_context("root", context("root", USER));
     config.set_context("system:admin", context("base", USER));

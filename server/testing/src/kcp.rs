@@ -43,11 +43,11 @@ pub struct AdminCredentials {
 impl AdminCredentials {
     /// Reads an admin kubeconfig as `kcp start` writes it; `None` while it does not exist.
     pub fn read(kubeconfig: &Path) -> Option<AdminCredentials> {
-        AdminCredentials::read_cluster(kubeconfig, "base")
+        Self::read_cluster(kubeconfig, "base")
     }
 
-    /// The server of `cluster` and the `admin` user's credentials in `kubeconfig` (`kcp sharded`
-    /// names a cluster after each shard); `None` while the file does not exist.
+    /// Reads the server of `cluster` and the `admin` user of a kubeconfig; `None` while it does
+    /// not exist.
     pub fn read_cluster(kubeconfig: &Path, cluster: &str) -> Option<AdminCredentials> {
         let config = match Kubeconfig::read(kubeconfig) {
             Ok(config) => config,
@@ -57,7 +57,7 @@ impl AdminCredentials {
         let dir = kcp_kubeconfig::dir_of(kubeconfig);
         let cluster = config
             .cluster(cluster)
-            .unwrap_or_else(|| panic!("the admin kubeconfig has no cluster {cluster}"));
+            .unwrap_or_else(|| panic!("the kubeconfig has a {cluster} cluster"));
         let user = config
             .user("admin")
             .expect("the admin kubeconfig has an admin user");
