@@ -154,6 +154,7 @@ pub fn builds(program: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sharded::plan::CacheMode;
 
     fn args(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
@@ -249,6 +250,13 @@ mod tests {
         assert_eq!(options.secure_port, 0);
         assert_eq!(options.root_directory, Path::new("/tmp/x"));
         assert_eq!(options.etcd_servers, ["http://a:2379", "http://b:2379"]);
+        assert_eq!(options.cache, CacheMode::Standalone);
+        let Ok(Invocation::Sharded(in_process)) =
+            parse(args(&["kcp", "sharded", "--cache=in-process"]))
+        else {
+            panic!("--cache=in-process must parse");
+        };
+        assert_eq!(in_process.cache, CacheMode::InProcess);
         let Ok(Invocation::Sharded(defaults)) = parse(args(&["kcp", "sharded"])) else {
             panic!("kcp sharded must parse without flags");
         };

@@ -26,7 +26,7 @@ use crate::pki::PkiError;
 use crate::pki::shared::{self, SharedPki};
 use crate::private_file::{self, PrivateFileError};
 use crate::start;
-use plan::{KubeconfigFile, Layout, Plan, PlanError, Ports, Process, Role};
+use plan::{CacheMode, KubeconfigFile, Layout, Plan, PlanError, Ports, Process, Role};
 use supervisor::{STOP_GRACE, Supervisor, SupervisorError};
 
 /// The flags of `kcp sharded`.
@@ -48,6 +48,10 @@ pub struct ShardedOptions {
     /// (/shard/<name>, /cache) instead of an embedded store in its directory.
     #[arg(long, value_name = "URLS", value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
+    /// Where the shards' cache is: a standalone `kcp cache-server`, or the root shard's own
+    /// (in-process, at /services/cache/).
+    #[arg(long, value_enum, default_value = "standalone")]
+    pub cache: CacheMode,
 }
 
 /// Why `kcp sharded` failed.
@@ -82,8 +86,10 @@ pub enum ShardedError {
 }
 
 /// Why no cache server runs when this build has none (said on stderr and in the summary).
-const NO_CACHE_SERVER: &str = "this build has no `kcp cache-server` yet; the shards' \
-    --cache-kubeconfig names its URL, where nothing answers";
+const NO_CACHE_SERVER: &str = "not started: this build has no `kcp cache-server` yet; the \
+    shards' --cache-kubeconfig names its URL, where nothing answers";
+/// The summary's line for the cache with `--cache in-process`.
+const IN_PROCESS_CACHE: &str = "in-process: served by the root shard at /services/cache/";
 
 /// Runs the topology until a signal (`Ok`) or until one process exits (`Err` naming it).
 pub async fn run(options: ShardedOptions) -> Result<(), ShardedError> {
@@ -104,6 +110,7 @@ pub async fn run(options: ShardedOptions) -> Result<(), ShardedError> {
         dir,
         etcd_servers: options.etcd_servers.clone(),
         ports,
+        cache: options.cache,
     });
     // A script waiting for the file must not find the last run's.
     remove_if_present(&plan.admin_kubeconfig.path)?;
@@ -181,7 +188,7 @@ async fn start_cache(
     cache: &Process,
 ) -> Result<(), ShardedError> {
     if !cli::builds(plan::CACHE_SERVER_COMMAND) {
-        eprintln!("warning: the cache server is NOT started: {NO_CACHE_SERVER}");
+        eprintln!("warning: the cache server is {NO_CACHE_SERVER}");
         return Ok(());
     }
     supervisor.spawn(program, cache)?;
@@ -197,7 +204,7 @@ fn render_summary(supervisor: &Supervisor, plan: &Plan) -> String {
             .find(|running| running.name == name)
             .map(supervisor::Running::pid)
     };
-    let rows: Vec<summary::Row<'_>> = plan
+    let mut rows: Vec<summary::Row<'_>> = plan
         .processes
         .iter()
         .map(|process| summary::Row {
@@ -205,15 +212,32 @@ fn render_summary(supervisor: &Supervisor, plan: &Plan) -> String {
             url: &process.url,
             pid: pid_of(&process.name),
             log: &process.log,
+            note: NO_CACHE_SERVER,
         })
         .collect();
+    if !plan
+        .processes
+        .iter()
+        .any(|process| process.role == Role::Cache)
+    {
+        rows.insert(
+            0,
+            summary::Row {
+                name: plan::CACHE,
+                url: &plan.cache_url,
+                pid: None,
+                log: Path::new(""),
+                note: IN_PROCESS_CACHE,
+            },
+        );
+    }
     let shards: Vec<&str> = plan
         .admin_kubeconfig
         .endpoints
         .iter()
         .map(|endpoint| endpoint.name.as_str())
         .collect();
-    summary::render(&rows, &plan.admin_kubeconfig.path, &shards, NO_CACHE_SERVER)
+    summary::render(&rows, &plan.admin_kubeconfig.path, &shards)
 }
 
 fn write_kubeconfig(file: &KubeconfigFile, pki: &SharedPki) -> Result<(), KubeconfigError> {

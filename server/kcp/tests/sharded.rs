@@ -4,7 +4,7 @@
 //! --raw /readyz`), that stops every process it printed on SIGTERM and exits 0, keeps PKI and data
 //! across a re-run on the same directory, fails naming a child that dies (after stopping the
 //! others), puts every shard under its own prefix on one etcd with `--etcd-servers`, and starts the
-//! standalone cache server.
+//! standalone cache server (or, with `--cache in-process`, none: the root shard serves it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kcp_testing::{EtcdProcess, Kubectl, Patience, ShardedKcp};
+use kcp_testing::{AdminCredentials, EtcdProcess, Kubectl, Patience, ShardedKcp};
 use serde_json::{Value, json};
 
 const PATIENCE: Patience = Patience::new(Duration::from_secs(120), Duration::from_millis(200));
@@ -205,4 +205,32 @@ async fn the_standalone_cache_server_is_started() {
     let status = sharded.stop().await;
     assert!(status.success(), "{status}\n{}", sharded.output());
     assert!(pids.iter().all(|(_, pid)| !alive(*pid)));
+}
+
+/// `--cache in-process`: no cache server process; the root shard serves the cache at
+/// `/services/cache/` and `cache.kubeconfig` names it. Fails while this build's root shard has no
+/// in-process cache.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_the_root_shard_serves_the_cache() {
+    let mut sharded = start("sharded-in-process", &["--cache=in-process".to_owned()]).await;
+    let names: Vec<String> = sharded.children().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["root", "shard-1"], "{}", sharded.output());
+    shards_ready(&Kubectl::new(KUBECTL, &sharded.kubeconfig())).await;
+    let cache =
+        AdminCredentials::read_cluster(&sharded.directory().join("cache.kubeconfig"), "cache")
+            .unwrap();
+    assert_eq!(cache.server, sharded.child("root").url);
+    let list = cache
+        .client()
+        .get(format!(
+            "{}/services/cache/shards/*/clusters/*/apis/core.kcp.io/v1alpha1/shards",
+            cache.server
+        ))
+        .send()
+        .await
+        .unwrap();
+    let status = list.status();
+    assert_eq!(status, 200, "{}", list.text().await.unwrap());
+    let status = sharded.stop().await;
+    assert!(status.success(), "{status}\n{}", sharded.output());
 }

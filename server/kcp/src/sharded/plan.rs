@@ -20,6 +20,10 @@
 //! | `admin.kubeconfig` | for people: one context per shard, `root` current |
 //!
 //! Ports with `--secure-port P`: the root shard `P`, `shard-i` `P+i`, the cache server `P+N`.
+//!
+//! With `--cache in-process` no cache server is started: the root shard runs without
+//! `--cache-kubeconfig`, so it serves the cache itself at `/services/cache/` (upstream's in-process
+//! cache), and `cache.kubeconfig` names the root shard for the other shards.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -38,6 +42,15 @@ pub const CACHE_SERVER_COMMAND: &str = "cache-server";
 /// The file people use: one context per shard.
 pub const ADMIN_KUBECONFIG: &str = "admin.kubeconfig";
 
+/// Where the shards find the cache server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheMode {
+    /// A `kcp cache-server` process of its own.
+    Standalone,
+    /// The root shard's own, at `/services/cache/`.
+    InProcess,
+}
+
 /// The shape of a topology, as the command line gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -46,6 +59,7 @@ pub struct Layout {
     /// etcd URLs; empty: each process has its embedded store.
     pub etcd_servers: Vec<String>,
     pub ports: Ports,
+    pub cache: CacheMode,
 }
 
 /// The ports of a topology: one per shard (the root shard first) and the cache server's.
@@ -117,8 +131,10 @@ pub struct Plan {
     pub pki_dir: PathBuf,
     /// Written before any process starts (the processes read them at start).
     pub kubeconfigs: Vec<KubeconfigFile>,
-    /// The start order: the cache server, the root shard, the other shards.
+    /// The start order: the cache server (when standalone), the root shard, the other shards.
     pub processes: Vec<Process>,
+    /// The server `cache.kubeconfig` names: the cache server's, or the root shard's.
+    pub cache_url: String,
     /// Written once every process is ready.
     pub admin_kubeconfig: KubeconfigFile,
 }
@@ -162,7 +178,11 @@ impl Plan {
                 server: server.to_owned(),
             }],
         };
-        let cache_kubeconfig = single("cache.kubeconfig", CACHE, &url(layout.ports.cache));
+        let cache_url = match layout.cache {
+            CacheMode::Standalone => url(layout.ports.cache),
+            CacheMode::InProcess => root_url.clone(),
+        };
+        let cache_kubeconfig = single("cache.kubeconfig", CACHE, &cache_url);
         let root_kubeconfig = single("root.kubeconfig", "shard-base", &root_url);
         let logical_cluster_admin = single("logical-cluster-admin.kubeconfig", "base", &root_url);
 
@@ -188,16 +208,19 @@ impl Plan {
         };
         let log = |name: &str| dir.join(format!("{name}.log"));
 
-        let mut cache_args = vec![OsString::from(CACHE_SERVER_COMMAND)];
-        cache_args.extend(serving(CACHE, layout.ports.cache));
-        cache_args.extend(storage(format!("/{CACHE}")));
-        let mut processes = vec![Process {
-            name: CACHE.to_owned(),
-            role: Role::Cache,
-            url: url(layout.ports.cache),
-            args: cache_args,
-            log: log(CACHE),
-        }];
+        let mut processes = Vec::new();
+        if layout.cache == CacheMode::Standalone {
+            let mut args = vec![OsString::from(CACHE_SERVER_COMMAND)];
+            args.extend(serving(CACHE, layout.ports.cache));
+            args.extend(storage(format!("/{CACHE}")));
+            processes.push(Process {
+                name: CACHE.to_owned(),
+                role: Role::Cache,
+                url: cache_url.clone(),
+                args,
+                log: log(CACHE),
+            });
+        }
         for (index, &port) in layout.ports.shards.iter().enumerate() {
             let name = shard_name(index);
             let mut args = vec![OsString::from("start"), flag("shard-name", &name)];
@@ -210,12 +233,15 @@ impl Plan {
                 flag("batteries-included", "-admin"),
                 flag("shard-base-url", url(port)),
                 flag("shard-external-url", url(port)),
-                flag("cache-kubeconfig", &cache_kubeconfig.path),
                 flag(
                     "logical-cluster-admin-kubeconfig",
                     &logical_cluster_admin.path,
                 ),
             ]);
+            // Without it the root shard serves the cache in-process.
+            if index > 0 || layout.cache == CacheMode::Standalone {
+                args.push(flag("cache-kubeconfig", &cache_kubeconfig.path));
+            }
             if index > 0 {
                 args.push(flag("root-shard-kubeconfig-file", &root_kubeconfig.path));
             }
@@ -243,6 +269,7 @@ impl Plan {
             pki_dir,
             kubeconfigs: vec![cache_kubeconfig, root_kubeconfig, logical_cluster_admin],
             processes,
+            cache_url,
             admin_kubeconfig,
         }
     }
@@ -258,6 +285,7 @@ mod tests {
             dir: PathBuf::from("/t"),
             etcd_servers: etcd_servers.iter().map(|s| (*s).to_owned()).collect(),
             ports: Ports::consecutive(6443, 3).unwrap(),
+            cache: CacheMode::Standalone,
         }
     }
 
@@ -328,13 +356,18 @@ mod tests {
                 "--batteries-included=-admin",
                 "--shard-base-url=https://127.0.0.1:6445",
                 "--shard-external-url=https://127.0.0.1:6445",
-                "--cache-kubeconfig=/t/cache.kubeconfig",
                 "--logical-cluster-admin-kubeconfig=/t/logical-cluster-admin.kubeconfig",
+                "--cache-kubeconfig=/t/cache.kubeconfig",
                 "--root-shard-kubeconfig-file=/t/root.kubeconfig",
             ]
         );
+        assert_eq!(plan.cache_url, "https://127.0.0.1:6446");
         let root = args(process(&plan, "root"));
         assert!(root.contains(&"--shard-name=root".to_owned()), "{root:?}");
+        assert!(
+            root.contains(&"--cache-kubeconfig=/t/cache.kubeconfig".to_owned()),
+            "{root:?}"
+        );
         assert!(
             !root
                 .iter()
@@ -352,6 +385,31 @@ mod tests {
                 "--tls-private-key-file=/t/pki/apiserver.key",
                 "--client-ca-file=/t/pki/client-ca.crt",
             ]
+        );
+    }
+
+    #[test]
+    fn in_process_the_root_shard_is_the_cache() {
+        let plan = Plan::new(&Layout {
+            cache: CacheMode::InProcess,
+            ..layout(&[])
+        });
+        let names: Vec<&str> = plan.processes.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["root", "shard-1", "shard-2"]);
+        assert_eq!(plan.cache_url, "https://127.0.0.1:6443");
+        assert_eq!(
+            plan.kubeconfigs[0].endpoints[0].server,
+            "https://127.0.0.1:6443"
+        );
+        let root = args(process(&plan, "root"));
+        assert!(
+            !root.iter().any(|a| a.starts_with("--cache-kubeconfig")),
+            "{root:?}"
+        );
+        let shard = args(process(&plan, "shard-1"));
+        assert!(
+            shard.contains(&"--cache-kubeconfig=/t/cache.kubeconfig".to_owned()),
+            "{shard:?}"
         );
     }
 

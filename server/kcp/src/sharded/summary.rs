@@ -10,20 +10,21 @@ use std::path::Path;
 pub struct Row<'a> {
     pub name: &'a str,
     pub url: &'a str,
-    /// `None`: the process was not started (see `missing`).
+    /// `None`: no process of its own (see `note`).
     pub pid: Option<u32>,
     pub log: &'a Path,
+    /// Why a row has no PID.
+    pub note: &'a str,
 }
 
-/// The whole summary. `shards` are the admin kubeconfig's contexts, `root` first; `missing` says
-/// why a row without a PID was not started.
-pub fn render(rows: &[Row<'_>], admin_kubeconfig: &Path, shards: &[&str], missing: &str) -> String {
+/// The whole summary. `shards` are the admin kubeconfig's contexts, `root` first.
+pub fn render(rows: &[Row<'_>], admin_kubeconfig: &Path, shards: &[&str]) -> String {
     let width = rows.iter().map(|row| row.name.len()).max().unwrap_or(0);
     let mut text = String::from("kcp sharded is running:\n");
     for row in rows {
         let state = match row.pid {
             Some(pid) => format!("pid={pid}  log={}", row.log.display()),
-            None => format!("not started: {missing}"),
+            None => row.note.to_owned(),
         };
         // Writing into a String cannot fail.
         let _ = writeln!(text, "  {:width$}  {}  {state}", row.name, row.url);
@@ -62,25 +63,27 @@ mod tests {
                 url: "https://127.0.0.1:6445",
                 pid: None,
                 log: Path::new("/t/cache.log"),
+                note: "not started: no cache server in this build",
             },
             Row {
                 name: "root",
                 url: "https://127.0.0.1:6443",
                 pid: Some(11),
                 log: Path::new("/t/root.log"),
+                note: "",
             },
             Row {
                 name: "shard-1",
                 url: "https://127.0.0.1:6444",
                 pid: Some(12),
                 log: Path::new("/t/shard-1.log"),
+                note: "",
             },
         ];
         let text = render(
             &rows,
             Path::new("/t/admin.kubeconfig"),
             &["root", "shard-1"],
-            "no cache server in this build",
         );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
