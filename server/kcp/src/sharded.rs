@@ -1,8 +1,9 @@
 //! `kcp sharded`: a whole sharded kcp on one machine, for trying sharding out and for tests
 //! (upstream's `sharded-test-server`, with a design of our own).
 //!
-//! It starts a standalone cache server, the root shard and `--shards - 1` further shards
-//! (`shard-1`, ...) on 127.0.0.1 with one generated PKI, writes `admin.kubeconfig` with a context
+//! It starts a standalone cache server (or, with `--cache in-process`, lets the root shard serve
+//! the cache), the root shard and `--shards - 1` further shards (`shard-1`, ...) on 127.0.0.1 with
+//! one generated PKI, writes `admin.kubeconfig` with a context
 //! per shard once all are ready, prints what it started, and stops them all on SIGTERM or Ctrl-C
 //! (then exits 0). When one of them exits on its own, it stops the others and fails naming it.
 //! Running it again on the same directory reuses the PKI and every process's data.
