@@ -3,17 +3,20 @@
 //! with kubectl (`--context root get shards` shows root and shard-1 Ready, `--context shard-1 get
 //! --raw /readyz`), that stops every process it printed on SIGTERM and exits 0, keeps PKI and data
 //! across a re-run on the same directory, fails naming a child that dies (after stopping the
-//! others), puts every shard under its own prefix on one etcd with `--etcd-servers`, and starts the
+//! others) or cannot start, stops on SIGINT (Ctrl-C) as on SIGTERM, puts every shard under its own prefix on one etcd with `--etcd-servers`, and starts the
 //! standalone cache server (or, with `--cache in-process`, none: the root shard serves it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kcp_testing::{AdminCredentials, EtcdProcess, Kubectl, Patience, ShardedKcp};
+use kcp_testing::{
+    AdminCredentials, ChildGuard, EtcdProcess, Kubectl, Patience, ShardedKcp, temp_dir,
+};
 use serde_json::{Value, json};
 
 const PATIENCE: Patience = Patience::new(Duration::from_secs(120), Duration::from_millis(200));
@@ -182,8 +185,52 @@ async fn with_etcd_every_shard_has_its_own_prefix() {
         );
     }
     assert_eq!(etcd_keys(&etcd, "/registry").await, 0);
-    let status = sharded.stop().await;
+    // Ctrl-C in a terminal: SIGINT.
+    let pids = pids(&sharded);
+    let interrupted = Command::new("kill")
+        .args(["-INT", &sharded.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = sharded.wait().await;
     assert!(status.success(), "{status}\n{}", sharded.output());
+    for (name, pid) in &pids {
+        assert!(!alive(*pid), "{name} (pid {pid}) outlived kcp sharded");
+    }
+}
+
+/// The root shard's port is taken: the root shard fails to start, and `kcp sharded` exits 1
+/// naming it and quoting its log, with nothing left running.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shard_that_cannot_start_is_named() {
+    let dir = temp_dir("sharded-taken");
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let topology = dir.path().join("topology");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kcp"));
+    command.args([
+        "sharded".to_owned(),
+        "--shards=2".to_owned(),
+        format!("--secure-port={port}"),
+        format!("--root-directory={}", topology.display()),
+    ]);
+    let mut sharded = ChildGuard::spawn("kcp sharded", &mut command, &dir.path().join("out.log"));
+    let status = sharded.wait(Duration::from_secs(300)).await;
+    let output = sharded.log();
+    assert_eq!(status.code(), Some(1), "{output}");
+    assert!(
+        output.contains("error: kcp sharded: root (pid "),
+        "{output}"
+    );
+    assert!(
+        output.contains(&format!(
+            "Last lines of {}",
+            topology.join("root.log").display()
+        )),
+        "{output}"
+    );
+    assert!(!topology.join("admin.kubeconfig").exists());
+    drop(taken);
 }
 
 /// Fails while this build has no `kcp cache-server`: the topology needs its standalone cache.
