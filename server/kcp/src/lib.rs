@@ -12,4 +12,5 @@ pub mod pki;
 mod private_file;
 mod root_shard;
 mod shard_client;
+pub mod sharded;
 pub mod start;

@@ -241,7 +241,7 @@ fn process_identity() -> String {
 }
 
 /// Completes on the first SIGTERM or SIGINT.
-fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+pub(crate) fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;

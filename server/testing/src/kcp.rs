@@ -43,6 +43,12 @@ pub struct AdminCredentials {
 impl AdminCredentials {
     /// Reads an admin kubeconfig as `kcp start` writes it; `None` while it does not exist.
     pub fn read(kubeconfig: &Path) -> Option<AdminCredentials> {
+        Self::read_cluster(kubeconfig, "base")
+    }
+
+    /// Reads the server of `cluster` and the `admin` user of a kubeconfig; `None` while it does
+    /// not exist.
+    pub fn read_cluster(kubeconfig: &Path, cluster: &str) -> Option<AdminCredentials> {
         let config = match Kubeconfig::read(kubeconfig) {
             Ok(config) => config,
             Err(KubeconfigError::Read { .. }) => return None,
@@ -50,8 +56,8 @@ impl AdminCredentials {
         };
         let dir = kcp_kubeconfig::dir_of(kubeconfig);
         let cluster = config
-            .cluster("base")
-            .expect("the admin kubeconfig has a base cluster");
+            .cluster(cluster)
+            .unwrap_or_else(|| panic!("the kubeconfig has a {cluster} cluster"));
         let user = config
             .user("admin")
             .expect("the admin kubeconfig has an admin user");
