@@ -31,7 +31,7 @@ use crate::filters::authorization::{self, Authorizer};
 use crate::filters::impersonation;
 use crate::handlers::resource::{self, ResourceRequest};
 use crate::handlers::response::{self, Body};
-use crate::handlers::{self, Scope, discovery, health, openapi};
+use crate::handlers::{self, Scope, discovery, elsewhere, health, openapi};
 use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
 use crate::request::path::percent_decode;
@@ -85,6 +85,11 @@ pub struct ServerConfig {
     /// How often the objects of every logical cluster are counted in storage
     /// (`--logical-cluster-object-count-scan-interval`).
     pub logical_cluster_object_count_scan_interval: Duration,
+    /// `--max-logical-clusters`: a full shard refuses LogicalClusters created through the API
+    /// (by other shards' schedulers) with 429.
+    pub max_logical_clusters: Option<u64>,
+    /// `--shard-name`: a Workspace scheduled to another shard makes its path answer 429 here.
+    pub shard_name: String,
 }
 
 /// State shared by every request.
@@ -176,6 +181,7 @@ impl App {
             admission: &self.admission,
             shutdown: &self.shutdown,
             watch_caches: &self.watch_caches,
+            max_logical_clusters: self.config.max_logical_clusters,
         }
     }
 
@@ -228,18 +234,26 @@ impl App {
                 Unresolved::NotFound(p) => ClusterPathError::NotFound(p),
             })
         };
-        let (cluster, path) = split_cluster(&full_path, resolve).map_err(|e| match e {
-            ClusterPathError::Missing | ClusterPathError::Invalid(_) => {
-                ApiError::bad_request(&e.to_string())
+        let (cluster, path) = match split_cluster(&full_path, resolve) {
+            Ok(split) => split,
+            // Upstream answers an unknown workspace path as a missing workspace named by the
+            // path, and one whose logical cluster is on another shard with 429.
+            Err(ClusterPathError::NotFound(p)) if !p.starts_with('/') => {
+                let shard = &self.config.shard_name;
+                return match elsewhere::on_another_shard(&self.store, &self.tenancy, shard, &p)
+                    .await
+                {
+                    Some(answer) => Ok(answer),
+                    None => Err(ApiError::not_found(
+                        kcp_tenancy::workspace::GROUP,
+                        kcp_tenancy::workspace::RESOURCE,
+                        &p,
+                    )),
+                };
             }
-            // Upstream answers an unknown workspace path as a missing workspace named by the path.
-            ClusterPathError::NotFound(p) if !p.starts_with('/') => ApiError::not_found(
-                kcp_tenancy::workspace::GROUP,
-                kcp_tenancy::workspace::RESOURCE,
-                &p,
-            ),
-            ClusterPathError::NotFound(_) => resource::no_such_resource(),
-        })?;
+            Err(ClusterPathError::NotFound(_)) => return Err(resource::no_such_resource()),
+            Err(e) => return Err(ApiError::bad_request(&e.to_string())),
+        };
         let path = path.to_string();
         let query = Query::parse(raw_query.as_deref());
         let info = RequestInfo::parse(&parts.method, &path, query.is_watch());

@@ -17,9 +17,12 @@ mod garbage_collector;
 pub mod logical_clusters;
 pub mod namespace;
 mod namespace_defaults;
+pub mod remote_shards;
 mod resource_quota;
 mod runner;
+pub mod shard_directory;
 pub mod shard_registration;
+mod subscribers;
 pub mod tenancy_index;
 pub mod workspaces;
 
@@ -31,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 pub use election::{ControllerMode, Election};
 pub use shard_registration::Registration;
 pub use tenancy_index::TenancyIndex;
+pub use workspaces::CrossShard;
 
 /// What the controllers of a shard work with.
 #[derive(Clone)]
@@ -43,30 +47,37 @@ pub struct Context {
     pub root_ca_pem: String,
 }
 
+/// Where the workspace scheduler may place logical clusters: this shard (its registration
+/// bounds what goes here) and, with [`CrossShard`], the other shards.
+#[derive(Clone, Default)]
+pub struct Sharding {
+    pub registration: Option<Arc<Registration>>,
+    pub cross_shard: Option<CrossShard>,
+}
+
 /// Runs the controllers of a shard as `mode` says (always, never, or while this replica holds
-/// the Lease) until `stop`; `shard` (this shard's registration) bounds what the workspace
-/// scheduler places here.
+/// the Lease) until `stop`; `sharding` says where the workspace scheduler places workspaces.
 pub async fn run(
     context: Context,
     mode: ControllerMode,
-    shard: Option<Arc<Registration>>,
+    sharding: Sharding,
     stop: CancellationToken,
 ) {
     let store = context.store.clone();
     election::run(store, mode, stop, move |stop| {
-        run_on_shard(context.clone(), shard.clone(), stop)
+        run_on_shard(context.clone(), sharding.clone(), stop)
     })
     .await
 }
 
 /// Runs every controller of a shard with no capacity limit until `stop`.
 pub async fn run_all(context: Context, stop: CancellationToken) {
-    run_on_shard(context, None, stop).await
+    run_on_shard(context, Sharding::default(), stop).await
 }
 
 /// Runs every controller of a shard until `stop`, each as its own task so that they run in
 /// parallel on the runtime's threads rather than taking turns inside one.
-async fn run_on_shard(context: Context, shard: Option<Arc<Registration>>, stop: CancellationToken) {
+async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationToken) {
     let Context {
         store,
         tenancy,
@@ -87,7 +98,8 @@ async fn run_on_shard(context: Context, shard: Option<Arc<Registration>>, stop: 
             store.clone(),
             tenancy,
             external_url,
-            shard,
+            sharding.registration,
+            sharding.cross_shard,
             stop.clone(),
         )),
         tokio::spawn(clusterrole_aggregation::run(store.clone(), stop.clone())),

@@ -14,13 +14,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kcp_apimachinery::ApiError;
+use kcp_registry::storage::objects::ListRequest;
 use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType};
 use kcp_tenancy::shard::{self, Capacity, ClaimError, Urls};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::shard_directory::ShardDirectory;
 use crate::tenancy_index::TenancyIndex;
 
 /// How often a shard renews its heartbeat and capacity.
@@ -82,7 +85,8 @@ pub trait ShardObjects: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
-/// The `Shard`s of this shard's own store (the root shard's).
+/// The `Shard`s of this shard's own store (the root shard's); also the root shard's
+/// [`ShardDirectory`].
 pub struct LocalShards {
     store: RestStore,
     shards: Arc<ResourceType>,
@@ -141,6 +145,19 @@ impl ShardObjects for LocalShards {
             )
             .await
             .map(|_| ())
+    }
+}
+
+impl ShardDirectory for LocalShards {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
+        Box::pin(async move {
+            let prefix = self.store.keys(&self.shards).scope(root().cluster, None);
+            let page = self
+                .store
+                .list(&self.shards, ListRequest::everything(&prefix), &|_| true)
+                .await?;
+            Ok(page.items)
+        })
     }
 }
 

@@ -16,7 +16,7 @@
 //! resourceVersion order, so a late watch event never takes the index back to an older state.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -35,6 +35,8 @@ use kcp_registry::sparse::remove_and_shrink;
 use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
 use kcp_registry::store::RestStore;
 
+use crate::subscribers::Subscribers;
+
 #[derive(Default)]
 struct Inner {
     /// The LogicalCluster of each cluster that has one.
@@ -51,7 +53,7 @@ pub struct TenancyIndex {
     inner: RwLock<Inner>,
     /// Who hears of every LogicalCluster the index records (the object, or the last one known
     /// when it is gone), after the index has it.
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<Value>>>>,
+    subscribers: Subscribers<Value>,
 }
 
 /// Why a `/clusters/<path>` does not name a logical cluster.
@@ -161,17 +163,7 @@ impl TenancyIndex {
     /// LogicalClusters as the index records them, from now on: each change, after the index has
     /// it (a removed cluster comes as its last known object). Ends when the index is dropped.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Value>> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(sender);
-        receiver
-    }
-
-    fn notify(&self, logical_cluster: Arc<Value>) {
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
-        subscribers.retain(|s| s.send(logical_cluster.clone()).is_ok());
+        self.subscribers.subscribe()
     }
 
     /// Records a LogicalCluster as stored (or its deletion with `None`). A state no newer than
@@ -206,7 +198,7 @@ impl TenancyIndex {
             }
         };
         if let Some(changed) = changed {
-            self.notify(changed);
+            self.subscribers.notify(changed);
         }
     }
 
@@ -420,6 +412,6 @@ mod tests {
         drop(changes);
         // A subscriber that went away is forgotten at the next change.
         index.set_logical_cluster(&abc, Some(at("abc", "Ready", 6)));
-        assert!(index.subscribers.lock().unwrap().is_empty());
+        assert!(index.subscribers.is_empty());
     }
 }

@@ -14,6 +14,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cache_server::CacheServerOptions;
 use crate::options::StartOptions;
+use crate::sharded::ShardedOptions;
 
 /// A component of upstream kcp that has its own entrypoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,8 @@ pub enum Invocation {
     PrintStartFlags(String),
     /// A component that this build does not contain.
     NotBuilt(Component),
+    /// Run a sharded topology on this machine (`kcp sharded`).
+    Sharded(Box<ShardedOptions>),
 }
 
 #[derive(Debug, Parser)]
@@ -90,6 +93,9 @@ enum CliCommand {
     /// Run the cache server that shards replicate objects into.
     #[command(args_override_self = true)]
     CacheServer(Box<CacheServerOptions>),
+    /// Run a cache server, a root shard and further shards on 127.0.0.1 with one generated PKI,
+    /// until SIGTERM or Ctrl-C.
+    Sharded(Box<ShardedOptions>),
 }
 
 /// `cache-server` as the program name: the cache server's flags alone.
@@ -156,12 +162,23 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
         }
         CliCommand::FrontProxy(_) => Ok(Invocation::NotBuilt(Component::FrontProxy)),
         CliCommand::CacheServer(options) => Ok(Invocation::CacheServer(options)),
+        CliCommand::Sharded(options) => Ok(Invocation::Sharded(options)),
     }
+}
+
+/// Whether this build runs the component upstream images start as `program` (`kcp sharded`
+/// starts its components from this same executable).
+pub fn builds(program: &str) -> bool {
+    !matches!(
+        parse(vec![OsString::from(program)]),
+        Ok(Invocation::NotBuilt(_))
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sharded::plan::CacheMode;
 
     fn args(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
@@ -294,6 +311,47 @@ mod tests {
         assert_eq!(exit_code(&["kcp", "start", "--secure-port=70000"]), 2);
         assert_eq!(exit_code(&["kcp", "start", "--help"]), 0);
         assert_eq!(exit_code(&["kcp", "--version"]), 0);
+    }
+
+    #[test]
+    fn a_component_that_is_not_built_is_known_as_such() {
+        assert!(!builds("kcp-front-proxy"));
+        assert!(builds("cache-server"));
+    }
+
+    #[test]
+    fn sharded_parses_its_flags() {
+        let Ok(Invocation::Sharded(options)) = parse(args(&[
+            "kcp",
+            "sharded",
+            "--shards=3",
+            "--root-directory=/tmp/x",
+            "--secure-port=0",
+            "--etcd-servers=http://a:2379,http://b:2379",
+        ])) else {
+            panic!("kcp sharded must parse");
+        };
+        assert_eq!(options.shards, 3);
+        assert_eq!(options.secure_port, 0);
+        assert_eq!(options.root_directory, Path::new("/tmp/x"));
+        assert_eq!(options.etcd_servers, ["http://a:2379", "http://b:2379"]);
+        assert_eq!(options.cache, CacheMode::Standalone);
+        let Ok(Invocation::Sharded(in_process)) =
+            parse(args(&["kcp", "sharded", "--cache=in-process"]))
+        else {
+            panic!("--cache=in-process must parse");
+        };
+        assert_eq!(in_process.cache, CacheMode::InProcess);
+        let Ok(Invocation::Sharded(defaults)) = parse(args(&["kcp", "sharded"])) else {
+            panic!("kcp sharded must parse without flags");
+        };
+        assert_eq!(
+            (defaults.shards, defaults.secure_port),
+            (2, 6443),
+            "{defaults:?}"
+        );
+        assert_eq!(defaults.root_directory, Path::new(".kcp-sharded"));
+        assert!(parse(args(&["kcp", "sharded", "--shards=0"])).is_err());
     }
 
     #[test]

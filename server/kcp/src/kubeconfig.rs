@@ -6,6 +6,10 @@
 //! embedded, so the file works from any directory and can be copied as one piece; because it then
 //! holds a private key it is written like one (see [`crate::private_file`]). The file's model is
 //! kcp-kubeconfig's; what is kcp's own here is the choice of contexts, users and servers.
+//!
+//! `kcp sharded` writes the same kind of file with one context per process instead
+//! ([`write_endpoints`]): the admin kubeconfig of a whole topology, and the kubeconfigs its shards
+//! are given to reach the root shard and the cache server.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::Path;
@@ -135,6 +139,43 @@ fn render(
         config.set_user(NON_ADMIN, pem_user(Some(user)));
     }
     config.current_context = "root".to_owned();
+    Ok(config.to_yaml()?)
+}
+
+/// One server in a kubeconfig of several: a context and a cluster both called `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub name: String,
+    pub server: String,
+}
+
+/// Writes a kubeconfig with one context per endpoint, all for the admin user `admin` (the CA and
+/// client certificate embedded), the first endpoint's context current.
+pub fn write_endpoints(
+    path: &Path,
+    ca_pem: &str,
+    admin: &PemPair,
+    endpoints: &[Endpoint],
+) -> Result<(), KubeconfigError> {
+    private_file::write(path, render_endpoints(ca_pem, admin, endpoints)?.as_bytes())?;
+    Ok(())
+}
+
+fn render_endpoints(
+    ca_pem: &str,
+    admin: &PemPair,
+    endpoints: &[Endpoint],
+) -> Result<String, KubeconfigError> {
+    let mut config = Kubeconfig::new();
+    for endpoint in endpoints {
+        config.set_cluster(&endpoint.name, cluster(endpoint.server.clone(), ca_pem));
+        config.set_context(&endpoint.name, context(&endpoint.name, USER));
+    }
+    config.set_user(USER, pem_user(Some(admin)));
+    config.current_context = endpoints
+        .first()
+        .map(|endpoint| endpoint.name.clone())
+        .unwrap_or_default();
     Ok(config.to_yaml()?)
 }
 
@@ -290,6 +331,49 @@ mod tests {
             kubectl(&path, &["config", "current-context"]).trim(),
             "root"
         );
+    }
+
+    #[test]
+    fn one_context_per_endpoint_the_first_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.kubeconfig");
+        let endpoint = |name: &str, port: u16| Endpoint {
+            name: name.to_owned(),
+            server: format!("https://127.0.0.1:{port}"),
+        };
+        let admin = PemPair {
+            cert_pem: "admin cert".into(),
+            key_pem: "admin key".into(),
+        };
+        let ca = material(true).server_ca_pem;
+        write_endpoints(
+            &path,
+            &ca,
+            &admin,
+            &[endpoint("root", 6443), endpoint("shard-1", 6444)],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let names = kubectl(&path, &["config", "get-contexts", "-o", "name"]);
+        assert_eq!(names.lines().collect::<Vec<_>>(), ["root", "shard-1"]);
+        assert_eq!(
+            kubectl(&path, &["config", "current-context"]).trim(),
+            "root"
+        );
+        let view = |query: &str| kubectl(&path, &["config", "view", "--raw", "-o", query]);
+        assert_eq!(
+            view("jsonpath={.clusters[?(@.name==\"shard-1\")].cluster.server}"),
+            "https://127.0.0.1:6444"
+        );
+        assert_eq!(
+            view("jsonpath={.contexts[?(@.name==\"shard-1\")].context.user}"),
+            "admin"
+        );
+        let key = view("jsonpath={.users[0].user.client-key-data}");
+        assert_eq!(STANDARD.decode(key).unwrap(), b"admin key");
     }
 
     #[test]

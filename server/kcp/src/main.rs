@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use kcp::cache_server::CacheServerOptions;
 use kcp::cli::{self, Invocation};
+use kcp::logging::LoggingFormat;
 use kcp::options::StartOptions;
+use kcp::sharded::ShardedOptions;
 use kcp::{logging, memory};
 
 const RUNTIME_ERROR: u8 = 1;
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Invocation::Start(options)) => start(*options),
+        Ok(Invocation::Sharded(options)) => sharded(*options),
         Ok(Invocation::CacheServer(options)) => cache_server(*options),
     }
 }
@@ -59,6 +62,32 @@ fn run<E: std::fmt::Display>(server: impl Future<Output = Result<(), E>>) -> Exi
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err}");
+            ExitCode::from(RUNTIME_ERROR)
+        }
+    }
+}
+
+/// `kcp sharded` runs on one thread: its children's parent-death signal is tied to the thread that
+/// started them (see `kcp::sharded::supervisor`).
+fn sharded(options: ShardedOptions) -> ExitCode {
+    if let Err(err) = logging::init(LoggingFormat::Text, 0) {
+        eprintln!("error: {err}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: starting the async runtime: {err}");
+            return ExitCode::from(RUNTIME_ERROR);
+        }
+    };
+    match runtime.block_on(kcp::sharded::run(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: kcp sharded: {err}");
             ExitCode::from(RUNTIME_ERROR)
         }
     }

@@ -537,6 +537,9 @@ impl StartOptions {
             max_logical_clusters: self.max_logical_clusters,
             root_shard_kubeconfig_file: non_empty(self.root_shard_kubeconfig_file.as_ref()),
             cache_kubeconfig: non_empty(self.cache_kubeconfig.as_ref()),
+            logical_cluster_admin_kubeconfig: non_empty(
+                self.logical_cluster_admin_kubeconfig.as_ref(),
+            ),
             external_hostname: self.external_hostname,
             batteries,
             etcd_prefix: self.etcd_prefix,
@@ -789,6 +792,9 @@ pub struct ValidatedOptions {
     /// `--cache-kubeconfig`: the cache server a shard uses (always set for a non-root shard);
     /// without it the root shard serves the cache itself at `/services/cache/`.
     pub cache_kubeconfig: Option<PathBuf>,
+    /// `--logical-cluster-admin-kubeconfig`: how the workspace scheduler reaches other shards
+    /// (`None`: it places workspaces on this shard only).
+    pub logical_cluster_admin_kubeconfig: Option<PathBuf>,
     /// `--external-hostname`, host only.
     pub external_hostname: Option<String>,
     /// `--batteries-included`, resolved.

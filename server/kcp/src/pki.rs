@@ -295,16 +295,21 @@ impl fmt::Display for SubjectName {
 /// Loopback names, the bind address when it is a specific one, and the host names other parties
 /// use for this server (a shard's `--shard-base-url` and `--external-hostname`).
 fn serving_names(options: &TransportOptions<'_>) -> BTreeSet<SubjectName> {
-    let mut names = BTreeSet::from([
-        SubjectName::Dns("localhost".to_owned()),
-        SubjectName::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        SubjectName::Ip(IpAddr::V6(Ipv6Addr::LOCALHOST)),
-    ]);
+    let mut names = loopback_names();
     if !options.bind_address.is_unspecified() {
         names.insert(SubjectName::Ip(options.bind_address));
     }
     names.extend(options.hosts.iter().map(|host| SubjectName::parse(host)));
     names
+}
+
+/// `localhost`, `127.0.0.1` and `::1`: every generated serving certificate covers them.
+fn loopback_names() -> BTreeSet<SubjectName> {
+    BTreeSet::from([
+        SubjectName::Dns("localhost".to_owned()),
+        SubjectName::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        SubjectName::Ip(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+    ])
 }
 
 /// What a leaf certificate is for.
@@ -668,5 +673,6 @@ fn last_certificate_block(chain: &str) -> &str {
     &chain[start..end]
 }
 
+pub mod shared;
 #[cfg(test)]
 mod tests;

@@ -3,27 +3,24 @@
 //! themselves through the root shard's admin kubeconfig.
 //!
 //! The kubeconfig's context `shard-base` (upstream's name) is used when it has one, else its
-//! current context; a server URL ending in `/clusters/<name>` is taken back to the shard's base
-//! URL, and requests go to `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. Its CA and client
-//! certificate are used as kubectl would (kcp-kubeconfig's `https::client`); an answer other than success
-//! becomes an error carrying the root shard's status code and message.
+//! current context (see `shard_client`); requests go to
+//! `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. The same list is a non-root shard's
+//! directory of shards for the workspace scheduler, until the cache server replicates them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use futures::future::BoxFuture;
 use kcp_apimachinery::ApiError;
+use kcp_controllers::shard_directory::ShardDirectory;
 use kcp_controllers::shard_registration::ShardObjects;
 use serde_json::Value;
 
+use crate::shard_client::{self, ShardClient, ShardClientError};
+
 /// How often an update lost to a concurrent write is retried.
 const UPDATE_ATTEMPTS: usize = 5;
-
-/// Why the root shard's kubeconfig cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[error("--root-shard-kubeconfig-file {path}: {source}")]
-pub struct RootShardError {
-    path: PathBuf,
-    source: kcp_kubeconfig::https::HttpsError,
-}
+/// Who answers, in error messages.
+const WHO: &str = "the root shard";
 
 /// The root shard's `Shard`s, reached over HTTPS.
 pub struct RootShards {
@@ -32,43 +29,36 @@ pub struct RootShards {
 }
 
 impl RootShards {
-    pub fn from_kubeconfig(path: &Path) -> Result<RootShards, RootShardError> {
-        let target = kcp_kubeconfig::https::client(path, Some("shard-base")).map_err(|source| {
-            RootShardError {
-                path: path.to_owned(),
-                source,
-            }
-        })?;
+    pub fn from_kubeconfig(path: &Path) -> Result<RootShards, ShardClientError> {
+        let client =
+            ShardClient::from_kubeconfig("root-shard-kubeconfig-file", path, "shard-base")?;
         Ok(RootShards {
-            client: target.client.clone(),
             collection: format!(
                 "{}/clusters/root/apis/{}/{}/{}",
-                target.base_url(),
+                client.base_url(),
                 kcp_tenancy::shard::GROUP,
                 kcp_tenancy::shard::VERSION,
                 kcp_tenancy::shard::RESOURCE
             ),
+            client: client.http,
         })
     }
 
-    /// Sends a request; the JSON answer on success, else an error with the root shard's code.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, ApiError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ApiError::service_unavailable(&format!("the root shard: {e}")))?;
-        let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        if status.is_success() {
-            return Ok(body);
-        }
-        let mut error = ApiError::from_answer(status.as_u16(), &body);
-        error.message = format!(
-            "the root shard answered {}: {}",
-            status.as_u16(),
-            error.message
-        );
-        Err(error)
+        shard_client::send(request, WHO).await
+    }
+}
+
+/// A non-root shard's [`ShardDirectory`]: the root shard's list of `Shard`s.
+impl ShardDirectory for RootShards {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
+        Box::pin(async move {
+            let list = self.send(self.client.get(&self.collection)).await?;
+            Ok(match list.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                _ => Vec::new(),
+            })
+        })
     }
 }
 

@@ -11,8 +11,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
+use kcp_controllers::shard_directory::{ShardDirectory, Shards};
 use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
-use kcp_controllers::{ControllerMode, Election, Registration};
+use kcp_controllers::{ControllerMode, CrossShard, Election, Registration, Sharding};
 use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -20,11 +21,13 @@ use tracing::{info, warn};
 use crate::authentication::{self, AuthenticationSetupError};
 use crate::cache::{self, CacheSetupError};
 use crate::kubeconfig::{self, KubeconfigError};
+use crate::logical_cluster_admin::LogicalClusterAdmin;
 use crate::memory;
 use crate::options::ValidatedOptions;
 use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
-use crate::root_shard::{RootShardError, RootShards};
+use crate::root_shard::RootShards;
+use crate::shard_client::ShardClientError;
 
 /// How long in-flight requests may take after a shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -51,7 +54,7 @@ pub enum StartError {
     #[error(transparent)]
     Shard(#[from] RegistrationError),
     #[error(transparent)]
-    RootShard(#[from] RootShardError),
+    ShardClient(#[from] ShardClientError),
     #[error(transparent)]
     Cache(#[from] CacheSetupError),
 }
@@ -107,6 +110,8 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         logical_cluster_total_object_limit: options.logical_cluster_total_object_limit,
         logical_cluster_object_count_scan_interval: options
             .logical_cluster_object_count_scan_interval,
+        max_logical_clusters: options.max_logical_clusters,
+        shard_name: options.shard_name.clone(),
     };
     let server = ApiServer::bind(
         config,
@@ -120,19 +125,28 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         .map_or(options.secure_port, |a| a.port());
     let context = server.controller_context();
     let registration = std::sync::Arc::new(registration(&options, port));
-    // The root shard keeps its Shard in its own store, the others in the root shard's.
-    let heartbeat = match &options.root_shard_kubeconfig_file {
+    // The root shard keeps its Shard in its own store, the others in the root shard's; the
+    // list of shards the scheduler places over comes from the same place.
+    let (heartbeat, directory): (_, std::sync::Arc<dyn ShardDirectory>) = match &options
+        .root_shard_kubeconfig_file
+    {
         Some(path) if options.shard_name != "root" => {
             let root = RootShards::from_kubeconfig(path)?;
             let registrar = Registrar::new(root, context.tenancy.clone(), registration.clone());
             registrar.register().await?;
-            tokio::spawn(registrar.run(server.stopping()))
+            (
+                tokio::spawn(registrar.run(server.stopping())),
+                std::sync::Arc::new(RootShards::from_kubeconfig(path)?),
+            )
         }
         _ => {
             let local = LocalShards::new(context.store.clone())?;
             let registrar = Registrar::new(local, context.tenancy.clone(), registration.clone());
             registrar.register().await?;
-            tokio::spawn(registrar.run(server.stopping()))
+            (
+                tokio::spawn(registrar.run(server.stopping())),
+                std::sync::Arc::new(LocalShards::new(context.store.clone())?),
+            )
         }
     };
     let replication = cache::replicate(
@@ -141,11 +155,18 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         in_process_cache.as_ref(),
         &server.stopping(),
     )?;
+    let cross_shard = match &options.logical_cluster_admin_kubeconfig {
+        Some(path) => Some(cross_shard(path, directory, server.stopping()).await?),
+        None => None,
+    };
     // The controllers stop when the server starts shutting down, like its watches.
     let controllers = tokio::spawn(kcp_controllers::run(
         context,
         controller_mode(&options),
-        Some(registration),
+        Sharding {
+            registration: Some(registration),
+            cross_shard,
+        },
         server.stopping(),
     ));
     if let Some(path) = &options.admin_kubeconfig_path {
@@ -174,6 +195,26 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
+}
+
+/// Scheduling to other shards: their LogicalClusters reached with `path`'s credentials, the
+/// list of shards read once now (so the first workspaces see every shard) and then kept fresh
+/// until `stop`.
+async fn cross_shard(
+    path: &std::path::Path,
+    directory: std::sync::Arc<dyn ShardDirectory>,
+    stop: CancellationToken,
+) -> Result<CrossShard, StartError> {
+    let remote = LogicalClusterAdmin::from_kubeconfig(path)?;
+    let shards = std::sync::Arc::new(Shards::default());
+    if let Err(error) = shards.refresh(directory.as_ref()).await {
+        warn!(%error, "reading the list of shards failed, retrying in the background");
+    }
+    tokio::spawn(shards.clone().run(directory, stop));
+    Ok(CrossShard {
+        shards,
+        remote: std::sync::Arc::new(remote),
+    })
 }
 
 /// Who this shard is: its name, its URLs (upstream's defaults: the base URL is the server's own

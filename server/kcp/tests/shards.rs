@@ -122,21 +122,14 @@ async fn the_root_shard_registers_itself_and_respects_its_capacity() {
     // The shard is full: the third waits, saying why.
     create_workspace(&kcp, "third").await;
     let waiting = kcp
-        .wait_for(
-            "third waits for room",
+        .wait_for_condition_status(
             &format!("{WORKSPACES}/third"),
-            |r| {
-                r.status == 200
-                    && r.json()["status"]["conditions"]
-                        .as_array()
-                        .is_some_and(|all| all.iter().any(|c| c["type"] == "WorkspaceScheduled"))
-            },
+            "WorkspaceScheduled",
+            "False",
         )
-        .await
-        .json();
+        .await;
     assert_eq!(waiting["status"]["phase"], "Scheduling", "{waiting}");
     let condition = &waiting["status"]["conditions"][0];
-    assert_eq!(condition["status"], "False", "{waiting}");
     assert_eq!(condition["reason"], "Unschedulable", "{waiting}");
     let message = condition["message"].as_str().unwrap();
     assert!(

@@ -18,6 +18,7 @@ pub mod crds;
 pub mod logical_cluster;
 pub mod names;
 pub mod paths;
+pub mod placement;
 pub mod shard;
 pub mod types;
 pub mod workspace;

@@ -65,6 +65,21 @@ impl Capacity {
             .is_none_or(|max| self.logical_clusters < max)
     }
 
+    /// `status.capacity` of a `Shard` (`None` when it has none, e.g. before its first heartbeat).
+    pub fn of(shard: &Value) -> Option<Capacity> {
+        let capacity = shard.pointer("/status/capacity")?;
+        Some(Capacity {
+            logical_clusters: quantity(capacity.get("logicalClusters")?)?,
+            max_logical_clusters: capacity.get("maxLogicalClusters").and_then(quantity),
+        })
+    }
+
+    /// Room for how many more logical clusters (`None`: unlimited).
+    pub fn headroom(&self) -> Option<u64> {
+        self.max_logical_clusters
+            .map(|max| max.saturating_sub(self.logical_clusters))
+    }
+
     fn to_json(self) -> Value {
         let mut capacity = json!({"logicalClusters": self.logical_clusters});
         if let Some(max) = self.max_logical_clusters {
@@ -72,6 +87,13 @@ impl Capacity {
         }
         capacity
     }
+}
+
+/// A `ResourceList` quantity as a count: a number, or a string of digits as upstream writes them.
+fn quantity(value: &Value) -> Option<u64> {
+    value
+        .as_u64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
 }
 
 /// The `Shard` a shard named `name` registers: metadata and spec (status is written apart).
@@ -141,25 +163,31 @@ pub fn check_claim(
     if holder.is_empty() || holder == process {
         return Ok(());
     }
-    let Some(heartbeat) = ready_condition(existing)
-        .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
-        .and_then(|c| c.get("lastHeartbeatTime"))
-        .and_then(Value::as_str)
-    else {
-        return Ok(());
-    };
-    // A heartbeat that cannot be read says nothing about liveness.
-    let Ok(beat) = parse_rfc3339(heartbeat) else {
-        return Ok(());
-    };
-    if now.as_second() - beat.as_second() > stale_after_seconds {
+    if !is_live(existing, now, stale_after_seconds) {
         return Ok(());
     }
+    let heartbeat = heartbeat_of(existing).unwrap_or_default();
     Err(ClaimError::HeldByLiveProcess {
         name: name.into(),
         holder: holder.into(),
         heartbeat: heartbeat.into(),
     })
+}
+
+/// The `lastHeartbeatTime` of a `Ready=True` condition.
+fn heartbeat_of(shard: &Value) -> Option<&str> {
+    ready_condition(shard)
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+        .and_then(|c| c.get("lastHeartbeatTime"))
+        .and_then(Value::as_str)
+}
+
+/// Whether the shard's process is alive at `now`: `Ready=True` with a heartbeat no older than
+/// `stale_after_seconds` (a heartbeat that cannot be read says nothing about liveness).
+pub fn is_live(shard: &Value, now: jiff::Timestamp, stale_after_seconds: i64) -> bool {
+    heartbeat_of(shard)
+        .and_then(|beat| parse_rfc3339(beat).ok())
+        .is_some_and(|beat| now.as_second() - beat.as_second() <= stale_after_seconds)
 }
 
 fn ready_condition(shard: &Value) -> Option<&Value> {
@@ -202,21 +230,15 @@ pub fn heartbeat(shard: &Value, capacity: Capacity, now: jiff::Timestamp) -> Val
     updated
 }
 
-/// The `WorkspaceScheduled=False` condition of a Workspace waiting for room on a full shard.
-pub fn full_condition(shard: &str, capacity: Capacity, now: jiff::Timestamp) -> Value {
-    let limit = capacity
-        .max_logical_clusters
-        .map_or_else(|| "unlimited".to_string(), |max| max.to_string());
+/// The `WorkspaceScheduled=False` condition of a Workspace no shard takes now, saying why
+/// (see [`crate::placement::Unschedulable`]).
+pub fn unschedulable_condition(message: &str, now: jiff::Timestamp) -> Value {
     json!({
         "type": SCHEDULED_CONDITION,
         "status": "False",
         "severity": "Error",
         "reason": UNSCHEDULABLE_REASON,
-        "message": format!(
-            "no shard has room: shard {shard:?} is full ({} of {limit} logical clusters, \
-             --max-logical-clusters); scheduling resumes when a logical cluster is deleted",
-            capacity.logical_clusters
-        ),
+        "message": message,
         "lastTransitionTime": format_rfc3339(now),
     })
 }
@@ -407,19 +429,10 @@ mod tests {
 
     #[test]
     fn conditions_are_replaced_by_type_and_keep_their_time_when_unchanged() {
-        let full = Capacity {
-            logical_clusters: 1,
-            max_logical_clusters: Some(1),
-        };
+        let full = |now| unschedulable_condition("no room", now);
         let mut ws = json!({"metadata": {"name": "a"}, "status": {"phase": "Scheduling"}});
-        assert!(set_condition(
-            &mut ws,
-            full_condition("root", full, at("2026-01-01T00:00:00Z"))
-        ));
-        assert!(!set_condition(
-            &mut ws,
-            full_condition("root", full, at("2026-01-01T00:01:00Z"))
-        ));
+        assert!(set_condition(&mut ws, full(at("2026-01-01T00:00:00Z"))));
+        assert!(!set_condition(&mut ws, full(at("2026-01-01T00:01:00Z"))));
         assert_eq!(
             ws["status"]["conditions"][0]["lastTransitionTime"],
             "2026-01-01T00:00:00Z"
@@ -434,17 +447,47 @@ mod tests {
     }
 
     #[test]
-    fn the_full_condition_says_why() {
-        let condition = full_condition(
-            "root",
+    fn capacity_is_read_back_from_the_status() {
+        let shard = heartbeat(
+            &object("a", "p", &urls()),
             Capacity {
-                logical_clusters: 3,
-                max_logical_clusters: Some(3),
+                logical_clusters: 2,
+                max_logical_clusters: Some(5),
             },
             at("2026-01-01T00:00:00Z"),
         );
-        assert_eq!(condition["reason"], "Unschedulable");
-        let message = condition["message"].as_str().unwrap();
-        assert!(message.contains("\"root\" is full (3 of 3"), "{message}");
+        let capacity = Capacity::of(&shard).unwrap();
+        assert_eq!(capacity.headroom(), Some(3));
+        let upstream = json!({"status": {"capacity": {"logicalClusters": "4"}}});
+        assert_eq!(
+            Capacity::of(&upstream),
+            Some(Capacity {
+                logical_clusters: 4,
+                max_logical_clusters: None
+            })
+        );
+        assert_eq!(Capacity::of(&upstream).unwrap().headroom(), None);
+        assert_eq!(Capacity::of(&json!({})), None);
+    }
+
+    #[test]
+    fn a_shard_is_live_while_its_heartbeat_is_fresh() {
+        let shard = heartbeat(
+            &object("a", "p", &urls()),
+            Capacity {
+                logical_clusters: 0,
+                max_logical_clusters: None,
+            },
+            at("2026-01-01T00:00:00Z"),
+        );
+        assert!(is_live(&shard, at("2026-01-01T00:01:30Z"), 90));
+        assert!(!is_live(&shard, at("2026-01-01T00:01:31Z"), 90));
+        let stopped = stopped(&shard, at("2026-01-01T00:00:01Z"));
+        assert!(!is_live(&stopped, at("2026-01-01T00:00:02Z"), 90));
+        assert!(!is_live(
+            &object("a", "p", &urls()),
+            at("2026-01-01T00:00:00Z"),
+            90
+        ));
     }
 }

@@ -131,17 +131,37 @@ impl KcpProcess {
     /// Runs `binary start --root-directory=<fresh dir> --secure-port=0 --bind-address=127.0.0.1`
     /// plus `flags`, and waits until the admin kubeconfig is written and `/readyz` answers 200.
     pub async fn start(binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
-        Self::start_kind(SHARD, binary, label, flags).await
+        KcpProcess::start_prepared(binary, label, flags, |_| {}).await
+    }
+
+    /// Like [`Self::start`], with `prepare` called on the (still empty) root directory before
+    /// the process starts, e.g. to place CAs it then reuses instead of generating its own.
+    pub async fn start_prepared(
+        binary: &Path,
+        label: &str,
+        flags: &[String],
+        prepare: impl FnOnce(&Path),
+    ) -> KcpProcess {
+        Self::start_kind(SHARD, binary, label, flags, prepare).await
     }
 
     /// Like [`Self::start`] for `binary cache-server`: ready once `cache.kubeconfig` (its
     /// `system:masters` credentials, the `admin` here) is written and `/readyz` answers 200.
     pub async fn start_cache_server(binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
-        Self::start_kind(CACHE_SERVER, binary, label, flags).await
+        Self::start_kind(CACHE_SERVER, binary, label, flags, |_| {}).await
     }
 
-    async fn start_kind(kind: Kind, binary: &Path, label: &str, flags: &[String]) -> KcpProcess {
+    async fn start_kind(
+        kind: Kind,
+        binary: &Path,
+        label: &str,
+        flags: &[String],
+        prepare: impl FnOnce(&Path),
+    ) -> KcpProcess {
         let dir = temp_dir(label);
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).expect("creating the root directory");
+        prepare(&root);
         let mut args = vec![
             kind.subcommand.to_owned(),
             format!("--root-directory={}", dir.path().join("root").display()),
@@ -255,7 +275,19 @@ impl KcpProcess {
     /// Waits until the object at `path` has the status condition `condition` with status `True`
     /// and returns the object.
     pub async fn wait_for_condition(&self, path: &str, condition: &str) -> Value {
-        let what = format!("condition {condition}");
+        self.wait_for_condition_status(path, condition, "True")
+            .await
+    }
+
+    /// Waits until the object at `path` has the status condition `condition` with status
+    /// `status` (`True`, `False`, `Unknown`) and returns the object.
+    pub async fn wait_for_condition_status(
+        &self,
+        path: &str,
+        condition: &str,
+        status: &str,
+    ) -> Value {
+        let what = format!("condition {condition}={status}");
         self.wait_for(&what, path, |response| {
             response.status == 200
                 && response.json()["status"]["conditions"]
@@ -263,7 +295,7 @@ impl KcpProcess {
                     .is_some_and(|conditions| {
                         conditions
                             .iter()
-                            .any(|c| c["type"] == condition && c["status"] == "True")
+                            .any(|c| c["type"] == condition && c["status"] == status)
                     })
         })
         .await
@@ -344,9 +376,22 @@ impl KcpProcess {
     /// the same flags on the same root directory. It picks a new port, so re-read [`Self::url`].
     pub async fn restart(&mut self) {
         self.stop_cleanly().await;
+        self.start_again().await;
+    }
+
+    /// SIGKILL by PID, as a crash: nothing is shut down gracefully.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+
+    /// Starts the stopped (or killed) server again with the same flags on the same root
+    /// directory and waits until it is ready.
+    pub async fn start_again(&mut self) {
         let kubeconfig = self.kubeconfig();
         // The file from the last run names the old port; wait for the new run to write its own.
-        std::fs::remove_file(&kubeconfig).expect("removing the previous admin kubeconfig");
+        if kubeconfig.exists() {
+            std::fs::remove_file(&kubeconfig).expect("removing the previous admin kubeconfig");
+        }
         self.process = spawn(&self.binary, &self.args, self.dir.path());
         self.admin = wait_ready(&mut self.process, &kubeconfig, self.kind).await;
     }

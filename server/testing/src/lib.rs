@@ -25,6 +25,7 @@ mod pki;
 pub mod plugins;
 mod ports;
 mod process;
+mod sharded;
 mod wait;
 
 pub use answers::{expect_status, strings};
@@ -37,4 +38,5 @@ pub use kubectl::{BackgroundKubectl, Kubectl, Run};
 pub use pki::{TlsFiles, write_tls_files};
 pub use ports::free_port;
 pub use process::ChildGuard;
+pub use sharded::{ShardedChild, ShardedKcp};
 pub use wait::Patience;

@@ -7,6 +7,7 @@
 //! [`resource`], or an endpoint that is not an object.
 
 pub mod discovery;
+pub(crate) mod elsewhere;
 pub mod health;
 mod home;
 pub mod metrics;
@@ -45,6 +46,8 @@ pub struct Scope<'a> {
     pub shutdown: &'a CancellationToken,
     /// The shared watch caches lists are served from.
     pub watch_caches: &'a kcp_watchcache::WatchCaches,
+    /// `--max-logical-clusters` (LogicalCluster admission refuses creations beyond it).
+    pub max_logical_clusters: Option<u64>,
 }
 
 /// Serves a request for `/api/...` or `/apis/...` (after authorization) with the handler of the

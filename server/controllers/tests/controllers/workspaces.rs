@@ -45,6 +45,7 @@ async fn tenancy(store: &RestStore, controllers: &Controllers) -> Arc<TenancyInd
             index.clone(),
             EXTERNAL_URL.to_string(),
             None,
+            None,
             stop,
         )
     });
@@ -495,6 +496,7 @@ async fn a_workspace_follows_its_logical_cluster_once_the_index_has_the_change()
             store.clone(),
             index.clone(),
             EXTERNAL_URL.to_string(),
+            None,
             None,
             stop,
         )

@@ -31,7 +31,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "audit-webhook-version",
     // sharding, cache server, virtual workspaces, mounts
     "external-logical-cluster-admin-kubeconfig",
-    "logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",
     "mount-proxy-client-key-file",
     "run-virtual-workspaces",

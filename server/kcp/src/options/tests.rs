@@ -590,6 +590,7 @@ fn every_flag_is_classified() {
         "leader-election-name",
         "leader-election-namespace",
         "logging-format",
+        "logical-cluster-admin-kubeconfig",
         "logical-cluster-object-count-scan-interval",
         "logical-cluster-total-object-limit",
         "max-logical-clusters",

@@ -26,14 +26,18 @@ fn roots(ca_pem: &str) -> Arc<RootCertStore> {
     Arc::new(roots)
 }
 
-fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
+pub(super) fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<_, _>>()
         .unwrap()
 }
 
 /// What a TLS client trusting `ca_pem` concludes about a server presenting `chain_pem` as `name`.
-fn verify_server(ca_pem: &str, chain_pem: &str, name: &str) -> Result<(), rustls::Error> {
+pub(super) fn verify_server(
+    ca_pem: &str,
+    chain_pem: &str,
+    name: &str,
+) -> Result<(), rustls::Error> {
     let verifier = WebPkiServerVerifier::builder_with_provider(roots(ca_pem), crypto_provider())
         .build()
         .unwrap();
@@ -45,7 +49,7 @@ fn verify_server(ca_pem: &str, chain_pem: &str, name: &str) -> Result<(), rustls
 }
 
 /// What a TLS server trusting `ca_pem` for clients concludes about a client presenting `cert_pem`.
-fn verify_client(ca_pem: &str, cert_pem: &str) -> Result<(), rustls::Error> {
+pub(super) fn verify_client(ca_pem: &str, cert_pem: &str) -> Result<(), rustls::Error> {
     let verifier = WebPkiClientVerifier::builder_with_provider(roots(ca_pem), crypto_provider())
         .build()
         .unwrap();

@@ -43,7 +43,7 @@ impl Resolved<'_> {
             Admission::None => Ok(()),
             Admission::Escalation(check) => check.check(object, None),
             Admission::Workspace(write) => write.admit_create(self, object).await,
-            Admission::LogicalCluster(write) => write.admit_create(),
+            Admission::LogicalCluster(write) => write.admit_create(self),
             Admission::WorkspaceType(write) => write.admit(object),
         }
     }

@@ -21,6 +21,9 @@ use crate::filters::authentication::rbac_user;
 use crate::handlers::resource::Resolved;
 use kcp_registry::{ClusterTarget, LogicalClusterName};
 
+/// When a full shard tells a scheduler to try again.
+const FULL_RETRY_AFTER_SECONDS: u32 = 2;
+
 pub(crate) struct WorkspaceWrite {
     cluster: LogicalClusterName,
     privileged: bool,
@@ -196,8 +199,30 @@ fn logical_cluster_forbidden(error: &logical_cluster::LogicalClusterError) -> Ap
 }
 
 impl LogicalClusterWrite {
-    pub(super) fn admit_create(&self) -> Result<(), ApiError> {
-        logical_cluster::validate_create(&self.groups).map_err(|e| logical_cluster_forbidden(&e))
+    /// Only the system creates LogicalClusters; a shard full by `--max-logical-clusters` takes
+    /// no new one (another shard's scheduler may have read a capacity that had not caught up):
+    /// 429, which makes that scheduler place the workspace again.
+    pub(super) fn admit_create(&self, r: &Resolved<'_>) -> Result<(), ApiError> {
+        logical_cluster::validate_create(&self.groups)
+            .map_err(|e| logical_cluster_forbidden(&e))?;
+        let index = &r.scope.tenancy;
+        let Some(max) = r.scope.max_logical_clusters else {
+            return Ok(());
+        };
+        let count = index.logical_cluster_count();
+        // One that exists already is the store's 409 (a retry must learn it exists).
+        if count < max
+            || self.cluster.as_str().starts_with("system:")
+            || index.logical_cluster(&self.cluster).is_some()
+        {
+            return Ok(());
+        }
+        Err(ApiError::too_many_requests(
+            &format!(
+                "this shard is full ({count} of {max} logical clusters, --max-logical-clusters)"
+            ),
+            FULL_RETRY_AFTER_SECONDS,
+        ))
     }
 
     pub(super) fn admit_update(&self, new: &mut Value, old: &Value) -> Result<(), ApiError> {

@@ -1,0 +1,122 @@
+//! One PKI for several processes on one machine (`kcp sharded`), as upstream's
+//! `sharded-test-server` generates one for its shards and cache server.
+//!
+//! Every process serves with the same certificate (signed by one server CA, for `localhost`,
+//! `127.0.0.1` and `::1`) and trusts the same client CA, which also signs one admin client
+//! certificate in `system:masters`; the shards also share one service-account signing key, so
+//! they all accept the tokens any of them issues (upstream's shards share theirs too). The files are kept in one directory with the names `kcp start`
+//! uses for its own generated material, and they are reused on the next run under the same rules
+//! (see the parent module), so kubeconfigs handed out earlier keep working after a restart.
+
+use std::path::{Path, PathBuf};
+
+use super::{
+    ADMIN_FILE_STEM, CLIENT_CA, LeafProfile, PemPair, PkiError, SERVER_CA,
+    SERVICE_ACCOUNT_KEY_FILE, SERVING_FILE_STEM, Store, loopback_names,
+};
+
+/// Where the shared PKI's files are (the directory's layout, known before anything is generated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPkiFiles {
+    /// The CA clients trust for every process (`ca.crt`).
+    pub server_ca: PathBuf,
+    /// The serving certificate and key every process uses (`apiserver.crt`, `apiserver.key`).
+    pub serving_cert: PathBuf,
+    pub serving_key: PathBuf,
+    /// The CA every process verifies client certificates against (`client-ca.crt`).
+    pub client_ca: PathBuf,
+    /// The key service-account tokens are signed and verified with (`sa.key`).
+    pub service_account_key: PathBuf,
+}
+
+impl SharedPkiFiles {
+    pub fn in_dir(dir: &Path) -> SharedPkiFiles {
+        let (server_ca, _) = Store::paths(dir, SERVER_CA.file_stem);
+        let (serving_cert, serving_key) = Store::paths(dir, SERVING_FILE_STEM);
+        let (client_ca, _) = Store::paths(dir, CLIENT_CA.file_stem);
+        SharedPkiFiles {
+            server_ca,
+            serving_cert,
+            serving_key,
+            client_ca,
+            service_account_key: dir.join(SERVICE_ACCOUNT_KEY_FILE),
+        }
+    }
+}
+
+/// What clients of the processes need: the CA to trust and the admin's client certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPki {
+    pub server_ca_pem: String,
+    /// CN `shard-admin`, O `system:masters` (`admin.crt`, `admin.key`).
+    pub admin: PemPair,
+}
+
+/// Generates the shared PKI in `dir`, or reuses what is there and still fits.
+pub fn ensure(dir: &Path) -> Result<SharedPki, PkiError> {
+    let store = Store {
+        dir: Some(dir.to_owned()),
+    };
+    let server_ca = store.authority(SERVER_CA)?;
+    store.leaf(
+        &server_ca,
+        SERVING_FILE_STEM,
+        &LeafProfile::Serving {
+            names: loopback_names(),
+        },
+    )?;
+    let client_ca = store.authority(CLIENT_CA)?;
+    let admin = store.leaf(&client_ca, ADMIN_FILE_STEM, &LeafProfile::Admin)?;
+    store.service_account_key()?;
+    Ok(SharedPki {
+        server_ca_pem: server_ca.cert_pem,
+        admin,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{chain, verify_client, verify_server};
+    use super::*;
+
+    #[test]
+    fn one_ca_signs_the_serving_certificate_and_the_admin_is_a_master() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = ensure(dir.path()).unwrap();
+        let files = SharedPkiFiles::in_dir(dir.path());
+        let read = |path: &Path| std::fs::read_to_string(path).unwrap();
+        assert_eq!(read(&files.server_ca), pki.server_ca_pem);
+        let serving = read(&files.serving_cert);
+        for name in ["localhost", "127.0.0.1", "::1"] {
+            verify_server(&pki.server_ca_pem, &serving, name).unwrap();
+        }
+        verify_client(&read(&files.client_ca), &pki.admin.cert_pem).unwrap();
+        let admin_chain = chain(&pki.admin.cert_pem);
+        let (_, admin) = x509_parser::parse_x509_certificate(&admin_chain[0]).unwrap();
+        let groups: Vec<_> = admin
+            .subject()
+            .iter_organization()
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        assert_eq!(groups, ["system:masters"]);
+        assert_eq!(
+            read(&files.serving_key),
+            read(&dir.path().join("apiserver.key"))
+        );
+        assert!(read(&files.service_account_key).contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn a_second_run_reuses_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ensure(dir.path()).unwrap();
+        let files = SharedPkiFiles::in_dir(dir.path());
+        let read = |path: &Path| std::fs::read_to_string(path).unwrap();
+        let serving = read(&files.serving_cert);
+        let service_account_key = read(&files.service_account_key);
+        let second = ensure(dir.path()).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(read(&files.serving_cert), serving);
+        assert_eq!(read(&files.service_account_key), service_account_key);
+    }
+}

@@ -1,0 +1,490 @@
+//! What `kcp sharded` starts, decided before anything starts: the processes with their flags, the
+//! files they are given and the ports they listen on. Nothing here touches the machine, so the
+//! whole topology is checked by unit tests.
+//!
+//! Upstream's `sharded-test-server` starts a cache server, a root shard and further shards that
+//! share one PKI; so does this, with `kcp`'s own subcommands and flags: `kcp cache-server` and
+//! `kcp start`, each with its own directory under the root directory (its embedded store, or its
+//! own prefix on one etcd: `/shard/<name>` and `/cache`).
+//!
+//! Layout of the root directory:
+//!
+//! | Path | What |
+//! |---|---|
+//! | `pki/` | the shared PKI (see [`crate::pki::shared`]) |
+//! | `<name>/` | each process's `--root-directory` (`cache`, `root`, `shard-1`, ...) |
+//! | `<name>.log` | each process's output |
+//! | `cache.kubeconfig` | the cache server, for every shard's `--cache-kubeconfig` |
+//! | `root.kubeconfig` | the root shard (context `shard-base`, as upstream), for `--root-shard-kubeconfig-file` |
+//! | `logical-cluster-admin.kubeconfig` | for `--logical-cluster-admin-kubeconfig` |
+//! | `admin.kubeconfig` | for people: one context per shard, `root` current |
+//!
+//! Ports with `--secure-port P`: the root shard `P`, `shard-i` `P+i`, the cache server `P+N`.
+//!
+//! With `--cache in-process` no cache server is started: the root shard runs without
+//! `--cache-kubeconfig`, so it serves the cache itself at `/services/cache/` (upstream's in-process
+//! cache), and `cache.kubeconfig` names the root shard for the other shards.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use crate::kubeconfig::Endpoint;
+use crate::pki::shared::SharedPkiFiles;
+
+/// Where every process listens.
+pub const BIND_ADDRESS: &str = "127.0.0.1";
+/// The root shard's name (`kcp start`'s default).
+pub const ROOT: &str = "root";
+/// The cache server's name: its directory, log and kubeconfig are named after it.
+pub const CACHE: &str = "cache";
+/// The cache server's subcommand, also its program name in upstream images.
+pub const CACHE_SERVER_COMMAND: &str = "cache-server";
+/// The file people use: one context per shard.
+pub const ADMIN_KUBECONFIG: &str = "admin.kubeconfig";
+
+/// Where the shards find the cache server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheMode {
+    /// A `kcp cache-server` process of its own.
+    Standalone,
+    /// The root shard's own, at `/services/cache/`.
+    InProcess,
+}
+
+/// The shape of a topology, as the command line gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Absolute, so the printed paths work from anywhere.
+    pub dir: PathBuf,
+    /// etcd URLs; empty: each process has its embedded store.
+    pub etcd_servers: Vec<String>,
+    pub ports: Ports,
+    pub cache: CacheMode,
+}
+
+/// The ports of a topology: one per shard (the root shard first) and the cache server's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ports {
+    pub shards: Vec<u16>,
+    pub cache: u16,
+}
+
+/// Why a topology cannot be laid out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("--shards must be at least 1 (the root shard)")]
+    NoShards,
+    #[error(
+        "--secure-port {first} with --shards {shards} needs ports up to {first}+{shards}, past 65535"
+    )]
+    PortsExhausted { first: u16, shards: u16 },
+}
+
+impl Ports {
+    /// The root shard on `first`, `shard-i` on `first + i`, the cache server after the last shard.
+    pub fn consecutive(first: u16, shards: u16) -> Result<Ports, PlanError> {
+        if shards == 0 {
+            return Err(PlanError::NoShards);
+        }
+        let exhausted = PlanError::PortsExhausted { first, shards };
+        let cache = first.checked_add(shards).ok_or(exhausted)?;
+        Ok(Ports {
+            shards: (first..cache).collect(),
+            cache,
+        })
+    }
+}
+
+/// Which program a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `kcp cache-server`.
+    Cache,
+    /// `kcp start`.
+    Shard,
+}
+
+/// One process to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub name: String,
+    pub role: Role,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// Arguments after the program (the subcommand first).
+    pub args: Vec<OsString>,
+    /// Where its stdout and stderr go.
+    pub log: PathBuf,
+}
+
+/// A kubeconfig to write, for the admin user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeconfigFile {
+    pub path: PathBuf,
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// Everything `kcp sharded` does, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The shared PKI's directory.
+    pub pki_dir: PathBuf,
+    /// Written before any process starts (the processes read them at start).
+    pub kubeconfigs: Vec<KubeconfigFile>,
+    /// The start order: the cache server (when standalone), the root shard, the other shards.
+    pub processes: Vec<Process>,
+    /// The server `cache.kubeconfig` names: the cache server's, or the root shard's.
+    pub cache_url: String,
+    /// Written once every process is ready.
+    pub admin_kubeconfig: KubeconfigFile,
+}
+
+/// The name of the `index`-th shard: `root`, then `shard-1`, `shard-2`, ...
+pub fn shard_name(index: usize) -> String {
+    if index == 0 {
+        ROOT.to_owned()
+    } else {
+        format!("shard-{index}")
+    }
+}
+
+fn url(port: u16) -> String {
+    format!("https://{BIND_ADDRESS}:{port}")
+}
+
+/// `--name=value`.
+fn flag(name: &str, value: impl AsRef<OsStr>) -> OsString {
+    let mut flag = OsString::from(format!("--{name}="));
+    flag.push(value);
+    flag
+}
+
+impl Plan {
+    pub fn new(layout: &Layout) -> Plan {
+        let dir = &layout.dir;
+        let pki_dir = dir.join("pki");
+        let pki = SharedPkiFiles::in_dir(&pki_dir);
+        let root_url = layout
+            .ports
+            .shards
+            .first()
+            .copied()
+            .map(url)
+            .unwrap_or_default();
+        let single = |file: &str, name: &str, server: &str| KubeconfigFile {
+            path: dir.join(file),
+            endpoints: vec![Endpoint {
+                name: name.to_owned(),
+                server: server.to_owned(),
+            }],
+        };
+        let cache_url = match layout.cache {
+            CacheMode::Standalone => url(layout.ports.cache),
+            CacheMode::InProcess => root_url.clone(),
+        };
+        let cache_kubeconfig = single("cache.kubeconfig", CACHE, &cache_url);
+        let root_kubeconfig = single("root.kubeconfig", "shard-base", &root_url);
+        let logical_cluster_admin = single("logical-cluster-admin.kubeconfig", "base", &root_url);
+
+        let serving = |name: &str, port: u16| {
+            vec![
+                flag("root-directory", dir.join(name)),
+                flag("bind-address", BIND_ADDRESS),
+                flag("secure-port", port.to_string()),
+                flag("tls-cert-file", &pki.serving_cert),
+                flag("tls-private-key-file", &pki.serving_key),
+                flag("client-ca-file", &pki.client_ca),
+            ]
+        };
+        let storage = |prefix: String| {
+            if layout.etcd_servers.is_empty() {
+                Vec::new()
+            } else {
+                vec![
+                    flag("etcd-servers", layout.etcd_servers.join(",")),
+                    flag("etcd-prefix", prefix),
+                ]
+            }
+        };
+        let log = |name: &str| dir.join(format!("{name}.log"));
+
+        let mut processes = Vec::new();
+        if layout.cache == CacheMode::Standalone {
+            let mut args = vec![OsString::from(CACHE_SERVER_COMMAND)];
+            args.extend(serving(CACHE, layout.ports.cache));
+            args.extend(storage(format!("/{CACHE}")));
+            processes.push(Process {
+                name: CACHE.to_owned(),
+                role: Role::Cache,
+                url: cache_url.clone(),
+                args,
+                log: log(CACHE),
+            });
+        }
+        for (index, &port) in layout.ports.shards.iter().enumerate() {
+            let name = shard_name(index);
+            let mut args = vec![OsString::from("start"), flag("shard-name", &name)];
+            args.extend(serving(&name, port));
+            args.extend([
+                flag("root-ca-file", &pki.server_ca),
+                flag("service-account-private-key-file", &pki.service_account_key),
+                // The shard cannot mint an admin certificate for a client CA it has no key of;
+                // admin.kubeconfig of the topology is the one to use.
+                flag("batteries-included", "-admin"),
+                flag("shard-base-url", url(port)),
+                flag("shard-external-url", url(port)),
+                flag(
+                    "logical-cluster-admin-kubeconfig",
+                    &logical_cluster_admin.path,
+                ),
+            ]);
+            // Without it the root shard serves the cache in-process.
+            if index > 0 || layout.cache == CacheMode::Standalone {
+                args.push(flag("cache-kubeconfig", &cache_kubeconfig.path));
+            }
+            if index > 0 {
+                args.push(flag("root-shard-kubeconfig-file", &root_kubeconfig.path));
+            }
+            args.extend(storage(format!("/shard/{name}")));
+            processes.push(Process {
+                log: log(&name),
+                name,
+                role: Role::Shard,
+                url: url(port),
+                args,
+            });
+        }
+        let admin_kubeconfig = KubeconfigFile {
+            path: dir.join(ADMIN_KUBECONFIG),
+            endpoints: processes
+                .iter()
+                .filter(|process| process.role == Role::Shard)
+                .map(|process| Endpoint {
+                    name: process.name.clone(),
+                    server: process.url.clone(),
+                })
+                .collect(),
+        };
+        Plan {
+            pki_dir,
+            kubeconfigs: vec![cache_kubeconfig, root_kubeconfig, logical_cluster_admin],
+            processes,
+            cache_url,
+            admin_kubeconfig,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn layout(etcd_servers: &[&str]) -> Layout {
+        Layout {
+            dir: PathBuf::from("/t"),
+            etcd_servers: etcd_servers.iter().map(|s| (*s).to_owned()).collect(),
+            ports: Ports::consecutive(6443, 3).unwrap(),
+            cache: CacheMode::Standalone,
+        }
+    }
+
+    fn args(process: &Process) -> Vec<String> {
+        process
+            .args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn process<'a>(plan: &'a Plan, name: &str) -> &'a Process {
+        plan.processes.iter().find(|p| p.name == name).unwrap()
+    }
+
+    #[test]
+    fn ports_are_consecutive_the_cache_after_the_shards() {
+        let ports = Ports::consecutive(6443, 3).unwrap();
+        assert_eq!(ports.shards, [6443, 6444, 6445]);
+        assert_eq!(ports.cache, 6446);
+        assert_eq!(
+            Ports::consecutive(65535, 1),
+            Err(PlanError::PortsExhausted {
+                first: 65535,
+                shards: 1
+            })
+        );
+        assert_eq!(Ports::consecutive(6443, 0), Err(PlanError::NoShards));
+        assert_eq!(Ports::consecutive(65534, 1).unwrap().cache, 65535);
+    }
+
+    #[test]
+    fn the_cache_starts_first_then_root_then_the_shards() {
+        let plan = Plan::new(&layout(&[]));
+        let order: Vec<(&str, Role, &str)> = plan
+            .processes
+            .iter()
+            .map(|p| (p.name.as_str(), p.role, p.url.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("cache", Role::Cache, "https://127.0.0.1:6446"),
+                ("root", Role::Shard, "https://127.0.0.1:6443"),
+                ("shard-1", Role::Shard, "https://127.0.0.1:6444"),
+                ("shard-2", Role::Shard, "https://127.0.0.1:6445"),
+            ]
+        );
+        assert_eq!(process(&plan, "shard-1").log, Path::new("/t/shard-1.log"));
+    }
+
+    #[test]
+    fn every_shard_gets_the_shared_pki_the_cache_and_its_urls() {
+        let plan = Plan::new(&layout(&[]));
+        assert_eq!(
+            args(process(&plan, "shard-2")),
+            [
+                "start",
+                "--shard-name=shard-2",
+                "--root-directory=/t/shard-2",
+                "--bind-address=127.0.0.1",
+                "--secure-port=6445",
+                "--tls-cert-file=/t/pki/apiserver.crt",
+                "--tls-private-key-file=/t/pki/apiserver.key",
+                "--client-ca-file=/t/pki/client-ca.crt",
+                "--root-ca-file=/t/pki/ca.crt",
+                "--service-account-private-key-file=/t/pki/sa.key",
+                "--batteries-included=-admin",
+                "--shard-base-url=https://127.0.0.1:6445",
+                "--shard-external-url=https://127.0.0.1:6445",
+                "--logical-cluster-admin-kubeconfig=/t/logical-cluster-admin.kubeconfig",
+                "--cache-kubeconfig=/t/cache.kubeconfig",
+                "--root-shard-kubeconfig-file=/t/root.kubeconfig",
+            ]
+        );
+        assert_eq!(plan.cache_url, "https://127.0.0.1:6446");
+        let root = args(process(&plan, "root"));
+        assert!(root.contains(&"--shard-name=root".to_owned()), "{root:?}");
+        assert!(
+            root.contains(&"--cache-kubeconfig=/t/cache.kubeconfig".to_owned()),
+            "{root:?}"
+        );
+        assert!(
+            !root
+                .iter()
+                .any(|a| a.starts_with("--root-shard-kubeconfig-file")),
+            "{root:?}"
+        );
+        assert_eq!(
+            args(process(&plan, "cache")),
+            [
+                "cache-server",
+                "--root-directory=/t/cache",
+                "--bind-address=127.0.0.1",
+                "--secure-port=6446",
+                "--tls-cert-file=/t/pki/apiserver.crt",
+                "--tls-private-key-file=/t/pki/apiserver.key",
+                "--client-ca-file=/t/pki/client-ca.crt",
+            ]
+        );
+    }
+
+    #[test]
+    fn in_process_the_root_shard_is_the_cache() {
+        let plan = Plan::new(&Layout {
+            cache: CacheMode::InProcess,
+            ..layout(&[])
+        });
+        let names: Vec<&str> = plan.processes.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["root", "shard-1", "shard-2"]);
+        assert_eq!(plan.cache_url, "https://127.0.0.1:6443");
+        assert_eq!(
+            plan.kubeconfigs[0].endpoints[0].server,
+            "https://127.0.0.1:6443"
+        );
+        let root = args(process(&plan, "root"));
+        assert!(
+            !root.iter().any(|a| a.starts_with("--cache-kubeconfig")),
+            "{root:?}"
+        );
+        let shard = args(process(&plan, "shard-1"));
+        assert!(
+            shard.contains(&"--cache-kubeconfig=/t/cache.kubeconfig".to_owned()),
+            "{shard:?}"
+        );
+    }
+
+    #[test]
+    fn with_etcd_every_process_has_its_own_prefix() {
+        let plan = Plan::new(&layout(&["http://127.0.0.1:2379", "http://127.0.0.1:2380"]));
+        for (name, prefix) in [
+            ("cache", "/cache"),
+            ("root", "/shard/root"),
+            ("shard-1", "/shard/shard-1"),
+        ] {
+            let args = args(process(&plan, name));
+            let tail: Vec<&str> = args[args.len() - 2..].iter().map(String::as_str).collect();
+            assert_eq!(
+                tail,
+                [
+                    "--etcd-servers=http://127.0.0.1:2379,http://127.0.0.1:2380",
+                    &format!("--etcd-prefix={prefix}"),
+                ],
+                "{name}"
+            );
+        }
+        let embedded = Plan::new(&layout(&[]));
+        assert!(
+            embedded
+                .processes
+                .iter()
+                .all(|p| !args(p).iter().any(|a| a.starts_with("--etcd"))),
+            "without --etcd-servers every process keeps its embedded store"
+        );
+    }
+
+    #[test]
+    fn kubeconfigs_name_the_cache_the_root_shard_and_every_shard() {
+        let plan = Plan::new(&layout(&[]));
+        let files: Vec<(PathBuf, Vec<(String, String)>)> = plan
+            .kubeconfigs
+            .iter()
+            .chain([&plan.admin_kubeconfig])
+            .map(|file| {
+                (
+                    file.path.clone(),
+                    file.endpoints
+                        .iter()
+                        .map(|e| (e.name.clone(), e.server.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let endpoint = |name: &str, port: u16| (name.to_owned(), url(port));
+        assert_eq!(
+            files,
+            [
+                (
+                    PathBuf::from("/t/cache.kubeconfig"),
+                    vec![endpoint("cache", 6446)]
+                ),
+                (
+                    PathBuf::from("/t/root.kubeconfig"),
+                    vec![endpoint("shard-base", 6443)]
+                ),
+                (
+                    PathBuf::from("/t/logical-cluster-admin.kubeconfig"),
+                    vec![endpoint("base", 6443)]
+                ),
+                (
+                    PathBuf::from("/t/admin.kubeconfig"),
+                    vec![
+                        endpoint("root", 6443),
+                        endpoint("shard-1", 6444),
+                        endpoint("shard-2", 6445)
+                    ]
+                ),
+            ]
+        );
+        assert_eq!(plan.pki_dir, Path::new("/t/pki"));
+    }
+}
