@@ -10,7 +10,7 @@
 //! the one credential the cache accepts. The store is the embedded one
 //! (`<root-directory>/store.redb`) unless `--etcd-servers` names an etcd.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::kubeconfig::{self, KubeconfigError};
-use crate::options::{CertKeyFiles, EtcdFlags, LoggingFlags, OptionsError, non_empty, values};
+use crate::options::{
+    CertKeyFiles, EtcdFlags, LoggingFlags, OptionsError, ServingFlags, non_empty, values,
+};
 use crate::pki::{self, PkiError, TransportOptions};
 
 /// How long in-flight requests may take after a shutdown signal.
@@ -37,18 +39,8 @@ pub const KUBECONFIG_FILE: &str = "cache.kubeconfig";
 /// Every flag of `kcp cache-server`. Field docs are the help texts.
 #[derive(Debug, Clone, Args)]
 pub struct CacheServerOptions {
-    /// IP address to listen on (0.0.0.0 or :: for all interfaces).
-    #[arg(long, default_value = "0.0.0.0", help_heading = "Secure serving")]
-    pub bind_address: IpAddr,
-    /// HTTPS port (0 picks a free port).
-    #[arg(long, default_value_t = 6443, help_heading = "Secure serving")]
-    pub secure_port: u16,
-    /// Serving certificate (PEM, leaf first); generated under --root-directory when not given.
-    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// Private key of --tls-cert-file.
-    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
-    pub tls_private_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub serving: ServingFlags,
     /// CA bundle client certificates are verified against; generated under --root-directory
     /// (with a system:masters client certificate in cache.kubeconfig) when not given.
     #[arg(long, value_parser = values::path, help_heading = "Authentication")]
@@ -100,7 +92,7 @@ pub enum CacheServerError {
 impl CacheServerOptions {
     /// Checks what clap cannot: pairs of flags and flags that need others.
     pub fn validate(&self) -> Result<(), CacheServerError> {
-        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+        if self.serving.tls_cert_file.is_some() != self.serving.tls_private_key_file.is_some() {
             return Err(CacheServerError::HalfTlsPair);
         }
         self.storage_config()?;
@@ -133,9 +125,10 @@ pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
         })?;
     }
     let tls = options
+        .serving
         .tls_cert_file
         .clone()
-        .zip(options.tls_private_key_file.clone())
+        .zip(options.serving.tls_private_key_file.clone())
         .map(|(cert_file, key_file)| CertKeyFiles {
             cert_file,
             key_file,
@@ -146,7 +139,7 @@ pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
         client_ca_file: options.client_ca_file.as_deref(),
         admin: true,
         user: false,
-        bind_address: options.bind_address,
+        bind_address: options.serving.bind_address,
         hosts: Vec::new(),
     })?;
     let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
@@ -184,7 +177,7 @@ async fn serve(
         stopping.clone(),
     )?;
     let listener = TlsListener::bind(
-        SocketAddr::new(options.bind_address, options.secure_port),
+        SocketAddr::new(options.serving.bind_address, options.serving.secure_port),
         TlsMaterial {
             serving_cert_chain_pem: &transport.serving_cert_chain_pem,
             serving_key_pem: &transport.serving_key_pem,
@@ -194,17 +187,17 @@ async fn serve(
     .await?;
     let port = listener
         .local_addr()
-        .map_or(options.secure_port, |address| address.port());
+        .map_or(options.serving.secure_port, |address| address.port());
     if let (Some(admin), Some(root)) = (&transport.admin_client, options.root_directory()) {
         kubeconfig::write_cache(
             &root.join(KUBECONFIG_FILE),
             &transport.server_ca_pem,
             Some(admin),
-            &kubeconfig::server_host(options.bind_address),
+            &kubeconfig::server_host(options.serving.bind_address),
             port,
         )?;
     }
-    info!(address = %SocketAddr::new(options.bind_address, port), "serving");
+    info!(address = %SocketAddr::new(options.serving.bind_address, port), "serving");
     let signals = crate::start::shutdown_signal().map_err(CacheServerError::Signals)?;
     listener
         .serve(Arc::new(handler), signals, &stopping, SHUTDOWN_GRACE)

@@ -230,7 +230,7 @@ mod tests {
                 panic!("{list:?} must parse as the cache server");
             };
             assert_eq!(
-                (options.secure_port, options.etcd_prefix.as_str()),
+                (options.serving.secure_port, options.etcd_prefix.as_str()),
                 (0, "/c")
             );
             assert_eq!(options.root_directory, std::path::Path::new(".kcp-cache"));
@@ -239,7 +239,7 @@ mod tests {
             panic!("no flags must parse");
         };
         assert_eq!(
-            (options.secure_port, options.etcd_prefix.as_str()),
+            (options.serving.secure_port, options.etcd_prefix.as_str()),
             (6443, "/cache")
         );
         for list in [

@@ -15,7 +15,7 @@ mod common;
 mod inactive;
 pub mod values;
 
-pub use common::{EtcdFlags, LoggingFlags};
+pub use common::{EtcdFlags, LoggingFlags, ServingFlags};
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -88,21 +88,11 @@ pub enum AuditWebhookMode {
 #[derive(Debug, Clone, Args)]
 pub struct StartOptions {
     // ---- secure serving ----
-    /// IP address to listen on (0.0.0.0 or :: for all interfaces).
-    #[arg(long, default_value = "0.0.0.0", help_heading = "Secure serving")]
-    pub bind_address: IpAddr,
-    /// HTTPS port (0 picks a free port).
-    #[arg(long, default_value_t = 6443, help_heading = "Secure serving")]
-    pub secure_port: u16,
+    #[command(flatten)]
+    pub serving: ServingFlags,
     /// Directory for generated serving certificates (not used yet: they go to --root-directory).
     #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
     pub cert_dir: Option<PathBuf>,
-    /// Serving certificate (PEM, leaf first); generated under --root-directory when not given.
-    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// Private key of --tls-cert-file.
-    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
-    pub tls_private_key_file: Option<PathBuf>,
     /// Lowest TLS version to accept.
     #[arg(long, help_heading = "Secure serving")]
     pub tls_min_version: Option<TlsVersion>,
@@ -507,8 +497,8 @@ impl StartOptions {
             None
         };
         let tls = match (
-            non_empty(self.tls_cert_file.as_ref()),
-            non_empty(self.tls_private_key_file.as_ref()),
+            non_empty(self.serving.tls_cert_file.as_ref()),
+            non_empty(self.serving.tls_private_key_file.as_ref()),
         ) {
             (Some(cert_file), Some(key_file)) => Some(CertKeyFiles {
                 cert_file,
@@ -524,8 +514,8 @@ impl StartOptions {
                     self.leader_election_name.clone(),
                 )
             }),
-            bind_address: self.bind_address,
-            secure_port: self.secure_port,
+            bind_address: self.serving.bind_address,
+            secure_port: self.serving.secure_port,
             tls,
             client_ca_file: non_empty(self.client_ca_file.as_ref()),
             root_directory,
@@ -651,8 +641,8 @@ impl StartOptions {
                 "shard-virtual-workspace-ca-file",
                 &self.shard_virtual_workspace_ca_file,
             ),
-            ("tls-cert-file", &self.tls_cert_file),
-            ("tls-private-key-file", &self.tls_private_key_file),
+            ("tls-cert-file", &self.serving.tls_cert_file),
+            ("tls-private-key-file", &self.serving.tls_private_key_file),
             ("token-auth-file", &self.token_auth_file),
             ("audit-policy-file", &self.audit_policy_file),
             ("audit-webhook-config-file", &self.audit_webhook_config_file),

@@ -1,8 +1,10 @@
-//! Flags `kcp start` and `kcp cache-server` share, spelled and checked once: the etcd connection
-//! (`--etcd-servers`, its TLS files, `--etcd-compaction-interval`; each server keeps its own
-//! `--etcd-prefix` default) and logging (`--logging-format`, `-v`). Both servers take them with
+//! Flags `kcp start` and `kcp cache-server` share, spelled and checked once: the secure port
+//! (`--bind-address`, `--secure-port`, `--tls-cert-file`, `--tls-private-key-file`), the etcd
+//! connection (`--etcd-servers`, its TLS files, `--etcd-compaction-interval`; each server keeps its
+//! own `--etcd-prefix` default) and logging (`--logging-format`, `-v`). Both servers take them with
 //! upstream's syntax because both upstream servers take k8s.io/apiserver's etcd and log options.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,6 +15,23 @@ use kcp_storage::etcd::EtcdConfig;
 
 use super::{EMBEDDED_STORE_FILE, OptionsError, StorageBackend, non_empty, values};
 use crate::logging::LoggingFormat;
+
+/// The secure port's flags.
+#[derive(Debug, Clone, Args)]
+pub struct ServingFlags {
+    /// IP address to listen on (0.0.0.0 or :: for all interfaces).
+    #[arg(long, default_value = "0.0.0.0", help_heading = "Secure serving")]
+    pub bind_address: IpAddr,
+    /// HTTPS port (0 picks a free port).
+    #[arg(long, default_value_t = 6443, help_heading = "Secure serving")]
+    pub secure_port: u16,
+    /// Serving certificate (PEM, leaf first); generated under --root-directory when not given.
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file.
+    #[arg(long, value_parser = values::path, help_heading = "Secure serving")]
+    pub tls_private_key_file: Option<PathBuf>,
+}
 
 /// The etcd flags.
 #[derive(Debug, Clone, Args)]

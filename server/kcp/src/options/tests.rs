@@ -307,8 +307,8 @@ fn flag_syntax_follows_pflag() {
         "--shard-name=b",
     ])
     .unwrap();
-    assert_eq!(parsed.secure_port, 7000);
-    assert_eq!(parsed.bind_address, IpAddr::from([127, 0, 0, 1]));
+    assert_eq!(parsed.serving.secure_port, 7000);
+    assert_eq!(parsed.serving.bind_address, IpAddr::from([127, 0, 0, 1]));
     assert!(!parsed.run_controllers);
     assert!(!parsed.enable_home_workspaces);
     assert!(parsed.enable_leader_election);
