@@ -203,7 +203,7 @@ async fn measure(
         .span();
     let tracker_limit = create_span + args.drain + args.ready_timeout + Duration::from_secs(60);
     let tracker = Tracker::open(client.clone(), tracker_limit).await?;
-    let created = create_until_ready(&client, &tracker, &spec, pid).await?;
+    let created = create_until_ready(&client, &tracker, &spec, &[pid]).await?;
     let workspaces = created.ready_names(&tracker);
     let tracker_summary = tracker.close().await;
     if workspaces.is_empty() {

@@ -9,6 +9,7 @@ use crate::authz;
 use crate::crds::MemoryRow;
 use crate::idle_watchers::Delivery;
 use crate::server::{Backend, Memory, Stopped};
+use crate::shard_figures::ProcessFigures;
 use crate::stats::PhaseReport;
 use crate::workspaces::{Settled, WatchSummary};
 
@@ -157,9 +158,12 @@ pub struct WorkspacesReport {
     pub protocol: &'static str,
     pub concurrency: usize,
     pub max_in_flight: usize,
+    /// /proc/loadavg (1, 5, 15 min) when the server was ready, before the first create.
+    pub loadavg_at_start: String,
     /// /proc/loadavg (1, 5, 15 min) at the end: other work on the machine skews latency.
     pub loadavg: String,
     pub startup_ms: f64,
+    /// Memory figures are the sums over every process of a sharded topology.
     pub idle: Memory,
     /// The creates themselves (due time -> 201).
     pub create: PhaseReport,
@@ -179,6 +183,12 @@ pub struct WorkspacesReport {
     pub after_delete_10s: Memory,
     /// `--history-settle` after the last DELETED event (seconds, memory), when asked for.
     pub after_history: Option<(f64, Memory)>,
+    /// Shards of a `kcp sharded` run (root included); `None` for one `kcp start`.
+    pub shards: Option<usize>,
+    /// Workspaces root listed after the creation whose `spec.URL` named no shard.
+    pub unplaced: Option<u64>,
+    /// Every process of a sharded run (empty for one `kcp start`).
+    pub processes: Vec<ProcessFigures>,
     pub watch: WatchSummary,
     /// The first failed create and delete, request and answer in full.
     pub create_failure: Option<String>,
@@ -561,15 +571,18 @@ impl Table for WorkspacesReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "server: {:?} backend, start to /readyz {:.1} ms; {} workspaces of type {}; {} x {} \
-             connections, {} in flight; load average at the end: {}",
+            "server: {:?} backend{}, start to /readyz {:.1} ms; {} workspaces of type {}; {} x {} \
+             connections, {} in flight; load average at the start: {}, at the end: {}",
             self.backend,
+            self.shards
+                .map_or(String::new(), |n| format!(", kcp sharded with {n} shards")),
             self.startup_ms,
             self.workspaces,
             self.workspace_type,
             self.protocol,
             self.concurrency,
             self.max_in_flight,
+            self.loadavg_at_start,
             self.loadavg
         );
         let mut rows = vec![request_header()];
@@ -657,6 +670,9 @@ impl Table for WorkspacesReport {
                 (m.rss_mib / self.idle.rss_mib.max(f64::MIN_POSITIVE) - 1.0) * 100.0
             );
         }
+        if !self.processes.is_empty() {
+            out.push_str(&processes_table(&self.processes, self.unplaced));
+        }
         if let Some(stopped) = &self.stopped {
             let _ = writeln!(out, "{}", stopped.line(1));
         }
@@ -670,6 +686,46 @@ impl Table for WorkspacesReport {
         }
         out
     }
+}
+
+/// The per-process section of a sharded `workspaces` run: RSS in MiB at each reading.
+fn processes_table(processes: &[ProcessFigures], unplaced: Option<u64>) -> String {
+    let mut out = String::from("\nper process (RSS MiB; KiB per workspace it holds):\n");
+    let mut rows = vec![
+        [
+            "process",
+            "workspaces",
+            "idle",
+            "after creation",
+            "KiB/ws",
+            "after deletion",
+            "10 s after deletion",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let rss = |m: Option<Memory>| m.map_or("-".into(), |m| format!("{:.1}", m.rss_mib));
+    for process in processes {
+        rows.push(vec![
+            process.name.clone(),
+            process.workspaces.map_or("-".into(), |n| n.to_string()),
+            rss(process.idle),
+            rss(process.after_create),
+            process
+                .growth_kib_per_workspace
+                .map_or("-".into(), |v| format!("{v:.1}")),
+            rss(process.after_delete),
+            rss(process.after_delete_10s),
+        ]);
+    }
+    out.push_str(&grid(&rows));
+    if let Some(count) = unplaced {
+        let _ = writeln!(
+            out,
+            "workspaces on no shard (no or unknown spec.URL): {count}"
+        );
+    }
+    out
 }
 
 impl Table for IdleWatchersReport {
@@ -811,6 +867,44 @@ impl Table for StartupReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_table_has_a_row_per_process() {
+        let memory = |rss_mib| {
+            Some(Memory {
+                rss_mib,
+                peak_rss_mib: rss_mib,
+            })
+        };
+        let process = |name: &str, workspaces, growth| ProcessFigures {
+            name: name.into(),
+            workspaces,
+            idle: memory(40.0),
+            after_create: memory(80.0),
+            after_delete: memory(50.0),
+            after_delete_10s: None,
+            growth_kib_per_workspace: growth,
+        };
+        let table = processes_table(
+            &[
+                process("cache", None, None),
+                process("root", Some(3334), Some(12.25)),
+            ],
+            Some(2),
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[2].starts_with("process"), "{table}");
+        assert!(
+            lines[3].starts_with("cache") && lines[3].contains(" - "),
+            "{table}"
+        );
+        assert!(
+            lines[4].contains("3334") && lines[4].contains("12.2"),
+            "{table}"
+        );
+        assert!(lines[5].ends_with(": 2"), "{table}");
+        assert_eq!(processes_table(&[], None).lines().count(), 3);
+    }
 
     #[test]
     fn grid_aligns_columns() {

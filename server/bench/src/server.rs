@@ -8,7 +8,7 @@
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::client::{Client, Protocol};
 use crate::kubeconfig::Target;
+use crate::owned::OwnedProcess;
 
 /// How long a server may take to become ready before we give up.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -76,7 +77,7 @@ pub enum ServerError {
     NoRss(&'static str),
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError {
+pub fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError {
     let what = what.into();
     move |source| ServerError::Io { what, source }
 }
@@ -111,8 +112,7 @@ impl Stopped {
 
 /// A running kcp we started. Dropping it kills the process and removes its directory.
 pub struct Server {
-    child: Child,
-    dir: PathBuf,
+    process: OwnedProcess,
     pub kubeconfig: PathBuf,
     /// Spawn to first 200 on `/readyz`.
     pub startup: Duration,
@@ -121,20 +121,14 @@ pub struct Server {
 impl Server {
     /// Starts kcp and waits until `/readyz` answers 200.
     pub async fn start(args: &ServerArgs) -> Result<Self, ServerError> {
-        let suffix = format!("{:08x}", rand::random::<u32>());
+        let dir = OwnedProcess::fresh_dir()?;
         let mut backend_args = Vec::new();
-        if args.backend == Backend::Etcd {
-            let url = args.etcd_servers.as_deref().ok_or(ServerError::NoEtcd)?;
-            if !is_loopback_http(url) {
-                return Err(ServerError::EtcdNotLoopback(url.to_owned()));
-            }
+        if let Some(url) = args.etcd()? {
+            // The directory's random name keeps runs on one etcd apart.
+            let prefix = dir.file_name().unwrap_or_default().to_string_lossy();
             backend_args.push(format!("--etcd-servers={url}"));
-            backend_args.push(format!("--etcd-prefix=/kcp-bench-{suffix}"));
+            backend_args.push(format!("--etcd-prefix=/{prefix}"));
         }
-        let dir = std::env::temp_dir().join(format!("kcp-bench-{suffix}"));
-        std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-        let log = std::fs::File::create(dir.join("kcp.log")).map_err(io("creating kcp.log"))?;
-        let log_err = log.try_clone().map_err(io("opening kcp.log"))?;
         let root = dir.join("root");
         let port = free_port()?;
         let mut command = Command::new(&args.kcp_binary);
@@ -144,18 +138,11 @@ impl Server {
             .arg(format!("--secure-port={port}"))
             .arg("--bind-address=127.0.0.1")
             .args(&backend_args)
-            .args(&args.kcp_args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
+            .args(&args.kcp_args);
         let spawned = Instant::now();
-        let child = command
-            .spawn()
-            .map_err(io(format!("starting {}", args.kcp_binary.display())))?;
         let mut server = Self {
-            child,
+            process: OwnedProcess::spawn(&mut command, dir, "kcp.log")?,
             kubeconfig: root.join("admin.kubeconfig"),
-            dir,
             startup: Duration::ZERO,
         };
         server.wait_ready(spawned).await?;
@@ -165,10 +152,10 @@ impl Server {
     async fn wait_ready(&mut self, spawned: Instant) -> Result<(), ServerError> {
         let mut client: Option<Client> = None;
         while spawned.elapsed() < READY_TIMEOUT {
-            if let Some(status) = self.child.try_wait().map_err(io("waiting for kcp"))? {
+            if let Some(status) = self.process.exited()? {
                 return Err(ServerError::Exited {
                     status,
-                    log: self.log(),
+                    log: self.process.log_tail(),
                 });
             }
             if client.is_none() {
@@ -187,7 +174,10 @@ impl Server {
             }
             tokio::time::sleep(POLL).await;
         }
-        Err(ServerError::NotReady(READY_TIMEOUT, self.log()))
+        Err(ServerError::NotReady(
+            READY_TIMEOUT,
+            self.process.log_tail(),
+        ))
     }
 
     /// Starts a server, runs `measure` against it and stops it whatever `measure` found: what it
@@ -208,66 +198,47 @@ impl Server {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// Current and peak resident memory.
     pub fn memory(&self) -> Result<Memory, ServerError> {
-        let path = format!("/proc/{}/status", self.child.id());
-        let status = std::fs::read_to_string(&path).map_err(io(format!("reading {path}")))?;
-        let mib = |field| {
-            status_kib(&status, field)
-                .map(|kib| kib as f64 / 1024.0)
-                .ok_or(ServerError::NoRss(field))
-        };
-        Ok(Memory {
-            rss_mib: mib("VmRSS")?,
-            peak_rss_mib: mib("VmHWM")?,
-        })
+        memory_of(self.process.pid())
     }
 
     /// Sends SIGTERM and waits for the exit (killing the process after a timeout).
     pub async fn stop(mut self) -> Result<Stopped, ServerError> {
-        let asked = Instant::now();
-        let term = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .map_err(io("running kill -TERM"))?;
-        if term.success() {
-            while asked.elapsed() < STOP_TIMEOUT {
-                if let Some(status) = self.child.try_wait().map_err(io("waiting for kcp"))? {
-                    return Ok(Stopped {
-                        exit_code: status.code(),
-                        shutdown_ms: asked.elapsed().as_secs_f64() * 1e3,
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }
-        tracing::warn!(log = %self.log(), "kcp did not exit after SIGTERM; killing it");
-        Ok(Stopped {
-            exit_code: None,
-            shutdown_ms: asked.elapsed().as_secs_f64() * 1e3,
-        })
-    }
-
-    /// The last lines of the server's log, for error messages.
-    fn log(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.join("kcp.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        self.process.stop(STOP_TIMEOUT).await
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+impl ServerArgs {
+    /// The etcd URL for `--backend etcd` (loopback only), `None` for the embedded store.
+    pub fn etcd(&self) -> Result<Option<&str>, ServerError> {
+        if self.backend != Backend::Etcd {
+            return Ok(None);
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let url = self.etcd_servers.as_deref().ok_or(ServerError::NoEtcd)?;
+        if !is_loopback_http(url) {
+            return Err(ServerError::EtcdNotLoopback(url.to_owned()));
+        }
+        Ok(Some(url))
     }
+}
+
+/// Current and peak resident memory of process `pid`.
+pub fn memory_of(pid: u32) -> Result<Memory, ServerError> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).map_err(io(format!("reading {path}")))?;
+    let mib = |field| {
+        status_kib(&status, field)
+            .map(|kib| kib as f64 / 1024.0)
+            .ok_or(ServerError::NoRss(field))
+    };
+    Ok(Memory {
+        rss_mib: mib("VmRSS")?,
+        peak_rss_mib: mib("VmHWM")?,
+    })
 }
 
 /// A port the kernel just had free on 127.0.0.1.
@@ -285,6 +256,11 @@ fn free_port() -> Result<u16, ServerError> {
 pub fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat_cpu_ticks(&stat).map(|ticks| Duration::from_millis(ticks * 10))
+}
+
+/// CPU time of several processes together (`None` if any cannot be read).
+pub fn cpu_time_all(pids: &[u32]) -> Option<Duration> {
+    pids.iter().map(|&pid| cpu_time(pid)).sum()
 }
 
 /// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line; the command name may hold

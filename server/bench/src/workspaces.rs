@@ -23,11 +23,18 @@
 //!   reports its DELETED event, which the server sends once the LogicalCluster and its content are
 //!   gone and the Workspace's finalizer is removed.
 //!
+//! - **Sharded** (`--shards N`, issue 19). `kcp sharded --shards N` instead of `kcp start`: the
+//!   workspaces are still created in (and timed Ready through) root, whose Workspaces carry the
+//!   phase mirrored from their shards; after the creation root's list says, by each `spec.URL`,
+//!   how many landed on each shard. Memory is read for every process (each shard and the cache
+//!   server); the report's totals are their sums, and a per-process section gives each one's
+//!   readings and its growth per workspace it holds. Server CPU is that of all the processes.
+//!
 //! Every wait is bounded (`--drain`, `--ready-timeout`, `--delete-timeout`); what did not finish
 //! in time is reported as missing, never asserted. The watch reconnects from the last
 //! resourceVersion it saw if the server ends it early.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -48,6 +55,8 @@ use crate::load::{LoadError, check, resource_version, to_bytes};
 use crate::report::WorkspacesReport;
 use crate::schedule::{self, Failure, Plan};
 use crate::server::{self, Server, ServerArgs, ServerError};
+use crate::shard_figures::{self, Stages};
+use crate::sharded::{self, Reading, Topology};
 use crate::stats::{Latency, PhaseReport, micros_per};
 use crate::watchers::take_lines;
 
@@ -102,6 +111,9 @@ pub struct WorkspaceArgs {
     /// How long after the delete phase the last workspace may take to disappear.
     #[arg(long, default_value = "120s", value_parser = parse_or_seconds)]
     pub delete_timeout: Duration,
+    /// Run `kcp sharded` with this many shards (2 or more) instead of `kcp start`.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(2..))]
+    pub shards: Option<u16>,
     /// Read memory once more this long after the last deletion (0: not at all). Deleted objects
     /// stay in the store's watch history until compaction (`--etcd-compaction-interval`, 5 min by
     /// default, compacting to one interval back): two intervals and a little show the memory once
@@ -183,27 +195,99 @@ pub async fn run(
     // Fail on a bad rate before starting anything.
     Plan::exactly(args.rate, args.workspaces).map_err(LoadError::from)?;
     Plan::exactly(args.delete_rate, args.workspaces).map_err(LoadError::from)?;
-    let (mut report, startup, stopped) =
-        Server::measured(server, async |started| measure(started, server, args).await).await?;
+    let Some(shards) = args.shards else {
+        let (mut report, startup, stopped) = Server::measured(server, async |started| {
+            measure(Subject::Single(started), server, args).await
+        })
+        .await?;
+        report.startup_ms = startup.as_secs_f64() * 1e3;
+        report.stopped = Some(stopped);
+        return Ok(report);
+    };
+    let topology = Topology::start(server, shards).await?;
+    tracing::info!(
+        startup_ms = topology.startup.as_secs_f64() * 1e3,
+        processes = ?topology.summary.processes,
+        "kcp sharded ready"
+    );
+    let measured = measure(Subject::Sharded(&topology), server, args).await;
+    let startup = topology.startup;
+    let stopped = topology.stop().await?;
+    let mut report = measured?;
     report.startup_ms = startup.as_secs_f64() * 1e3;
     report.stopped = Some(stopped);
     Ok(report)
 }
 
+/// What is measured: one `kcp start`, or a `kcp sharded` topology.
+#[derive(Clone, Copy)]
+enum Subject<'a> {
+    Single(&'a Server),
+    Sharded(&'a Topology),
+}
+
+impl Subject<'_> {
+    /// The server the workspaces are created in (root).
+    fn target(self) -> Result<Target, KubeconfigError> {
+        match self {
+            Subject::Single(server) => Target::from_file(&server.kubeconfig, Some("base")),
+            Subject::Sharded(topology) => Target::from_file(&topology.kubeconfig, Some("root")),
+        }
+    }
+
+    fn pids(self) -> Vec<u32> {
+        match self {
+            Subject::Single(server) => vec![server.pid()],
+            Subject::Sharded(topology) => topology.pids(),
+        }
+    }
+
+    /// Every process's memory now.
+    fn readings(self) -> Result<Vec<Reading>, ServerError> {
+        match self {
+            Subject::Single(server) => Ok(vec![Reading {
+                name: "kcp".to_owned(),
+                memory: server.memory()?,
+            }]),
+            Subject::Sharded(topology) => topology.memory(),
+        }
+    }
+}
+
+/// How many of our workspaces each shard holds, from root's list (empty when it fails: the
+/// figure is informative, the run goes on).
+async fn placement(client: &Client, topology: &Topology) -> BTreeMap<String, u64> {
+    let listed = client
+        .request(Method::GET, COLLECTION, None)
+        .await
+        .map_err(LoadError::from)
+        .and_then(|reply| check("listing root's Workspaces", reply));
+    let list = match listed {
+        Ok(body) => serde_json::from_slice::<Value>(&body).unwrap_or_default(),
+        Err(error) => {
+            tracing::warn!(%error, "could not list the workspaces for their placement");
+            Value::Null
+        }
+    };
+    shard_figures::placement(&list, &topology.summary.processes, PREFIX)
+}
+
 /// Everything between start and stop.
 async fn measure(
-    started: &Server,
+    subject: Subject<'_>,
     server: &ServerArgs,
     args: &WorkspaceArgs,
 ) -> Result<WorkspacesReport, WorkspaceError> {
+    let loadavg_at_start = loadavg();
     let settle = Duration::from_secs(server.idle_seconds);
-    let target = Target::from_file(&started.kubeconfig, Some("base"))?;
+    let target = subject.target()?;
     let connections = args.concurrency.max(1);
     let client = Arc::new(Client::new(target, Protocol::Http2, connections)?);
     client.warm_up().await?;
     tokio::time::sleep(settle).await;
-    let idle = started.memory()?;
-    let pid = started.pid();
+    let idle_readings = subject.readings()?;
+    let idle = sharded::total(&idle_readings);
+    let pids = subject.pids();
 
     let create_plan = Plan::exactly(args.rate, args.workspaces).map_err(LoadError::from)?;
     let delete_plan = Plan::exactly(args.delete_rate, args.workspaces).map_err(LoadError::from)?;
@@ -224,10 +308,15 @@ async fn measure(
         ready,
         created,
         failure: create_failure,
-    } = create_until_ready(&client, &tracker, &args.create_spec(), pid).await?;
+    } = create_until_ready(&client, &tracker, &args.create_spec(), &pids).await?;
     let created_names: Vec<String> = created.iter().map(|(n, _)| n.clone()).collect();
+    let placed = match subject {
+        Subject::Single(_) => BTreeMap::new(),
+        Subject::Sharded(topology) => placement(&client, topology).await,
+    };
     tokio::time::sleep(settle).await;
-    let after_create = started.memory()?;
+    let after_create_readings = subject.readings()?;
+    let after_create = sharded::total(&after_create_readings);
     let growth_kib_per_workspace =
         (after_create.rss_mib - idle.rss_mib) * 1024.0 / (created.len().max(1) as f64);
 
@@ -247,7 +336,7 @@ async fn measure(
         collection = args.delete_collection,
         "delete phase starting"
     );
-    let cpu_before = server::cpu_time(pid);
+    let cpu_before = server::cpu_time_all(&pids);
     let began = Instant::now();
     let counters = Arc::new(Counters::default());
     let progress = spawn_progress("delete", began, counters.clone(), tracker.seen.clone());
@@ -292,7 +381,7 @@ async fn measure(
     let names: Vec<String> = existing.clone();
     let gone_by = Instant::now() + args.delete_timeout;
     tracker.wait(&names, State::Deleted, gone_by).await;
-    let cpu_delete = cpu_since(pid, cpu_before);
+    let cpu_delete = cpu_since(&pids, cpu_before);
     progress.abort();
     let delete_failure = counters.first_failure();
     let deleted = Settled::of(
@@ -308,16 +397,37 @@ async fn measure(
     );
     let last_deleted = began + Duration::from_secs_f64(deleted.last_event_s);
     tokio::time::sleep(settle).await;
-    let after_delete = started.memory()?;
+    let after_delete_readings = subject.readings()?;
     tokio::time::sleep_until(last_deleted + AFTER_DELETE).await;
-    let after_delete_10s = started.memory()?;
+    let after_delete_10s_readings = subject.readings()?;
     let after_history = if args.history_settle.is_zero() {
         None
     } else {
         tokio::time::sleep_until(last_deleted + args.history_settle.max(AFTER_DELETE)).await;
-        Some((args.history_settle.as_secs_f64(), started.memory()?))
+        Some((
+            args.history_settle.as_secs_f64(),
+            sharded::total(&subject.readings()?),
+        ))
     };
     let watch = tracker.close().await;
+    let (shards, processes) = match subject {
+        Subject::Single(_) => (None, Vec::new()),
+        Subject::Sharded(topology) => {
+            let stages = Stages {
+                idle: &idle_readings,
+                after_create: &after_create_readings,
+                after_delete: &after_delete_readings,
+                after_delete_10s: &after_delete_10s_readings,
+            };
+            let figures = shard_figures::per_process(
+                &topology.summary.processes,
+                &topology.summary.shards,
+                &placed,
+                &stages,
+            );
+            (Some(topology.summary.shards.len()), figures)
+        }
+    };
     Ok(WorkspacesReport {
         backend: server.backend,
         workspaces: args.workspaces,
@@ -325,9 +435,8 @@ async fn measure(
         protocol: "HTTP/2",
         concurrency: connections,
         max_in_flight: args.max_in_flight.max(1),
-        loadavg: std::fs::read_to_string("/proc/loadavg")
-            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default(),
+        loadavg_at_start,
+        loadavg: loadavg(),
         startup_ms: 0.0,
         idle,
         create,
@@ -336,9 +445,12 @@ async fn measure(
         growth_kib_per_workspace,
         delete,
         deleted,
-        after_delete,
-        after_delete_10s,
+        after_delete: sharded::total(&after_delete_readings),
+        after_delete_10s: sharded::total(&after_delete_10s_readings),
         after_history,
+        shards,
+        unplaced: placed.get(shard_figures::UNPLACED).copied(),
+        processes,
         watch,
         create_failure,
         delete_failure,
@@ -405,7 +517,7 @@ pub async fn create_until_ready(
     client: &Arc<Client>,
     tracker: &Tracker,
     spec: &CreateSpec<'_>,
-    pid: u32,
+    pids: &[u32],
 ) -> Result<Created, WorkspaceError> {
     let create_plan = Plan::exactly(spec.rate, spec.workspaces).map_err(LoadError::from)?;
     tracing::info!(
@@ -413,7 +525,7 @@ pub async fn create_until_ready(
         rate = spec.rate,
         "create phase starting"
     );
-    let cpu_before = server::cpu_time(pid);
+    let cpu_before = server::cpu_time_all(pids);
     let began = Instant::now();
     let counters = Arc::new(Counters::default());
     let progress = spawn_progress("create", began, counters.clone(), tracker.seen.clone());
@@ -441,7 +553,7 @@ pub async fn create_until_ready(
     let created_names: Vec<String> = created.iter().map(|(n, _)| n.clone()).collect();
     let ready_by = Instant::now() + spec.ready_timeout;
     tracker.wait(&created_names, State::Ready, ready_by).await;
-    let cpu_create = cpu_since(pid, cpu_before);
+    let cpu_create = cpu_since(pids, cpu_before);
     explain_missing(client, &created_names, tracker).await;
     progress.abort();
     let mut create = PhaseReport::of("create (POST -> 201)", create_plan.rate(), &create_run);
@@ -459,6 +571,13 @@ pub async fn create_until_ready(
         created,
         failure: counters.first_failure(),
     })
+}
+
+/// /proc/loadavg's 1, 5 and 15 minute averages.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 /// The name of the i-th workspace (from 0): `ws-00001`, ...
@@ -480,9 +599,9 @@ fn due_times(names: &[String], plan: &Plan, began: Instant) -> Vec<(String, Inst
         .collect()
 }
 
-/// Server CPU time since `before`.
-fn cpu_since(pid: u32, before: Option<Duration>) -> Option<Duration> {
-    server::cpu_time(pid)?.checked_sub(before?)
+/// Server CPU time (every process of `pids`) since `before`.
+fn cpu_since(pids: &[u32], before: Option<Duration>) -> Option<Duration> {
+    server::cpu_time_all(pids)?.checked_sub(before?)
 }
 
 /// Requests of a phase so far, for the progress lines, and the first failure in full (a bug

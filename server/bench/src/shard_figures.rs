@@ -1,0 +1,197 @@
+//! Per-process figures of a sharded run (issue 19): where placement put the workspaces, and what
+//! each process (every shard and the cache server) weighs idle, after the creation and after the
+//! deletion, with the growth of a shard divided by the workspaces it holds.
+//!
+//! A Workspace's `spec.URL` is its shard's external URL (`Shard.spec.baseURL`) followed by
+//! `/clusters/<logical cluster>`, as upstream sets it when scheduling; the shard is the process
+//! whose URL that starts with.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::server::Memory;
+use crate::sharded::{Process, Reading};
+
+/// Workspaces whose `spec.URL` names no process of the topology (or that have none yet).
+pub const UNPLACED: &str = "(no shard)";
+
+/// How many of the listed Workspaces named `prefix…` each process holds, from a list of root's
+/// Workspaces; those on no known process count under [`UNPLACED`].
+pub fn placement(list: &Value, processes: &[Process], prefix: &str) -> BTreeMap<String, u64> {
+    let mut placed = BTreeMap::new();
+    let items = list.get("items").and_then(Value::as_array);
+    for item in items.into_iter().flatten() {
+        let name = item.pointer("/metadata/name").and_then(Value::as_str);
+        if !name.is_some_and(|name| name.starts_with(prefix)) {
+            continue;
+        }
+        let url = item
+            .pointer("/spec/URL")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let shard = processes
+            .iter()
+            .find(|process| under(url, &process.url))
+            .map_or(UNPLACED, |process| process.name.as_str());
+        *placed.entry(shard.to_owned()).or_insert(0) += 1;
+    }
+    placed
+}
+
+/// Whether `url` is `base` or below it.
+fn under(url: &str, base: &str) -> bool {
+    url.strip_prefix(base.trim_end_matches('/'))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// One process of a sharded run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessFigures {
+    pub name: String,
+    /// Workspaces placed on it; `None` for a process that is not a shard (the cache server).
+    pub workspaces: Option<u64>,
+    pub idle: Option<Memory>,
+    pub after_create: Option<Memory>,
+    pub after_delete: Option<Memory>,
+    pub after_delete_10s: Option<Memory>,
+    /// (after_create - idle) / its workspaces, for a shard holding any.
+    pub growth_kib_per_workspace: Option<f64>,
+}
+
+/// The memory readings of one run, in order.
+pub struct Stages<'a> {
+    pub idle: &'a [Reading],
+    pub after_create: &'a [Reading],
+    pub after_delete: &'a [Reading],
+    pub after_delete_10s: &'a [Reading],
+}
+
+/// Every process's figures, in the order of `processes`; `shards` names those that hold
+/// workspaces.
+pub fn per_process(
+    processes: &[Process],
+    shards: &[String],
+    placed: &BTreeMap<String, u64>,
+    stages: &Stages<'_>,
+) -> Vec<ProcessFigures> {
+    let of = |readings: &[Reading], name: &str| {
+        readings
+            .iter()
+            .find(|reading| reading.name == name)
+            .map(|reading| reading.memory)
+    };
+    processes
+        .iter()
+        .map(|process| {
+            let name = process.name.as_str();
+            let workspaces = shards
+                .iter()
+                .any(|shard| shard == name)
+                .then(|| placed.get(name).copied().unwrap_or(0));
+            let idle = of(stages.idle, name);
+            let after_create = of(stages.after_create, name);
+            let growth_kib_per_workspace = match (workspaces, idle, after_create) {
+                (Some(count), Some(idle), Some(after)) if count > 0 => {
+                    Some((after.rss_mib - idle.rss_mib) * 1024.0 / count as f64)
+                }
+                _ => None,
+            };
+            ProcessFigures {
+                name: name.to_owned(),
+                workspaces,
+                idle,
+                after_create,
+                after_delete: of(stages.after_delete, name),
+                after_delete_10s: of(stages.after_delete_10s, name),
+                growth_kib_per_workspace,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn process(name: &str, port: u16) -> Process {
+        Process {
+            name: name.into(),
+            url: format!("https://127.0.0.1:{port}"),
+            pid: u32::from(port),
+        }
+    }
+
+    #[test]
+    fn placement_counts_by_url_prefix() {
+        let processes = [process("root", 6443), process("shard-1", 6444)];
+        let ws = |name: &str, url: Option<&str>| match url {
+            Some(url) => json!({"metadata": {"name": name}, "spec": {"URL": url}}),
+            None => json!({"metadata": {"name": name}, "spec": {}}),
+        };
+        let list = json!({"items": [
+            ws("ws-1", Some("https://127.0.0.1:6443/clusters/a")),
+            ws("ws-2", Some("https://127.0.0.1:6444/clusters/b")),
+            ws("ws-3", Some("https://127.0.0.1:6444/clusters/c")),
+            ws("ws-4", Some("https://127.0.0.1:64440/clusters/d")),
+            ws("ws-5", None),
+            ws("other", Some("https://127.0.0.1:6443/clusters/e")),
+        ]});
+        let placed = placement(&list, &processes, "ws-");
+        assert_eq!(
+            placed,
+            BTreeMap::from([
+                ("root".to_owned(), 1),
+                ("shard-1".to_owned(), 2),
+                (UNPLACED.to_owned(), 2),
+            ])
+        );
+        assert!(placement(&json!({}), &processes, "ws-").is_empty());
+    }
+
+    #[test]
+    fn growth_is_per_workspace_of_each_shard() {
+        let processes = [
+            process("cache", 1),
+            process("root", 2),
+            process("shard-1", 3),
+        ];
+        let shards = ["root".to_owned(), "shard-1".to_owned()];
+        let reading = |name: &str, rss_mib| Reading {
+            name: name.into(),
+            memory: Memory {
+                rss_mib,
+                peak_rss_mib: rss_mib,
+            },
+        };
+        let idle = [
+            reading("cache", 10.0),
+            reading("root", 50.0),
+            reading("shard-1", 40.0),
+        ];
+        let created = [
+            reading("cache", 12.0),
+            reading("root", 60.0),
+            reading("shard-1", 40.0),
+        ];
+        let placed = BTreeMap::from([("root".to_owned(), 1024)]);
+        let stages = Stages {
+            idle: &idle,
+            after_create: &created,
+            after_delete: &idle,
+            after_delete_10s: &[],
+        };
+        let figures = per_process(&processes, &shards, &placed, &stages);
+        assert_eq!(figures[0].workspaces, None);
+        assert_eq!(figures[0].growth_kib_per_workspace, None);
+        assert_eq!(figures[1].workspaces, Some(1024));
+        assert_eq!(figures[1].growth_kib_per_workspace, Some(10.0));
+        assert_eq!(figures[2].workspaces, Some(0));
+        assert_eq!(figures[2].growth_kib_per_workspace, None);
+        assert_eq!(figures[2].after_delete_10s, None);
+        assert_eq!(figures[1].after_delete.map(|m| m.rss_mib), Some(50.0));
+    }
+}
