@@ -690,7 +690,10 @@ impl Table for WorkspacesReport {
 
 /// The per-process section of a sharded `workspaces` run: RSS in MiB at each reading.
 fn processes_table(processes: &[ProcessFigures], unplaced: Option<u64>) -> String {
-    let mut out = String::from("\nper process (RSS MiB; KiB per workspace it holds):\n");
+    let mut out = String::from(
+        "\nper process (RSS MiB; KiB per workspace it holds; Ready of the workspaces it holds; \
+         its CPU over the create phase per workspace created):\n",
+    );
     let mut rows = vec![
         [
             "process",
@@ -700,6 +703,9 @@ fn processes_table(processes: &[ProcessFigures], unplaced: Option<u64>) -> Strin
             "KiB/ws",
             "after deletion",
             "10 s after deletion",
+            "Ready p50 ms",
+            "Ready p99 ms",
+            "create CPU ms/ws",
         ]
         .map(String::from)
         .to_vec(),
@@ -716,6 +722,11 @@ fn processes_table(processes: &[ProcessFigures], unplaced: Option<u64>) -> Strin
                 .map_or("-".into(), |v| format!("{v:.1}")),
             rss(process.after_delete),
             rss(process.after_delete_10s),
+            ms(process.ready.map(|l| l.p50_ms)),
+            ms(process.ready.map(|l| l.p99_ms)),
+            process
+                .create_cpu_ms_per_workspace
+                .map_or("-".into(), |v| format!("{v:.2}")),
         ]);
     }
     out.push_str(&grid(&rows));
@@ -884,6 +895,8 @@ mod tests {
             after_delete: memory(50.0),
             after_delete_10s: None,
             growth_kib_per_workspace: growth,
+            ready: None,
+            create_cpu_ms_per_workspace: Some(1.5),
         };
         let table = processes_table(
             &[

@@ -2,31 +2,37 @@
 //! each process (every shard and the cache server) weighs idle, after the creation and after the
 //! deletion, with the growth of a shard divided by the workspaces it holds.
 //!
+//! For each shard also the Ready latency of the workspaces it holds (where a slow path shows
+//! itself), and for each process its CPU time during the create phase.
+//!
 //! A Workspace's `spec.URL` is its shard's external URL (`Shard.spec.baseURL`) followed by
 //! `/clusters/<logical cluster>`, as upstream sets it when scheduling; the shard is the process
 //! whose URL that starts with.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::server::Memory;
 use crate::sharded::{Process, Reading};
+use crate::stats::Latency;
 
 /// Workspaces whose `spec.URL` names no process of the topology (or that have none yet).
 pub const UNPLACED: &str = "(no shard)";
 
-/// How many of the listed Workspaces named `prefix…` each process holds, from a list of root's
-/// Workspaces; those on no known process count under [`UNPLACED`].
-pub fn placement(list: &Value, processes: &[Process], prefix: &str) -> BTreeMap<String, u64> {
-    let mut placed = BTreeMap::new();
+/// The process holding each listed Workspace named `prefix…`, from a list of root's Workspaces;
+/// those on no known process are on [`UNPLACED`].
+pub fn placement(list: &Value, processes: &[Process], prefix: &str) -> HashMap<String, String> {
+    let mut placed = HashMap::new();
     let items = list.get("items").and_then(Value::as_array);
     for item in items.into_iter().flatten() {
         let name = item.pointer("/metadata/name").and_then(Value::as_str);
-        if !name.is_some_and(|name| name.starts_with(prefix)) {
+        let Some(name) = name.filter(|name| name.starts_with(prefix)) else {
             continue;
-        }
+        };
         let url = item
             .pointer("/spec/URL")
             .and_then(Value::as_str)
@@ -35,9 +41,34 @@ pub fn placement(list: &Value, processes: &[Process], prefix: &str) -> BTreeMap<
             .iter()
             .find(|process| under(url, &process.url))
             .map_or(UNPLACED, |process| process.name.as_str());
-        *placed.entry(shard.to_owned()).or_insert(0) += 1;
+        placed.insert(name.to_owned(), shard.to_owned());
     }
     placed
+}
+
+/// How many workspaces each process holds.
+pub fn counts(placed: &HashMap<String, String>) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for shard in placed.values() {
+        *counts.entry(shard.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The Ready latency of the workspaces on `shard`: each workspace's due time (`created`) to when
+/// the watch showed it Ready (`ready`).
+pub fn ready_on(
+    shard: &str,
+    placed: &HashMap<String, String>,
+    created: &[(String, Instant)],
+    ready: &HashMap<String, Instant>,
+) -> Option<Latency> {
+    let latencies = created
+        .iter()
+        .filter(|(name, _)| placed.get(name).is_some_and(|on| on == shard))
+        .filter_map(|(name, due)| Some(ready.get(name)?.saturating_duration_since(*due)))
+        .collect();
+    Latency::of(latencies)
 }
 
 /// Whether `url` is `base` or below it.
@@ -58,6 +89,22 @@ pub struct ProcessFigures {
     pub after_delete_10s: Option<Memory>,
     /// (after_create - idle) / its workspaces, for a shard holding any.
     pub growth_kib_per_workspace: Option<f64>,
+    /// Due time to Ready of the workspaces it holds.
+    pub ready: Option<Latency>,
+    /// Its CPU time over the create phase (until every workspace was Ready) per workspace
+    /// created in the whole topology.
+    pub create_cpu_ms_per_workspace: Option<f64>,
+}
+
+/// What a run saw of each process besides memory.
+pub struct Seen<'a> {
+    /// Workspace → the process holding it.
+    pub placed: &'a HashMap<String, String>,
+    /// Created workspaces with their due times, and when each was seen Ready.
+    pub created: &'a [(String, Instant)],
+    pub ready: &'a HashMap<String, Instant>,
+    /// CPU time of each process over the create phase.
+    pub create_cpu: &'a HashMap<String, Duration>,
 }
 
 /// The memory readings of one run, in order.
@@ -73,9 +120,11 @@ pub struct Stages<'a> {
 pub fn per_process(
     processes: &[Process],
     shards: &[String],
-    placed: &BTreeMap<String, u64>,
+    seen: &Seen<'_>,
     stages: &Stages<'_>,
 ) -> Vec<ProcessFigures> {
+    let placed = counts(seen.placed);
+    let created = seen.created.len().max(1) as f64;
     let of = |readings: &[Reading], name: &str| {
         readings
             .iter()
@@ -106,6 +155,12 @@ pub fn per_process(
                 after_delete: of(stages.after_delete, name),
                 after_delete_10s: of(stages.after_delete_10s, name),
                 growth_kib_per_workspace,
+                ready: workspaces
+                    .and_then(|_| ready_on(name, seen.placed, seen.created, seen.ready)),
+                create_cpu_ms_per_workspace: seen
+                    .create_cpu
+                    .get(name)
+                    .map(|cpu| cpu.as_secs_f64() * 1e3 / created),
             }
         })
         .collect()
@@ -141,8 +196,10 @@ mod tests {
             ws("other", Some("https://127.0.0.1:6443/clusters/e")),
         ]});
         let placed = placement(&list, &processes, "ws-");
+        assert_eq!(placed["ws-2"], "shard-1");
+        assert_eq!(placed["ws-5"], UNPLACED);
         assert_eq!(
-            placed,
+            counts(&placed),
             BTreeMap::from([
                 ("root".to_owned(), 1),
                 ("shard-1".to_owned(), 2),
@@ -172,19 +229,32 @@ mod tests {
             reading("root", 50.0),
             reading("shard-1", 40.0),
         ];
-        let created = [
+        let grown = [
             reading("cache", 12.0),
             reading("root", 60.0),
             reading("shard-1", 40.0),
         ];
-        let placed = BTreeMap::from([("root".to_owned(), 1024)]);
+        let placed: HashMap<String, String> = (0..1024)
+            .map(|i| (format!("ws-{i}"), "root".to_owned()))
+            .collect();
+        let began = Instant::now();
+        let created: Vec<(String, Instant)> =
+            placed.keys().map(|name| (name.clone(), began)).collect();
+        let ready = HashMap::from([("ws-1".to_owned(), began + Duration::from_millis(30))]);
+        let create_cpu = HashMap::from([("cache".to_owned(), Duration::from_millis(2048))]);
+        let seen = Seen {
+            placed: &placed,
+            created: &created,
+            ready: &ready,
+            create_cpu: &create_cpu,
+        };
         let stages = Stages {
             idle: &idle,
-            after_create: &created,
+            after_create: &grown,
             after_delete: &idle,
             after_delete_10s: &[],
         };
-        let figures = per_process(&processes, &shards, &placed, &stages);
+        let figures = per_process(&processes, &shards, &seen, &stages);
         assert_eq!(figures[0].workspaces, None);
         assert_eq!(figures[0].growth_kib_per_workspace, None);
         assert_eq!(figures[1].workspaces, Some(1024));
@@ -193,5 +263,10 @@ mod tests {
         assert_eq!(figures[2].growth_kib_per_workspace, None);
         assert_eq!(figures[2].after_delete_10s, None);
         assert_eq!(figures[1].after_delete.map(|m| m.rss_mib), Some(50.0));
+        assert_eq!(figures[1].ready.map(|l| l.p99_ms), Some(30.0));
+        assert_eq!(figures[2].ready, None);
+        assert_eq!(figures[0].ready, None);
+        assert_eq!(figures[0].create_cpu_ms_per_workspace, Some(2.0));
+        assert_eq!(figures[1].create_cpu_ms_per_workspace, None);
     }
 }

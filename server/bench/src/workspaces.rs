@@ -34,7 +34,7 @@
 //! in time is reported as missing, never asserted. The watch reconnects from the last
 //! resourceVersion it saw if the server ends it early.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -254,9 +254,9 @@ impl Subject<'_> {
     }
 }
 
-/// How many of our workspaces each shard holds, from root's list (empty when it fails: the
-/// figure is informative, the run goes on).
-async fn placement(client: &Client, topology: &Topology) -> BTreeMap<String, u64> {
+/// The shard holding each of our workspaces, from root's list (empty when it fails: the figure
+/// is informative, the run goes on).
+async fn placement(client: &Client, topology: &Topology) -> HashMap<String, String> {
     let listed = client
         .request(Method::GET, COLLECTION, None)
         .await
@@ -288,6 +288,7 @@ async fn measure(
     let idle_readings = subject.readings()?;
     let idle = sharded::total(&idle_readings);
     let pids = subject.pids();
+    let cpu_before_create = cpu_of(subject);
 
     let create_plan = Plan::exactly(args.rate, args.workspaces).map_err(LoadError::from)?;
     let delete_plan = Plan::exactly(args.delete_rate, args.workspaces).map_err(LoadError::from)?;
@@ -309,9 +310,17 @@ async fn measure(
         created,
         failure: create_failure,
     } = create_until_ready(&client, &tracker, &args.create_spec(), &pids).await?;
+    let create_cpu: HashMap<String, Duration> = cpu_of(subject)
+        .into_iter()
+        .filter_map(|(name, after)| {
+            let before = cpu_before_create.get(&name)?;
+            Some((name, after.checked_sub(*before)?))
+        })
+        .collect();
+    let ready_at = tracker.snapshot(State::Ready);
     let created_names: Vec<String> = created.iter().map(|(n, _)| n.clone()).collect();
     let placed = match subject {
-        Subject::Single(_) => BTreeMap::new(),
+        Subject::Single(_) => HashMap::new(),
         Subject::Sharded(topology) => placement(&client, topology).await,
     };
     tokio::time::sleep(settle).await;
@@ -419,10 +428,16 @@ async fn measure(
                 after_delete: &after_delete_readings,
                 after_delete_10s: &after_delete_10s_readings,
             };
+            let seen = shard_figures::Seen {
+                placed: &placed,
+                created: &created,
+                ready: &ready_at,
+                create_cpu: &create_cpu,
+            };
             let figures = shard_figures::per_process(
                 &topology.summary.processes,
                 &topology.summary.shards,
-                &placed,
+                &seen,
                 &stages,
             );
             (Some(topology.summary.shards.len()), figures)
@@ -449,7 +464,9 @@ async fn measure(
         after_delete_10s: sharded::total(&after_delete_10s_readings),
         after_history,
         shards,
-        unplaced: placed.get(shard_figures::UNPLACED).copied(),
+        unplaced: shard_figures::counts(&placed)
+            .get(shard_figures::UNPLACED)
+            .copied(),
         processes,
         watch,
         create_failure,
@@ -571,6 +588,19 @@ pub async fn create_until_ready(
         created,
         failure: counters.first_failure(),
     })
+}
+
+/// Each process's CPU time now (those that cannot be read are left out).
+fn cpu_of(subject: Subject<'_>) -> HashMap<String, Duration> {
+    match subject {
+        Subject::Single(_) => HashMap::new(),
+        Subject::Sharded(topology) => topology
+            .summary
+            .processes
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), server::cpu_time(p.pid)?)))
+            .collect(),
+    }
 }
 
 /// /proc/loadavg's 1, 5 and 15 minute averages.
