@@ -16,7 +16,8 @@
 //!   path and the first request after a policy change (index rebuild).
 //! - `workspaces` (issue 7): start a server, create N workspaces at a fixed rate and time each to
 //!   phase `Ready`, read the memory per empty workspace, delete them all and time that, and read
-//!   the memory left afterwards.
+//!   the memory left afterwards. With `--shards N` (issue 19) over a `kcp sharded` topology,
+//!   with every process's memory, where placement put the workspaces and each shard's figures.
 //! - `idle-watchers` (issue 17): start a server, create N workspaces, open one informer-style
 //!   watch per workspace, and report the memory and idle CPU per watcher, whether writes reach
 //!   exactly their workspace's watcher (and how fast), and the memory left once they are closed.
