@@ -1,6 +1,8 @@
 //! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
 //! every shard pushes the objects others need to read (its `Shard`s, held by the root shard only,
-//! and its `WorkspaceType`s) into the cache under its own shard name, every logical cluster of it.
+//! its `WorkspaceType`s, and the routing data of its `LogicalCluster`s, so that other shards
+//! resolve the paths of the clusters those types live in) into the cache under its own shard
+//! name, every logical cluster of it.
 //!
 //! Level-based, per resource: list the shard's objects and the cache's copies (this shard,
 //! `clusters/*`), make the cache equal (create what is missing, overwrite what differs, delete
@@ -24,6 +26,7 @@ use kcp_registry::storage::objects::{
 };
 use kcp_registry::store::RestStore;
 use kcp_storage::Revision;
+use kcp_tenancy::logical_cluster::{PATH_ANNOTATION, TYPE_ANNOTATION};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -100,38 +103,97 @@ fn comparable(object: &Value) -> Value {
     object
 }
 
-/// One resource to replicate: where the shard keeps it and how the cache names it.
+/// One resource to replicate: where the shard keeps it, how the cache names it, and what of an
+/// object the copy keeps.
 #[derive(Debug, Clone)]
 pub struct Replicated {
     /// `<etcd-prefix>/<group>/<resource>/` in the shard's store (every logical cluster).
     pub local_prefix: String,
     pub resource: Resource,
+    /// The part of an object the copy holds (the whole object when `None`).
+    pub trim: Option<fn(&Value) -> Value>,
 }
 
-/// What every shard replicates: its `Shard`s (`core.kcp.io/v1alpha1`, root-only, so only the root
-/// shard has any) and its `WorkspaceType`s (`tenancy.kcp.io/v1alpha1`), where `store` keeps them.
+impl Replicated {
+    /// The copy of a local object, as the comparison sees it.
+    fn copy_of(&self, object: &Value) -> Value {
+        match self.trim {
+            Some(trim) => comparable(&trim(object)),
+            None => comparable(object),
+        }
+    }
+}
+
+/// The `LogicalClusters` resource (`core.kcp.io/v1alpha1`).
+pub fn logical_clusters() -> Resource {
+    Resource::new("core.kcp.io", "v1alpha1", "logicalclusters")
+}
+
+/// The `WorkspaceTypes` resource (`tenancy.kcp.io/v1alpha1`).
+pub fn workspace_types() -> Resource {
+    Resource::new("tenancy.kcp.io", "v1alpha1", "workspacetypes")
+}
+
+/// The `Shards` resource (`core.kcp.io/v1alpha1`).
+pub fn shards() -> Resource {
+    Resource::new("core.kcp.io", "v1alpha1", "shards")
+}
+
+/// A LogicalCluster's routing data: its name, the annotations that place it (`kcp.io/cluster`,
+/// `kcp.io/path`, `internal.tenancy.kcp.io/type`) and its phase. Its other changes (conditions,
+/// initializers) are no change of the copy, so they cost the cache nothing.
+fn routing_data(logical_cluster: &Value) -> Value {
+    let annotations: serde_json::Map<String, Value> = meta::annotations(logical_cluster)
+        .into_iter()
+        .filter(|(key, _)| {
+            [CLUSTER_ANNOTATION, PATH_ANNOTATION, TYPE_ANNOTATION].contains(&key.as_str())
+        })
+        .map(|(key, value)| (key, Value::String(value)))
+        .collect();
+    let mut copy = serde_json::json!({
+        "apiVersion": logical_cluster.get("apiVersion"),
+        "kind": logical_cluster.get("kind"),
+        "metadata": {"name": meta::name(logical_cluster), "annotations": annotations},
+    });
+    if let Some(phase) = logical_cluster.pointer("/status/phase") {
+        copy["status"] = serde_json::json!({"phase": phase});
+    }
+    copy
+}
+
+/// What every shard replicates, where `store` keeps it: its `Shard`s (root-only, so only the
+/// root shard has any), its `WorkspaceType`s, and its `LogicalCluster`s' routing data (upstream
+/// replicates only those of clusters holding replicated objects, marked
+/// `internal.kcp.io/replicate`; here every one, a few hundred bytes each).
 pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
     let registry = store.registry();
-    let shards = ("core.kcp.io", "v1alpha1", "shards");
-    let workspace_types = ("tenancy.kcp.io", "v1alpha1", "workspacetypes");
-    [
-        (shards, registry.root_type(shards.0, shards.1, shards.2)),
-        (
-            workspace_types,
-            registry.builtin_type(workspace_types.0, workspace_types.1, workspace_types.2),
-        ),
-    ]
-    .into_iter()
-    .map(|((group, version, plural), rt)| {
-        let rt = rt.ok_or_else(|| {
-            ApiError::internal_error(&format!("{plural}.{group} is not registered"))
-        })?;
-        Ok(Replicated {
-            local_prefix: store.keys(&rt).all_clusters().to_owned(),
-            resource: Resource::new(group, version, plural),
-        })
-    })
-    .collect()
+    let find = |resource: &Resource, root_only: bool| {
+        let (group, version, plural) = (&resource.group, &resource.version, &resource.resource);
+        let rt = if root_only {
+            registry.root_type(group, version, plural)
+        } else {
+            registry.builtin_type(group, version, plural)
+        };
+        rt.map(|rt| store.keys(&rt).all_clusters().to_owned())
+            .ok_or_else(|| ApiError::internal_error(&format!("{plural}.{group} is not registered")))
+    };
+    Ok(vec![
+        Replicated {
+            local_prefix: find(&shards(), true)?,
+            resource: shards(),
+            trim: None,
+        },
+        Replicated {
+            local_prefix: find(&workspace_types(), false)?,
+            resource: workspace_types(),
+            trim: None,
+        },
+        Replicated {
+            local_prefix: find(&logical_clusters(), false)?,
+            resource: logical_clusters(),
+            trim: Some(routing_data),
+        },
+    ])
 }
 
 /// Keeps the cache's copies of `what` equal to the shard's objects until `stop`.
@@ -184,7 +246,7 @@ impl<C: CacheSide> Replica<C> {
         let mut local: BTreeMap<ObjectId, Value> = page
             .items
             .into_iter()
-            .filter_map(|object| Some((ObjectId::of(&object)?, comparable(&object))))
+            .filter_map(|object| Some((ObjectId::of(&object)?, self.what.copy_of(&object))))
             .collect();
         let cached = self.cache.list(&self.what.resource, &self.shard).await?;
         let copies: BTreeMap<ObjectId, Value> = cached
@@ -220,9 +282,11 @@ impl<C: CacheSide> Replica<C> {
                         local.remove(&id);
                         self.cache.remove(&self.what.resource, &self.shard, &id).await?;
                     } else {
-                        let object = comparable(&change.object);
-                        self.push(&id, &object).await?;
-                        local.insert(id, object);
+                        let object = self.what.copy_of(&change.object);
+                        if local.get(&id) != Some(&object) {
+                            self.push(&id, &object).await?;
+                            local.insert(id, object);
+                        }
                     }
                 }
                 event = cache_changes.next() => {
@@ -329,8 +393,12 @@ impl InProcessCache {
                 })?,
             ),
         };
+        let shard = match shard {
+            "*" => Shard::Wildcard,
+            name => Shard::Named(name.to_owned()),
+        };
         Ok(CachePath {
-            shard: Shard::Named(shard.to_owned()),
+            shard,
             cluster,
             group: resource.group.clone(),
             version: resource.version.clone(),
