@@ -225,6 +225,28 @@ async fn a_non_root_shard_needs_the_root_and_cache_kubeconfigs() {
     )
     .await;
     assert!(stderr.contains("--cache-kubeconfig"), "{stderr}");
+
+    // A root kubeconfig naming a server nobody answers at: refused before serving, saying so.
+    let nobody = dir.path().join("nobody.kubeconfig");
+    let port = kcp_testing::free_port();
+    std::fs::write(
+        &nobody,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {{}}\n"
+        ),
+    )
+    .unwrap();
+    let nobody = nobody.display().to_string();
+    let stderr = refused(
+        "shards-root-unreachable",
+        &[
+            "--shard-name=shard-1".to_owned(),
+            format!("--root-shard-kubeconfig-file={nobody}"),
+            format!("--cache-kubeconfig={nobody}"),
+        ],
+    )
+    .await;
+    assert!(stderr.contains("registering shard \"shard-1\""), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
