@@ -624,7 +624,7 @@ async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() 
     let root = KcpProcess::start(
         binary(),
         "cache-unreachable-root",
-        &[cache_kubeconfig.clone()],
+        std::slice::from_ref(&cache_kubeconfig),
     )
     .await;
     let root_kubeconfig = root.kubeconfig().display().to_string();
