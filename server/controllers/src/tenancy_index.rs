@@ -488,8 +488,21 @@ mod tests {
             .workspace_type(&TypeRef::new("root", "universal"))
             .unwrap();
         assert_eq!(universal["spec"]["copy"], false);
-        // A deleted copy, or a fresh list without it, is gone.
-        index.apply_copy(true, workspace_type("far", "team", json!({})));
+        // A deleted copy, or a fresh list without it, is gone; another shard's deletion of a
+        // copy of the same name leaves it.
+        let of_shard = |shard: &str| {
+            let mut object = workspace_type("far", "team", json!({}));
+            object["metadata"]["annotations"]["kcp.io/shard"] = json!(shard);
+            object
+        };
+        index.replace_copies(CopiedKind::WorkspaceTypes, vec![of_shard("root")]);
+        index.apply_copy(true, of_shard("shard-1"));
+        assert!(
+            index
+                .workspace_type(&TypeRef::new("root:org", "team"))
+                .is_some()
+        );
+        index.apply_copy(true, of_shard("root"));
         assert!(
             index
                 .workspace_type(&TypeRef::new("root:org", "team"))

@@ -18,6 +18,16 @@ use serde_json::Value;
 
 use super::{cluster_of, path_of};
 
+/// The annotation the cache puts on every copy: the shard that replicated it.
+const SHARD_ANNOTATION: &str = "kcp.io/shard";
+
+/// Whether `deleted` is the copy `held` (the same shard's): every shard replicates its own `root`
+/// LogicalCluster and built-in types, so one shard's deletion must not drop another's copy.
+fn same_shard(held: &Value, deleted: &Value) -> bool {
+    meta::annotations(held).get(SHARD_ANNOTATION)
+        == meta::annotations(deleted).get(SHARD_ANNOTATION)
+}
+
 /// Which kind of copies a list replaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopiedKind {
@@ -66,6 +76,14 @@ impl Copies {
         };
         match kind {
             CopiedKind::LogicalClusters => {
+                if deleted
+                    && !self
+                        .clusters
+                        .get(&cluster)
+                        .is_some_and(|held| same_shard(held, &object))
+                {
+                    return;
+                }
                 if let Some(old) = remove_and_shrink(&mut self.clusters, &cluster) {
                     let path = path_of(&old, &cluster);
                     if self.paths.get(&path) == Some(&cluster) {
@@ -82,10 +100,17 @@ impl Copies {
                 let Some(name) = meta::name(&object).map(str::to_owned) else {
                     return;
                 };
+                let key = (cluster, name);
                 if deleted {
-                    remove_and_shrink(&mut self.types, &(cluster, name));
+                    if self
+                        .types
+                        .get(&key)
+                        .is_some_and(|held| same_shard(held, &object))
+                    {
+                        remove_and_shrink(&mut self.types, &key);
+                    }
                 } else {
-                    self.types.insert((cluster, name), Arc::new(object));
+                    self.types.insert(key, Arc::new(object));
                 }
             }
         }
