@@ -1,8 +1,8 @@
 //! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
 //! every shard pushes the objects others need to read (its `Shard`s, held by the root shard only,
-//! its `WorkspaceType`s, and the routing data of its `LogicalCluster`s, so that other shards
-//! resolve the paths of the clusters those types live in) into the cache under its own shard
-//! name, every logical cluster of it.
+//! its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of the logical clusters
+//! holding those types, so that other shards resolve the types' paths; see [`desired`]) into
+//! the cache under its own shard name, every logical cluster of it.
 //!
 //! Level-based, per resource: list the shard's objects and the cache's copies (this shard,
 //! `clusters/*`), make the cache equal (create what is missing, overwrite what differs, delete
@@ -26,13 +26,16 @@ use kcp_registry::storage::objects::{
 };
 use kcp_registry::store::RestStore;
 use kcp_storage::Revision;
-use kcp_tenancy::logical_cluster::{PATH_ANNOTATION, TYPE_ANNOTATION};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{At, CacheClient, Listed, Resource, WatchEvent};
 use crate::keys::{self, SHARD_ANNOTATION};
 use crate::path::{CachePath, Cluster, Shard};
+
+mod desired;
+
+use desired::Desired;
 
 /// How long to wait before starting over after a failure.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
@@ -103,23 +106,33 @@ fn comparable(object: &Value) -> Value {
     object
 }
 
-/// One resource to replicate: where the shard keeps it, how the cache names it, and what of an
-/// object the copy keeps.
+/// One resource to replicate: where the shard keeps it, how the cache names it, and which
+/// copies the shard wants.
 #[derive(Debug, Clone)]
 pub struct Replicated {
     /// `<etcd-prefix>/<group>/<resource>/` in the shard's store (every logical cluster).
     pub local_prefix: String,
     pub resource: Resource,
-    /// The part of an object the copy holds (the whole object when `None`).
-    pub trim: Option<fn(&Value) -> Value>,
+    pub copies: Copies,
+}
+
+/// Which copies of a resource the shard wants in the cache.
+#[derive(Debug, Clone)]
+pub enum Copies {
+    /// Every object, whole.
+    Whole,
+    /// The routing data of the LogicalClusters of the logical clusters holding a WorkspaceType
+    /// (kept under this prefix of the shard's store).
+    RoutingOfTypeHolders { workspace_types: String },
 }
 
 impl Replicated {
-    /// The copy of a local object, as the comparison sees it.
-    fn copy_of(&self, object: &Value) -> Value {
-        match self.trim {
-            Some(trim) => comparable(&trim(object)),
-            None => comparable(object),
+    async fn wanted(&self, local: &ObjectStore) -> Result<desired::Wanted, ApiError> {
+        match &self.copies {
+            Copies::Whole => desired::whole(local, &self.local_prefix).await,
+            Copies::RoutingOfTypeHolders { workspace_types } => {
+                desired::type_holders(local, &self.local_prefix, workspace_types).await
+            }
         }
     }
 }
@@ -139,32 +152,9 @@ pub fn shards() -> Resource {
     Resource::new("core.kcp.io", "v1alpha1", "shards")
 }
 
-/// A LogicalCluster's routing data: its name, the annotations that place it (`kcp.io/cluster`,
-/// `kcp.io/path`, `internal.tenancy.kcp.io/type`) and its phase. Its other changes (conditions,
-/// initializers) are no change of the copy, so they cost the cache nothing.
-fn routing_data(logical_cluster: &Value) -> Value {
-    let annotations: serde_json::Map<String, Value> = meta::annotations(logical_cluster)
-        .into_iter()
-        .filter(|(key, _)| {
-            [CLUSTER_ANNOTATION, PATH_ANNOTATION, TYPE_ANNOTATION].contains(&key.as_str())
-        })
-        .map(|(key, value)| (key, Value::String(value)))
-        .collect();
-    let mut copy = serde_json::json!({
-        "apiVersion": logical_cluster.get("apiVersion"),
-        "kind": logical_cluster.get("kind"),
-        "metadata": {"name": meta::name(logical_cluster), "annotations": annotations},
-    });
-    if let Some(phase) = logical_cluster.pointer("/status/phase") {
-        copy["status"] = serde_json::json!({"phase": phase});
-    }
-    copy
-}
-
 /// What every shard replicates, where `store` keeps it: its `Shard`s (root-only, so only the
-/// root shard has any), its `WorkspaceType`s, and its `LogicalCluster`s' routing data (upstream
-/// replicates only those of clusters holding replicated objects, marked
-/// `internal.kcp.io/replicate`; here every one, a few hundred bytes each).
+/// root shard has any), its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of
+/// the logical clusters holding a WorkspaceType.
 pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
     let registry = store.registry();
     let find = |resource: &Resource, root_only: bool| {
@@ -177,21 +167,24 @@ pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
         rt.map(|rt| store.keys(&rt).all_clusters().to_owned())
             .ok_or_else(|| ApiError::internal_error(&format!("{plural}.{group} is not registered")))
     };
+    let types_prefix = find(&workspace_types(), false)?;
     Ok(vec![
         Replicated {
             local_prefix: find(&shards(), true)?,
             resource: shards(),
-            trim: None,
+            copies: Copies::Whole,
         },
         Replicated {
-            local_prefix: find(&workspace_types(), false)?,
+            local_prefix: types_prefix.clone(),
             resource: workspace_types(),
-            trim: None,
+            copies: Copies::Whole,
         },
         Replicated {
             local_prefix: find(&logical_clusters(), false)?,
             resource: logical_clusters(),
-            trim: Some(routing_data),
+            copies: Copies::RoutingOfTypeHolders {
+                workspace_types: types_prefix,
+            },
         },
     ])
 }
@@ -239,15 +232,7 @@ struct Replica<C> {
 impl<C: CacheSide> Replica<C> {
     /// One full comparison, then following both sides until one of them fails or ends.
     async fn sync_and_follow(&self) -> Result<(), ApiError> {
-        let page = self
-            .local
-            .list(ListRequest::everything(&self.what.local_prefix), &|_| true)
-            .await?;
-        let mut local: BTreeMap<ObjectId, Value> = page
-            .items
-            .into_iter()
-            .filter_map(|object| Some((ObjectId::of(&object)?, self.what.copy_of(&object))))
-            .collect();
+        let (mut local, mut local_changes) = self.what.wanted(&self.local).await?;
         let cached = self.cache.list(&self.what.resource, &self.shard).await?;
         let copies: BTreeMap<ObjectId, Value> = cached
             .items
@@ -265,10 +250,6 @@ impl<C: CacheSide> Replica<C> {
                 .await?;
         }
 
-        let mut local_changes = self
-            .local
-            .watch_current(&self.what.local_prefix, page.revision + 1)
-            .await?;
         let mut cache_changes = self
             .cache
             .watch(&self.what.resource, &self.shard, cached.revision)
@@ -276,16 +257,16 @@ impl<C: CacheSide> Replica<C> {
         loop {
             tokio::select! {
                 change = local_changes.next() => {
-                    let change = change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))??;
-                    let Some(id) = ObjectId::of(&change.object) else { continue };
-                    if change.kind == ChangeType::Deleted {
-                        local.remove(&id);
-                        self.cache.remove(&self.what.resource, &self.shard, &id).await?;
-                    } else {
-                        let object = self.what.copy_of(&change.object);
-                        if local.get(&id) != Some(&object) {
-                            self.push(&id, &object).await?;
-                            local.insert(id, object);
+                    match change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))?? {
+                        Desired::Gone(id) => {
+                            local.remove(&id);
+                            self.cache.remove(&self.what.resource, &self.shard, &id).await?;
+                        }
+                        Desired::Set(id, object) => {
+                            if local.get(&id) != Some(&object) {
+                                self.push(&id, &object).await?;
+                                local.insert(id, object);
+                            }
                         }
                     }
                 }
