@@ -591,19 +591,9 @@ async fn wait_usable(shard: &Caller, name: &str) {
     let body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
         "metadata": {"name": format!("of-{name}")},
         "spec": {"type": {"name": name, "path": "root"}}});
+    let path = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
     PATIENCE
-        .eventually(&format!("root:{name} usable on shard-1"), || async {
-            let answer = shard
-                .post(
-                    "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
-                    &body,
-                )
-                .await;
-            match answer.status {
-                201 => Ok(()),
-                _ => Err(answer.text()),
-            }
-        })
+        .wait_created(&format!("root:{name} usable"), shard, path, &body)
         .await;
 }
 

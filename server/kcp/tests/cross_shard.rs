@@ -21,7 +21,7 @@ use std::time::Duration;
 use kcp_testing::identities::{
     CertificateAuthority, KubeconfigUser, self_signed_ca_pem, write_kubeconfig,
 };
-use kcp_testing::{KcpProcess, Patience, free_port, temp_dir};
+use kcp_testing::{Caller, KcpProcess, Patience, free_port, temp_dir};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -499,19 +499,12 @@ async fn a_workspace_scheduled_to_a_shard_that_is_down_converges_when_it_returns
     let of_type_late = json!({"metadata": {"name": "late-child"},
         "spec": {"type": {"name": "late", "path": "root"}}});
     PATIENCE
-        .eventually("root:late usable on shard-1", || async {
-            let answer = shard_1
-                .send_json(
-                    Method::POST,
-                    "/clusters/root:warmup/apis/tenancy.kcp.io/v1alpha1/workspaces",
-                    &of_type_late,
-                )
-                .await;
-            match answer.status {
-                201 => Ok(()),
-                _ => Err(answer.text()),
-            }
-        })
+        .wait_created(
+            "root:late usable on shard-1",
+            &Caller::admin(&shard_1),
+            "/clusters/root:warmup/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            &of_type_late,
+        )
         .await;
 }
 
