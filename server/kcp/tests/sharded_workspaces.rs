@@ -8,7 +8,8 @@
 //!   `root:on-root` (a workspace on the root shard) is usable for a workspace created through
 //!   shard-1, which finds the type's path through the LogicalCluster routing data replicated by
 //!   root; a change of the type reaches shard-1's admission, and so does its deletion; the path
-//!   `root:on-root` itself is still no request shard-1 serves;
+//!   `root:on-root` itself is still no request shard-1 serves; and the other way round, a type
+//!   of `root:on-1` (shard-1) is usable through the root shard;
 //! - a nested workspace whose parent is on shard-1, created through shard-1 with the default type,
 //!   is scheduled (by shard-1, over the Shards it read from the cache) and becomes Ready;
 //! - a restart of the whole topology on its directories loses nothing, and replication and
@@ -173,6 +174,26 @@ async fn workspaces_across_the_topology(label: &str, flags: &[String]) {
         status == 403 && !text.contains("cannot be resolved")
     })
     .await;
+
+    // The other way round: a type in root:on-1 (shard-1) used in root through the root shard
+    // (which reads the cache back in the same process with `--cache in-process`).
+    let mut from_1 = special_type();
+    from_1["metadata"]["name"] = json!("from-1");
+    shard_1
+        .create(&format!("/clusters/root:on-1/{WORKSPACE_TYPES}"), &from_1)
+        .await;
+    let of_from_1 = workspace(
+        "of-from-1",
+        json!({"type": {"name": "from-1", "path": "root:on-1"}}),
+    );
+    PATIENCE
+        .wait_created(
+            "root:on-1:from-1 usable through root",
+            &root,
+            &workspaces("root"),
+            &of_from_1,
+        )
+        .await;
 
     // A nested workspace in on-1 (shard-1), through shard-1, default type, placed on shard-2.
     shard_1
