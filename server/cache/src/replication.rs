@@ -1,7 +1,7 @@
 //! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
 //! every shard pushes the objects others need to read (its `Shard`s, held by the root shard only,
 //! its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of the logical clusters
-//! holding those types, so that other shards resolve the types' paths; see [`desired`]) into
+//! holding those types, so that other shards resolve the types' paths; see `replication/desired.rs`) into
 //! the cache under its own shard name, every logical cluster of it.
 //!
 //! Level-based, per resource: list the shard's objects and the cache's copies (this shard,
