@@ -1,6 +1,8 @@
 //! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
 //! every shard pushes the objects others need to read (its `Shard`s, held by the root shard only,
-//! and its `WorkspaceType`s) into the cache under its own shard name, every logical cluster of it.
+//! its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of the logical clusters
+//! holding those types, so that other shards resolve the types' paths; see `replication/desired.rs`) into
+//! the cache under its own shard name, every logical cluster of it.
 //!
 //! Level-based, per resource: list the shard's objects and the cache's copies (this shard,
 //! `clusters/*`), make the cache equal (create what is missing, overwrite what differs, delete
@@ -30,6 +32,10 @@ use tokio_util::sync::CancellationToken;
 use crate::client::{At, CacheClient, Listed, Resource, WatchEvent};
 use crate::keys::{self, SHARD_ANNOTATION};
 use crate::path::{CachePath, Cluster, Shard};
+
+mod desired;
+
+use desired::Desired;
 
 /// How long to wait before starting over after a failure.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
@@ -100,38 +106,87 @@ fn comparable(object: &Value) -> Value {
     object
 }
 
-/// One resource to replicate: where the shard keeps it and how the cache names it.
+/// One resource to replicate: where the shard keeps it, how the cache names it, and which
+/// copies the shard wants.
 #[derive(Debug, Clone)]
 pub struct Replicated {
     /// `<etcd-prefix>/<group>/<resource>/` in the shard's store (every logical cluster).
     pub local_prefix: String,
     pub resource: Resource,
+    pub copies: Copies,
 }
 
-/// What every shard replicates: its `Shard`s (`core.kcp.io/v1alpha1`, root-only, so only the root
-/// shard has any) and its `WorkspaceType`s (`tenancy.kcp.io/v1alpha1`), where `store` keeps them.
+/// Which copies of a resource the shard wants in the cache.
+#[derive(Debug, Clone)]
+pub enum Copies {
+    /// Every object, whole.
+    Whole,
+    /// The routing data of the LogicalClusters of the logical clusters holding a WorkspaceType
+    /// (kept under this prefix of the shard's store).
+    RoutingOfTypeHolders { workspace_types: String },
+}
+
+impl Replicated {
+    async fn wanted(&self, local: &ObjectStore) -> Result<desired::Wanted, ApiError> {
+        match &self.copies {
+            Copies::Whole => desired::whole(local, &self.local_prefix).await,
+            Copies::RoutingOfTypeHolders { workspace_types } => {
+                desired::type_holders(local, &self.local_prefix, workspace_types).await
+            }
+        }
+    }
+}
+
+/// The `LogicalClusters` resource (`core.kcp.io/v1alpha1`).
+pub fn logical_clusters() -> Resource {
+    Resource::new("core.kcp.io", "v1alpha1", "logicalclusters")
+}
+
+/// The `WorkspaceTypes` resource (`tenancy.kcp.io/v1alpha1`).
+pub fn workspace_types() -> Resource {
+    Resource::new("tenancy.kcp.io", "v1alpha1", "workspacetypes")
+}
+
+/// The `Shards` resource (`core.kcp.io/v1alpha1`).
+pub fn shards() -> Resource {
+    Resource::new("core.kcp.io", "v1alpha1", "shards")
+}
+
+/// What every shard replicates, where `store` keeps it: its `Shard`s (root-only, so only the
+/// root shard has any), its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of
+/// the logical clusters holding a WorkspaceType.
 pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
     let registry = store.registry();
-    let shards = ("core.kcp.io", "v1alpha1", "shards");
-    let workspace_types = ("tenancy.kcp.io", "v1alpha1", "workspacetypes");
-    [
-        (shards, registry.root_type(shards.0, shards.1, shards.2)),
-        (
-            workspace_types,
-            registry.builtin_type(workspace_types.0, workspace_types.1, workspace_types.2),
-        ),
-    ]
-    .into_iter()
-    .map(|((group, version, plural), rt)| {
-        let rt = rt.ok_or_else(|| {
-            ApiError::internal_error(&format!("{plural}.{group} is not registered"))
-        })?;
-        Ok(Replicated {
-            local_prefix: store.keys(&rt).all_clusters().to_owned(),
-            resource: Resource::new(group, version, plural),
-        })
-    })
-    .collect()
+    let find = |resource: &Resource, root_only: bool| {
+        let (group, version, plural) = (&resource.group, &resource.version, &resource.resource);
+        let rt = if root_only {
+            registry.root_type(group, version, plural)
+        } else {
+            registry.builtin_type(group, version, plural)
+        };
+        rt.map(|rt| store.keys(&rt).all_clusters().to_owned())
+            .ok_or_else(|| ApiError::internal_error(&format!("{plural}.{group} is not registered")))
+    };
+    let types_prefix = find(&workspace_types(), false)?;
+    Ok(vec![
+        Replicated {
+            local_prefix: find(&shards(), true)?,
+            resource: shards(),
+            copies: Copies::Whole,
+        },
+        Replicated {
+            local_prefix: types_prefix.clone(),
+            resource: workspace_types(),
+            copies: Copies::Whole,
+        },
+        Replicated {
+            local_prefix: find(&logical_clusters(), false)?,
+            resource: logical_clusters(),
+            copies: Copies::RoutingOfTypeHolders {
+                workspace_types: types_prefix,
+            },
+        },
+    ])
 }
 
 /// Keeps the cache's copies of `what` equal to the shard's objects until `stop`.
@@ -177,15 +232,7 @@ struct Replica<C> {
 impl<C: CacheSide> Replica<C> {
     /// One full comparison, then following both sides until one of them fails or ends.
     async fn sync_and_follow(&self) -> Result<(), ApiError> {
-        let page = self
-            .local
-            .list(ListRequest::everything(&self.what.local_prefix), &|_| true)
-            .await?;
-        let mut local: BTreeMap<ObjectId, Value> = page
-            .items
-            .into_iter()
-            .filter_map(|object| Some((ObjectId::of(&object)?, comparable(&object))))
-            .collect();
+        let (mut local, mut local_changes) = self.what.wanted(&self.local).await?;
         let cached = self.cache.list(&self.what.resource, &self.shard).await?;
         let copies: BTreeMap<ObjectId, Value> = cached
             .items
@@ -203,10 +250,6 @@ impl<C: CacheSide> Replica<C> {
                 .await?;
         }
 
-        let mut local_changes = self
-            .local
-            .watch_current(&self.what.local_prefix, page.revision + 1)
-            .await?;
         let mut cache_changes = self
             .cache
             .watch(&self.what.resource, &self.shard, cached.revision)
@@ -214,15 +257,17 @@ impl<C: CacheSide> Replica<C> {
         loop {
             tokio::select! {
                 change = local_changes.next() => {
-                    let change = change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))??;
-                    let Some(id) = ObjectId::of(&change.object) else { continue };
-                    if change.kind == ChangeType::Deleted {
-                        local.remove(&id);
-                        self.cache.remove(&self.what.resource, &self.shard, &id).await?;
-                    } else {
-                        let object = comparable(&change.object);
-                        self.push(&id, &object).await?;
-                        local.insert(id, object);
+                    match change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))?? {
+                        Desired::Gone(id) => {
+                            local.remove(&id);
+                            self.cache.remove(&self.what.resource, &self.shard, &id).await?;
+                        }
+                        Desired::Set(id, object) => {
+                            if local.get(&id) != Some(&object) {
+                                self.push(&id, &object).await?;
+                                local.insert(id, object);
+                            }
+                        }
                     }
                 }
                 event = cache_changes.next() => {
@@ -329,8 +374,12 @@ impl InProcessCache {
                 })?,
             ),
         };
+        let shard = match shard {
+            "*" => Shard::Wildcard,
+            name => Shard::Named(name.to_owned()),
+        };
         Ok(CachePath {
-            shard: Shard::Named(shard.to_owned()),
+            shard,
             cluster,
             group: resource.group.clone(),
             version: resource.version.clone(),

@@ -3,11 +3,12 @@
 //! or, on other shards, from the cache server).
 //!
 //! Where they come from is a [`ShardDirectory`]: the root shard reads its own store
-//! ([`crate::shard_registration::LocalShards`]), other shards read the root shard's API (the
-//! kcp binary implements that over HTTPS); the cache server will feed it the same way once
-//! shards replicate their `Shard` through it. [`Shards`] keeps the last list, read again every
-//! [`REFRESH`], so that placing a workspace never waits for a request; a failed read keeps the
-//! previous list (a shard's liveness is judged from its heartbeat, which then only ages).
+//! ([`crate::shard_registration::LocalShards`]), other shards the copies the root shard
+//! replicated into the cache server ([`CopiedShards`], fed by the kcp binary's read-back of the
+//! cache, which keeps the last known list while the cache is unreachable). [`Shards`] keeps the
+//! last list, read again every [`REFRESH`], so that placing a workspace never waits for a
+//! request; a failed read keeps the previous list (a shard's liveness is judged from its
+//! heartbeat, which then only ages).
 //!
 //! A shard's `status.capacity` trails its logical clusters by up to a second, and the list by up
 //! to [`REFRESH`] more, so the placements this shard makes count against their shard for
@@ -15,7 +16,7 @@
 //! shard whose capacity has not caught up (at worst a shard looks full a little early, and the
 //! workspace is looked at again).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,52 @@ pub const PLACED_COUNTS_FOR: Duration = Duration::from_secs(5);
 pub trait ShardDirectory: Send + Sync + 'static {
     /// Every `Shard`.
     fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>>;
+}
+
+/// The `Shard`s of `root` as the cache holds them (replicated there by the root shard): a fresh
+/// list replaces them, changes follow. Until the first list arrives, reading fails; afterwards
+/// the last known list stays while the cache is unreachable.
+#[derive(Default)]
+pub struct CopiedShards {
+    objects: RwLock<Option<BTreeMap<String, Value>>>,
+}
+
+impl CopiedShards {
+    /// Replaces every copy with `items` (a fresh list of the cache).
+    pub fn replace(&self, items: Vec<Value>) {
+        let objects = items
+            .into_iter()
+            .filter_map(|object| Some((kcp_apimachinery::meta::name(&object)?.to_owned(), object)))
+            .collect();
+        *self.objects.write().unwrap_or_else(|p| p.into_inner()) = Some(objects);
+    }
+
+    /// Records a changed copy, or its deletion.
+    pub fn apply(&self, deleted: bool, object: Value) {
+        let Some(name) = kcp_apimachinery::meta::name(&object).map(str::to_owned) else {
+            return;
+        };
+        let mut objects = self.objects.write().unwrap_or_else(|p| p.into_inner());
+        let objects = objects.get_or_insert_with(BTreeMap::new);
+        if deleted {
+            objects.remove(&name);
+        } else {
+            objects.insert(name, object);
+        }
+    }
+}
+
+impl ShardDirectory for CopiedShards {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
+        let objects = self.objects.read().unwrap_or_else(|p| p.into_inner());
+        let listed = match objects.as_ref() {
+            Some(objects) => Ok(objects.values().cloned().collect()),
+            None => Err(ApiError::service_unavailable(
+                "the Shards have not been read from the cache server yet",
+            )),
+        };
+        Box::pin(std::future::ready(listed))
+    }
 }
 
 /// The last list of shards read from a [`ShardDirectory`].
@@ -138,6 +185,24 @@ mod tests {
         assert!(shards.refresh(&failing).await.is_err());
         assert_eq!(shards.candidates().len(), 1);
         assert!(shards.candidate("b").is_none());
+    }
+
+    #[tokio::test]
+    async fn copied_shards_follow_the_cache_and_fail_until_first_listed() {
+        let copies = CopiedShards::default();
+        assert_eq!(copies.list().await.unwrap_err().code, 503);
+        let shard = |name: &str| json!({"metadata": {"name": name}});
+        copies.replace(vec![shard("root"), shard("shard-1")]);
+        copies.apply(false, shard("shard-2"));
+        copies.apply(true, shard("root"));
+        let names: Vec<_> = copies
+            .list()
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| s["metadata"]["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("shard-1"), json!("shard-2")]);
     }
 
     #[tokio::test]

@@ -37,6 +37,11 @@ use kcp_registry::store::RestStore;
 
 use crate::subscribers::Subscribers;
 
+mod copies;
+
+pub use copies::CopiedKind;
+use copies::Copies;
+
 #[derive(Default)]
 struct Inner {
     /// The LogicalCluster of each cluster that has one.
@@ -45,6 +50,8 @@ struct Inner {
     paths: HashMap<String, LogicalClusterName>,
     /// WorkspaceTypes by cluster and name.
     types: HashMap<(LogicalClusterName, String), Arc<Value>>,
+    /// Other shards' LogicalClusters and WorkspaceTypes, read back from the cache.
+    copies: Copies,
 }
 
 /// LogicalClusters and WorkspaceTypes of every logical cluster.
@@ -139,25 +146,58 @@ impl TenancyIndex {
         }
     }
 
-    /// A WorkspaceType by reference (`path` resolved like a request path).
+    /// A WorkspaceType by reference (`path` resolved like a request path): this shard's own,
+    /// else another shard's copy from the cache.
     pub fn workspace_type(&self, reference: &TypeRef) -> Option<Value> {
-        let cluster = self.resolve(&reference.path).ok()?;
+        let resolved = self.resolve(&reference.path).ok();
         let inner = self.read();
-        let object = inner
-            .types
-            .get(&(cluster.clone(), reference.name.clone()))?;
+        let local = resolved.and_then(|cluster| {
+            let object = inner
+                .types
+                .get(&(cluster.clone(), reference.name.clone()))?;
+            let path = inner
+                .clusters
+                .get(&cluster)
+                .map_or_else(|| cluster.to_string(), |lc| path_of(lc, &cluster));
+            Some((object.clone(), path))
+        });
+        let (object, path) = local.or_else(|| {
+            let cluster = inner.copies.resolve(&reference.path)?;
+            let object = inner.copies.workspace_type(&cluster, &reference.name)?;
+            let path = inner
+                .copies
+                .path(&cluster)
+                .unwrap_or_else(|| cluster.to_string());
+            Some((object, path))
+        })?;
         let mut object = object.as_ref().clone();
         // Types are known by their workspace's canonical path (what initializer names use).
-        let path = inner
-            .clusters
-            .get(&cluster)
-            .map_or_else(|| cluster.to_string(), |lc| path_of(lc, &cluster));
         meta::metadata_mut(&mut object)
             .entry("annotations")
             .or_insert_with(|| serde_json::json!({}))
             .as_object_mut()
             .map(|a| a.insert(PATH_ANNOTATION.into(), Value::String(path)));
         Some(object)
+    }
+
+    /// The logical cluster holding the WorkspaceTypes of `path`: one of this shard's, else
+    /// another shard's known from the cache (for checks asked where a type lives, never to
+    /// serve a request).
+    pub fn type_cluster(&self, path: &str) -> Option<LogicalClusterName> {
+        match self.resolve(path) {
+            Ok(cluster) => Some(cluster),
+            Err(_) => self.read().copies.resolve(path),
+        }
+    }
+
+    /// Replaces every copy of `kind` from other shards with `items` (a fresh list of the cache).
+    pub fn replace_copies(&self, kind: CopiedKind, items: Vec<Value>) {
+        self.write().copies.replace(kind, items);
+    }
+
+    /// Records a copy of another shard's object from the cache, or its deletion.
+    pub fn apply_copy(&self, deleted: bool, object: Value) {
+        self.write().copies.apply(deleted, object);
     }
 
     /// LogicalClusters as the index records them, from now on: each change, after the index has
@@ -413,5 +453,62 @@ mod tests {
         // A subscriber that went away is forgotten at the next change.
         index.set_logical_cluster(&abc, Some(at("abc", "Ready", 6)));
         assert!(index.subscribers.is_empty());
+    }
+
+    fn workspace_type(cluster: &str, name: &str, extra: Value) -> Value {
+        json!({"kind": "WorkspaceType", "metadata": {"name": name,
+            "annotations": {"kcp.io/cluster": cluster}}, "spec": extra})
+    }
+
+    #[test]
+    fn copies_of_other_shards_resolve_types_but_never_requests() {
+        let index = TenancyIndex::default();
+        index.replace_copies(CopiedKind::LogicalClusters, vec![lc("far", "root:org")]);
+        index.replace_copies(
+            CopiedKind::WorkspaceTypes,
+            vec![
+                workspace_type("far", "team", json!({"copy": true})),
+                workspace_type("root", "universal", json!({"copy": true})),
+            ],
+        );
+        let team = index
+            .workspace_type(&TypeRef::new("root:org", "team"))
+            .unwrap();
+        assert_eq!(team["metadata"]["annotations"]["kcp.io/path"], "root:org");
+        assert_eq!(index.type_cluster("root:org").unwrap().as_str(), "far");
+        // The copied path serves no request and counts nothing here.
+        assert!(index.resolve("root:org").is_err());
+        assert_eq!(index.logical_cluster_count(), 0);
+        // A local object wins over a copy.
+        index.apply(
+            ChangeType::Added,
+            workspace_type("root", "universal", json!({"copy": false})),
+        );
+        let universal = index
+            .workspace_type(&TypeRef::new("root", "universal"))
+            .unwrap();
+        assert_eq!(universal["spec"]["copy"], false);
+        // A deleted copy, or a fresh list without it, is gone; another shard's deletion of a
+        // copy of the same name leaves it.
+        let of_shard = |shard: &str| {
+            let mut object = workspace_type("far", "team", json!({}));
+            object["metadata"]["annotations"]["kcp.io/shard"] = json!(shard);
+            object
+        };
+        index.replace_copies(CopiedKind::WorkspaceTypes, vec![of_shard("root")]);
+        index.apply_copy(true, of_shard("shard-1"));
+        assert!(
+            index
+                .workspace_type(&TypeRef::new("root:org", "team"))
+                .is_some()
+        );
+        index.apply_copy(true, of_shard("root"));
+        assert!(
+            index
+                .workspace_type(&TypeRef::new("root:org", "team"))
+                .is_none()
+        );
+        index.replace_copies(CopiedKind::LogicalClusters, Vec::new());
+        assert!(index.type_cluster("root:org").is_none());
     }
 }

@@ -2,13 +2,20 @@
 //! itself at `/services/cache/` (upstream's in-process cache), and every shard replicates its
 //! objects into its cache (kcp-cache's `replication`): the root shard into its own, in the same
 //! process; a shard with `--cache-kubeconfig` into the server that kubeconfig names, over HTTPS.
+//! From the same cache every shard reads back what other shards replicated (kcp-cache's
+//! `read_back`): their WorkspaceTypes and LogicalClusters into its tenancy index (as copies that
+//! never serve a request), and the `Shard`s, a non-root shard's directory of shards.
 
 use std::sync::Arc;
 
 use kcp_apiserver::services::Services;
 use kcp_cache::CacheService;
-use kcp_cache::client::CacheClient;
+use kcp_cache::client::{CacheClient, Resource};
+use kcp_cache::read_back::{self, Observed};
 use kcp_cache::replication::{self, CacheSide, InProcessCache, Replicated};
+use kcp_controllers::TenancyIndex;
+use kcp_controllers::shard_directory::CopiedShards;
+use kcp_controllers::tenancy_index::CopiedKind;
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::store::RestStore;
 use kcp_storage::Storage;
@@ -57,49 +64,101 @@ pub fn in_process_cache_prefix(etcd_prefix: &str) -> String {
     format!("{}-cache", etcd_prefix.trim_end_matches('/'))
 }
 
-/// Starts replicating the shard's objects into its cache, one task per replicated resource, until
-/// `stop`. (Options validation leaves no shard without a cache: a non-root shard needs
-/// `--cache-kubeconfig`, the root shard serves one itself without it.)
-pub fn replicate(
+/// What the shard keeps in touch with its cache: the tasks that replicate into it and read
+/// back from it, and the `Shard`s read back (a non-root shard's directory of shards).
+pub struct CacheLinks {
+    pub tasks: Vec<JoinHandle<()>>,
+    pub shards: Arc<CopiedShards>,
+}
+
+/// Starts replicating the shard's objects into its cache, one task per replicated resource, and
+/// reading back other shards' copies (LogicalClusters' routing data and WorkspaceTypes into
+/// `tenancy`, Shards into [`CacheLinks::shards`]), until `stop`. (Options validation leaves no
+/// shard without a cache: a non-root shard needs `--cache-kubeconfig`, the root shard serves one
+/// itself without it.)
+pub fn connect(
     options: &ValidatedOptions,
     store: &RestStore,
+    tenancy: &Arc<TenancyIndex>,
     in_process: Option<&Arc<CacheService>>,
     stop: &CancellationToken,
-) -> Result<Vec<JoinHandle<()>>, CacheSetupError> {
+) -> Result<CacheLinks, CacheSetupError> {
     let replicated = replication::replicated(store).map_err(CacheSetupError::Types)?;
-    let spawn_all = |spawn_one: &dyn Fn(Replicated) -> JoinHandle<()>| {
-        replicated
-            .iter()
-            .cloned()
-            .map(spawn_one)
-            .collect::<Vec<_>>()
+    let local = Local {
+        objects: store.objects(),
+        shard: &options.shard_name,
+        tenancy,
+        stop,
     };
-    let (shard, local) = (&options.shard_name, store.objects());
     Ok(match (in_process, &options.cache_kubeconfig) {
-        (Some(cache), _) => {
-            let cache = InProcessCache::new(cache);
-            spawn_all(&|what| spawn(local, cache.clone(), shard, what, stop))
-        }
-        (None, Some(path)) => {
-            let cache = CacheClient::from_kubeconfig(path)?;
-            spawn_all(&|what| spawn(local, cache.clone(), shard, what, stop))
-        }
-        (None, None) => Vec::new(),
+        (Some(cache), _) => local.link(InProcessCache::new(cache), replicated),
+        (None, Some(path)) => local.link(CacheClient::from_kubeconfig(path)?, replicated),
+        (None, None) => CacheLinks {
+            tasks: Vec::new(),
+            shards: Arc::default(),
+        },
     })
 }
 
-fn spawn<C: CacheSide>(
-    local: &ObjectStore,
-    cache: C,
-    shard: &str,
-    what: Replicated,
-    stop: &CancellationToken,
-) -> JoinHandle<()> {
-    tokio::spawn(replication::run(
-        local.clone(),
-        cache,
-        shard.to_owned(),
-        what,
-        stop.clone(),
-    ))
+/// The shard's side of the links.
+struct Local<'a> {
+    objects: &'a ObjectStore,
+    shard: &'a str,
+    tenancy: &'a Arc<TenancyIndex>,
+    stop: &'a CancellationToken,
+}
+
+impl Local<'_> {
+    fn link<C: CacheSide + Clone>(&self, cache: C, replicated: Vec<Replicated>) -> CacheLinks {
+        let mut tasks: Vec<JoinHandle<()>> = replicated
+            .into_iter()
+            .map(|what| {
+                tokio::spawn(replication::run(
+                    self.objects.clone(),
+                    cache.clone(),
+                    self.shard.to_owned(),
+                    what,
+                    self.stop.clone(),
+                ))
+            })
+            .collect();
+        let shards = Arc::new(CopiedShards::default());
+        for (kind, resource) in [
+            (CopiedKind::LogicalClusters, replication::logical_clusters()),
+            (CopiedKind::WorkspaceTypes, replication::workspace_types()),
+        ] {
+            let tenancy = self.tenancy.clone();
+            tasks.push(
+                self.read_back(&cache, resource, move |observed| match observed {
+                    Observed::Listed(items) => tenancy.replace_copies(kind, items),
+                    Observed::Changed { deleted, object } => tenancy.apply_copy(deleted, object),
+                }),
+            );
+        }
+        let copied = shards.clone();
+        tasks.push(self.read_back(
+            &cache,
+            replication::shards(),
+            move |observed| match observed {
+                Observed::Listed(items) => copied.replace(items),
+                Observed::Changed { deleted, object } => copied.apply(deleted, object),
+            },
+        ));
+        CacheLinks { tasks, shards }
+    }
+
+    fn read_back<C: CacheSide + Clone>(
+        &self,
+        cache: &C,
+        resource: Resource,
+        observe: impl Fn(Observed) + Send + Sync + 'static,
+    ) -> JoinHandle<()> {
+        tokio::spawn(read_back::run(
+            cache.clone(),
+            resource,
+            self.shard.to_owned(),
+            observe,
+            self.stop.clone(),
+        ))
+    }
 }

@@ -4,14 +4,12 @@
 //!
 //! The kubeconfig's context `shard-base` (upstream's name) is used when it has one, else its
 //! current context (see `shard_client`); requests go to
-//! `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. The same list is a non-root shard's
-//! directory of shards for the workspace scheduler, until the cache server replicates them.
+//! `/clusters/root/apis/core.kcp.io/v1alpha1/shards`. (The list of shards the scheduler places
+//! over comes from the cache server instead, where the root shard replicates them.)
 
 use std::path::Path;
 
-use futures::future::BoxFuture;
 use kcp_apimachinery::ApiError;
-use kcp_controllers::shard_directory::ShardDirectory;
 use kcp_controllers::shard_registration::ShardObjects;
 use serde_json::Value;
 
@@ -46,19 +44,6 @@ impl RootShards {
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, ApiError> {
         shard_client::send(request, WHO).await
-    }
-}
-
-/// A non-root shard's [`ShardDirectory`]: the root shard's list of `Shard`s.
-impl ShardDirectory for RootShards {
-    fn list(&self) -> BoxFuture<'_, Result<Vec<Value>, ApiError>> {
-        Box::pin(async move {
-            let list = self.send(self.client.get(&self.collection)).await?;
-            Ok(match list.get("items") {
-                Some(Value::Array(items)) => items.clone(),
-                _ => Vec::new(),
-            })
-        })
     }
 }
 

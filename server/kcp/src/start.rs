@@ -125,8 +125,16 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         .map_or(options.secure_port, |a| a.port());
     let context = server.controller_context();
     let registration = std::sync::Arc::new(registration(&options, port));
+    let cache_links = cache::connect(
+        &options,
+        &context.store,
+        &context.tenancy,
+        in_process_cache.as_ref(),
+        &server.stopping(),
+    )?;
     // The root shard keeps its Shard in its own store, the others in the root shard's; the
-    // list of shards the scheduler places over comes from the same place.
+    // list of shards the scheduler places over comes from the root shard's store there, and
+    // from the copies the root shard replicated into the cache elsewhere.
     let (heartbeat, directory): (_, std::sync::Arc<dyn ShardDirectory>) = match &options
         .root_shard_kubeconfig_file
     {
@@ -136,7 +144,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             registrar.register().await?;
             (
                 tokio::spawn(registrar.run(server.stopping())),
-                std::sync::Arc::new(RootShards::from_kubeconfig(path)?),
+                cache_links.shards.clone(),
             )
         }
         _ => {
@@ -149,12 +157,6 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
             )
         }
     };
-    let replication = cache::replicate(
-        &options,
-        &context.store,
-        in_process_cache.as_ref(),
-        &server.stopping(),
-    )?;
     let cross_shard = match &options.logical_cluster_admin_kubeconfig {
         Some(path) => Some(cross_shard(path, directory, server.stopping()).await?),
         None => None,
@@ -182,7 +184,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let result = server.run(signals).await;
     let _ = controllers.await;
     let _ = heartbeat.await;
-    for task in replication {
+    for task in cache_links.tasks {
         let _ = task.await;
     }
     stop_background.cancel();

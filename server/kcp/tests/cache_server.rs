@@ -3,7 +3,9 @@
 //! and `clusters/*` wildcards, `labelSelector`, a watch that sees a create, an update and a
 //! delete, 410 for a compacted `resourceVersion`, 401 without a certificate, 403 for a
 //! certificate outside `system:masters`, 400/404 for bad paths; its data survives a restart, it
-//! runs on etcd too, and kubectl reads it with `get --raw`.
+//! runs on etcd too, and kubectl reads it with `get --raw`. Shards whose cache server is down
+//! when they start start anyway, say so in their logs, and replicate into it and read back from
+//! it once it is up, again after it goes away mid-run and returns.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -576,4 +578,79 @@ async fn a_shard_replicates_into_a_standalone_cache_server_and_resyncs_after_its
         .await;
     assert_eq!(deleted.status, 200, "{}", deleted.text());
     wait_for_names(&admin, &shard_types, &own).await;
+}
+
+/// Creates WorkspaceType `name` in root through `root`.
+async fn create_root_type(root: &Caller, name: &str) {
+    root.create(ROOT_TYPES, &workspace_type(name, "gold")).await;
+}
+
+/// Waits until `shard` admits a workspace of type `root:<name>` in its root (placed on itself,
+/// as it has no `--logical-cluster-admin-kubeconfig`): it has read the type back from the cache.
+async fn wait_usable(shard: &Caller, name: &str) {
+    let body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": format!("of-{name}")},
+        "spec": {"type": {"name": name, "path": "root"}}});
+    let path = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    PATIENCE
+        .wait_created(&format!("root:{name} usable"), shard, path, &body)
+        .await;
+}
+
+/// A cache server that is down when the shards start: they start anyway and say so in their
+/// logs; once it is up they replicate into it and read back from it, and the same after it
+/// goes away mid-run and returns (a type created in root while it was down reaches shard-1).
+#[tokio::test(flavor = "multi_thread")]
+async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() {
+    let port = kcp_testing::free_port();
+    let mut cache = KcpProcess::start_cache_server(
+        binary(),
+        "cache-unreachable",
+        &[format!("--secure-port={port}")],
+    )
+    .await;
+    let cache_kubeconfig = format!("--cache-kubeconfig={}", cache.kubeconfig().display());
+    cache.stop().await;
+    let root = KcpProcess::start(
+        binary(),
+        "cache-unreachable-root",
+        std::slice::from_ref(&cache_kubeconfig),
+    )
+    .await;
+    let root_kubeconfig = root.kubeconfig().display().to_string();
+    let shard_1 = KcpProcess::start(
+        binary(),
+        "cache-unreachable-shard-1",
+        &[
+            "--shard-name=shard-1".to_owned(),
+            format!("--root-shard-kubeconfig-file={root_kubeconfig}"),
+            cache_kubeconfig,
+        ],
+    )
+    .await;
+    PATIENCE
+        .eventually("shard-1 says the cache is unreachable", || async {
+            let log = shard_1.log();
+            match log.contains("reading back from the cache starts over")
+                && log.contains("the cache server: ")
+            {
+                true => Ok(()),
+                false => Err(shard_1.log_tail()),
+            }
+        })
+        .await;
+    let (in_root, in_shard_1) = (Caller::admin(&root), Caller::admin(&shard_1));
+    create_root_type(&in_root, "early").await;
+
+    cache.start_again().await;
+    wait_usable(&in_shard_1, "early").await;
+    let in_cache = Caller::admin(&cache);
+    let root_copies = names(&in_cache.get(TYPES_IN_CACHE).await.json());
+    assert!(root_copies.contains(&"early".to_owned()), "{root_copies:?}");
+
+    // Away mid-run, back on the same store: nothing lost, and what changed meanwhile arrives.
+    cache.kill();
+    create_root_type(&in_root, "meanwhile").await;
+    cache.start_again().await;
+    wait_usable(&in_shard_1, "meanwhile").await;
 }

@@ -10,7 +10,8 @@
 //! is scheduled by shard-1 to root, and deleting its parent deletes it across both shards. Every shard full leaves a workspace
 //! `WorkspaceScheduled=False` naming them. Deleting a workspace whose logical cluster is on
 //! shard-1 completes. A workspace created while its target shard is down (killed) converges to
-//! Ready with exactly one LogicalCluster once the shard is back. A shard that refuses the
+//! Ready with exactly one LogicalCluster once the shard is back, and a WorkspaceType created in
+//! root meanwhile reaches it through the cache (read back after its restart). A shard that refuses the
 //! scheduler's credentials is named on the Workspace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,7 +21,7 @@ use std::time::Duration;
 use kcp_testing::identities::{
     CertificateAuthority, KubeconfigUser, self_signed_ca_pem, write_kubeconfig,
 };
-use kcp_testing::{KcpProcess, Patience, free_port, temp_dir};
+use kcp_testing::{Caller, KcpProcess, Patience, free_port, temp_dir};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -451,9 +452,21 @@ async fn a_workspace_scheduled_to_a_shard_that_is_down_converges_when_it_returns
     create_workspace(&root, "warmup", on_shard("shard-1")).await;
     wait_ready(&root, "warmup").await;
 
-    // Down before the workspace comes (its heartbeat is still fresh, so it is chosen).
+    // Down before the workspace comes (its heartbeat is still fresh, so it is chosen), and
+    // before a WorkspaceType created in root, which reaches shard-1 through the cache after.
     shard_1.kill();
     create_workspace(&root, "patient", on_shard("shard-1")).await;
+    let late = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+        "metadata": {"name": "late"},
+        "spec": {"extend": {"with": [{"name": "universal", "path": "root"}]}}});
+    let created = root
+        .send_json(
+            Method::POST,
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+            &late,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
     let recorded = root
         .wait_for(
             "the choice recorded",
@@ -482,6 +495,17 @@ async fn a_workspace_scheduled_to_a_shard_that_is_down_converges_when_it_returns
     let created = owned_logical_clusters(&shard_1, "patient").await;
     assert_eq!(created.len(), 1, "{created:?}");
     create_config_map(&shard_1, "root:patient", "after").await;
+
+    let of_type_late = json!({"metadata": {"name": "late-child"},
+        "spec": {"type": {"name": "late", "path": "root"}}});
+    PATIENCE
+        .wait_created(
+            "root:late usable on shard-1",
+            &Caller::admin(&shard_1),
+            "/clusters/root:warmup/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            &of_type_late,
+        )
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

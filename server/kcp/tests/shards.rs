@@ -4,8 +4,9 @@
 //! new workspaces `Scheduling` with `WorkspaceScheduled=False` until a deletion frees room. A
 //! second shard process (`--shard-name=shard-1 --root-shard-kubeconfig-file=<root's admin
 //! kubeconfig>`) registers itself in root over HTTPS. A non-root shard without the root shard's
-//! or the cache's kubeconfig, one whose credentials root refuses, and a second live process under
-//! a name already held are refused with messages naming the cause.
+//! or the cache's kubeconfig, one whose credentials root refuses, one whose root shard does not
+//! answer, and a second live process under a name already held (root's, a non-root shard's) are
+//! refused with messages naming the cause.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
@@ -304,6 +305,42 @@ async fn a_non_root_shard_registers_itself_in_the_root_shard() {
     .await;
     assert!(
         stderr.contains("registering shard \"shard-2\": the root shard answered 40"),
+        "{stderr}"
+    );
+
+    // A root kubeconfig naming a server nobody answers at: refused before serving, saying so.
+    let mut nobody = kcp_kubeconfig::Kubeconfig::read(&root.kubeconfig()).unwrap();
+    for cluster in &mut nobody.clusters {
+        cluster.cluster.server = format!("https://127.0.0.1:{}", kcp_testing::free_port());
+    }
+    let nobody_path = dir.path().join("nobody.kubeconfig");
+    nobody.write(&nobody_path).unwrap();
+    let stderr = refused(
+        "shards-root-unreachable",
+        &[
+            "--shard-name=shard-2".to_owned(),
+            format!("--root-shard-kubeconfig-file={}", nobody_path.display()),
+            format!("--cache-kubeconfig={root_kubeconfig}"),
+        ],
+    )
+    .await;
+    assert!(
+        stderr.contains("registering shard \"shard-2\": "),
+        "{stderr}"
+    );
+
+    // A second process under a name a live shard holds is refused, naming the name.
+    let stderr = refused(
+        "shards-duplicate-name",
+        &[
+            "--shard-name=shard-1".to_owned(),
+            format!("--root-shard-kubeconfig-file={root_kubeconfig}"),
+            format!("--cache-kubeconfig={root_kubeconfig}"),
+        ],
+    )
+    .await;
+    assert!(
+        stderr.contains("shard \"shard-1\" is registered by another live process"),
         "{stderr}"
     );
 }

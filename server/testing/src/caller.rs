@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::http::Response;
 use crate::identities::CertificateAuthority;
-use crate::kcp::KcpProcess;
+use crate::kcp::{AdminCredentials, KcpProcess};
 
 const WHOAMI: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 
@@ -62,6 +62,17 @@ impl Caller {
     /// Whoever `client` (trusting the server's CA) presents itself as.
     pub fn with_client(server: &KcpProcess, client: reqwest::Client) -> Caller {
         Caller::named(server, "client", client)
+    }
+
+    /// The admin of a server known only by its admin credentials (a shard of `kcp sharded`).
+    pub fn admin_of(credentials: &AdminCredentials) -> Caller {
+        Caller {
+            base: credentials.server.clone(),
+            client: credentials.client(),
+            name: "admin".to_owned(),
+            token: None,
+            headers: Vec::new(),
+        }
     }
 
     fn named(server: &KcpProcess, name: &str, client: reqwest::Client) -> Caller {

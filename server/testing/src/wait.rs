@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::caller::Caller;
 use crate::http::Response;
+use serde_json::Value;
 
 /// How long a suite lets the server settle (controllers, RBAC changes, ...) and how often it looks
 /// meanwhile.
@@ -58,6 +59,25 @@ impl Patience {
                     response.status,
                     response.text()
                 ))
+            }
+        })
+        .await
+    }
+
+    /// POSTs `body` to `path` through `caller` until it is created (201), e.g. until a server has
+    /// learnt of something the creation depends on; returns the created object.
+    pub async fn wait_created(
+        &self,
+        what: &str,
+        caller: &Caller,
+        path: &str,
+        body: &Value,
+    ) -> Value {
+        self.eventually(what, || async {
+            let response = caller.post(path, body).await;
+            match response.status {
+                201 => Ok(response.json()),
+                status => Err(format!("POST {path}: {status} {}", response.text())),
             }
         })
         .await

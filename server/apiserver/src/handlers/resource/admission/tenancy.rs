@@ -158,7 +158,7 @@ impl WorkspaceWrite {
             return Ok(usable);
         };
         for alias in aliases {
-            let Ok(cluster) = index.resolve(&alias.cluster) else {
+            let Some(cluster) = index.type_cluster(&alias.cluster) else {
                 continue;
             };
             let attributes = Attributes::resource(

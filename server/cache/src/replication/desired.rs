@@ -1,0 +1,276 @@
+//! What a shard wants in the cache for one replicated resource: the copies it wants now, then
+//! each change of them, read from the shard's store.
+//!
+//! Most resources are copied whole ([`whole`]). LogicalClusters are copied as routing data, and
+//! only those of logical clusters that hold a WorkspaceType ([`type_holders`]), as upstream
+//! replicates just the LogicalClusters that replicated objects live in (its
+//! `internal.kcp.io/replicate` marker): another shard needs them to resolve a type reference's
+//! path (`root:org:special`), nothing else. A cluster's copy is wanted from its first
+//! WorkspaceType on and unwanted after its last one (or its LogicalCluster) is gone, so both
+//! resources are followed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use futures::stream::{self, BoxStream};
+use kcp_apimachinery::{ApiError, meta};
+use kcp_registry::storage::ObjectStore;
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, Change, ChangeType, ListRequest};
+use kcp_tenancy::logical_cluster::{PATH_ANNOTATION, TYPE_ANNOTATION};
+use serde_json::Value;
+
+use super::{ObjectId, comparable};
+
+/// One change of what the shard wants in the cache.
+pub(super) enum Desired {
+    Set(ObjectId, Value),
+    Gone(ObjectId),
+}
+
+/// The copies wanted now, and their changes from then on.
+pub(super) type Wanted = (
+    BTreeMap<ObjectId, Value>,
+    BoxStream<'static, Result<Desired, ApiError>>,
+);
+
+/// Every object under `prefix`, whole.
+pub(super) async fn whole(local: &ObjectStore, prefix: &str) -> Result<Wanted, ApiError> {
+    let page = local
+        .list(ListRequest::everything(prefix), &|_| true)
+        .await?;
+    let now = page
+        .items
+        .iter()
+        .filter_map(|object| Some((ObjectId::of(object)?, comparable(object))))
+        .collect();
+    let changes = local.watch_current(prefix, page.revision + 1).await?;
+    let changes = changes.filter_map(|change| async move {
+        match change {
+            Err(error) => Some(Err(error)),
+            Ok(change) => {
+                let id = ObjectId::of(&change.object)?;
+                Some(Ok(match change.kind {
+                    ChangeType::Deleted => Desired::Gone(id),
+                    _ => Desired::Set(id, comparable(&change.object)),
+                }))
+            }
+        }
+    });
+    Ok((now, changes.boxed()))
+}
+
+/// A LogicalCluster's routing data: its name, the annotations that place it (`kcp.io/cluster`,
+/// `kcp.io/path`, `internal.tenancy.kcp.io/type`) and its phase. Its other changes (conditions,
+/// initializers) are no change of the copy, so they cost the cache nothing.
+fn routing_data(logical_cluster: &Value) -> Value {
+    let annotations: serde_json::Map<String, Value> = meta::annotations(logical_cluster)
+        .into_iter()
+        .filter(|(key, _)| {
+            [CLUSTER_ANNOTATION, PATH_ANNOTATION, TYPE_ANNOTATION].contains(&key.as_str())
+        })
+        .map(|(key, value)| (key, Value::String(value)))
+        .collect();
+    let mut copy = serde_json::json!({
+        "apiVersion": logical_cluster.get("apiVersion"),
+        "kind": logical_cluster.get("kind"),
+        "metadata": {"name": meta::name(logical_cluster), "annotations": annotations},
+    });
+    if let Some(phase) = logical_cluster.pointer("/status/phase") {
+        copy["status"] = serde_json::json!({"phase": phase});
+    }
+    comparable(&copy)
+}
+
+/// The LogicalClusters and WorkspaceTypes of the shard, as far as the copies need them.
+#[derive(Default)]
+struct Holders {
+    /// Routing data of every LogicalCluster, by logical cluster.
+    logical_clusters: BTreeMap<String, (ObjectId, Value)>,
+    /// The WorkspaceTypes' names, by logical cluster.
+    types: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Which of the two resources changed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Of {
+    LogicalCluster,
+    WorkspaceType,
+}
+
+/// A change of either resource.
+struct Seen {
+    of: Of,
+    deleted: bool,
+    object: Value,
+}
+
+impl Seen {
+    fn change(of: Of, change: Change) -> Seen {
+        Seen {
+            of,
+            deleted: change.kind == ChangeType::Deleted,
+            object: change.object,
+        }
+    }
+
+    fn added(of: Of, object: Value) -> Seen {
+        Seen {
+            of,
+            deleted: false,
+            object,
+        }
+    }
+}
+
+impl Holders {
+    fn wanted(&self, cluster: &str) -> Option<&(ObjectId, Value)> {
+        self.types
+            .get(cluster)
+            .filter(|names| !names.is_empty())
+            .and(self.logical_clusters.get(cluster))
+    }
+
+    fn now(&self) -> BTreeMap<ObjectId, Value> {
+        self.logical_clusters
+            .keys()
+            .filter_map(|cluster| self.wanted(cluster).cloned())
+            .collect()
+    }
+
+    /// Records a change; what it changes of the wanted copies.
+    fn apply(&mut self, seen: Seen) -> Vec<Desired> {
+        let Some(id) = ObjectId::of(&seen.object) else {
+            return Vec::new();
+        };
+        let cluster = id.cluster.clone();
+        let before = self.wanted(&cluster).map(|(id, _)| id.clone());
+        match seen.of {
+            Of::LogicalCluster if seen.deleted => {
+                self.logical_clusters.remove(&cluster);
+            }
+            Of::LogicalCluster => {
+                let copy = routing_data(&seen.object);
+                self.logical_clusters.insert(cluster.clone(), (id, copy));
+            }
+            Of::WorkspaceType => {
+                let names = self.types.entry(cluster.clone()).or_default();
+                if seen.deleted {
+                    names.remove(&id.name);
+                } else {
+                    names.insert(id.name);
+                }
+                if names.is_empty() {
+                    self.types.remove(&cluster);
+                }
+            }
+        }
+        match (self.wanted(&cluster), before) {
+            (Some((id, copy)), _) => vec![Desired::Set(id.clone(), copy.clone())],
+            (None, Some(id)) => vec![Desired::Gone(id)],
+            (None, None) => Vec::new(),
+        }
+    }
+}
+
+/// The routing data of the LogicalClusters (under `logical_clusters`) of the logical clusters
+/// that hold a WorkspaceType (under `workspace_types`).
+pub(super) async fn type_holders(
+    local: &ObjectStore,
+    logical_clusters: &str,
+    workspace_types: &str,
+) -> Result<Wanted, ApiError> {
+    let clusters = local
+        .list(ListRequest::everything(logical_clusters), &|_| true)
+        .await?;
+    let types = local
+        .list(ListRequest::everything(workspace_types), &|_| true)
+        .await?;
+    let mut holders = Holders::default();
+    for object in clusters.items {
+        holders.apply(Seen::added(Of::LogicalCluster, object));
+    }
+    for object in types.items {
+        holders.apply(Seen::added(Of::WorkspaceType, object));
+    }
+    let now = holders.now();
+    let cluster_changes = local
+        .watch_current(logical_clusters, clusters.revision + 1)
+        .await?
+        .map(|change| change.map(|change| Seen::change(Of::LogicalCluster, change)));
+    let type_changes = local
+        .watch_current(workspace_types, types.revision + 1)
+        .await?
+        .map(|change| change.map(|change| Seen::change(Of::WorkspaceType, change)));
+    let changes = stream::select(cluster_changes.boxed(), type_changes.boxed())
+        .scan(holders, |holders, seen| {
+            let desired = match seen {
+                Ok(seen) => holders.apply(seen).into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            futures::future::ready(Some(stream::iter(desired)))
+        })
+        .flatten();
+    Ok((now, changes.boxed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn seen_cluster(cluster: &str, deleted: bool) -> Seen {
+        Seen {
+            of: Of::LogicalCluster,
+            deleted,
+            object: json!({"kind": "LogicalCluster", "metadata": {"name": "cluster",
+                "annotations": {"kcp.io/cluster": cluster, "kcp.io/path": "root:org",
+                    "kcp.io/owner": "dropped"}},
+                "status": {"phase": "Ready", "conditions": []}}),
+        }
+    }
+
+    fn seen_type(cluster: &str, name: &str, deleted: bool) -> Seen {
+        Seen {
+            of: Of::WorkspaceType,
+            deleted,
+            object: json!({"kind": "WorkspaceType", "metadata": {"name": name,
+                "annotations": {"kcp.io/cluster": cluster}}}),
+        }
+    }
+
+    fn summary(desired: Vec<Desired>) -> Vec<String> {
+        desired
+            .into_iter()
+            .map(|d| match d {
+                Desired::Set(id, copy) => format!("set {} {}", id.cluster, copy["metadata"]),
+                Desired::Gone(id) => format!("gone {}", id.cluster),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cluster_is_copied_from_its_first_type_to_its_last() {
+        let mut holders = Holders::default();
+        assert!(summary(holders.apply(seen_cluster("abc", false))).is_empty());
+        let set = summary(holders.apply(seen_type("abc", "a", false)));
+        assert_eq!(
+            set,
+            [
+                r#"set abc {"name":"cluster","annotations":{"kcp.io/cluster":"abc","kcp.io/path":"root:org"}}"#
+            ]
+        );
+        assert_eq!(holders.now().len(), 1);
+        holders.apply(seen_type("abc", "b", false));
+        assert_eq!(summary(holders.apply(seen_type("abc", "a", true))).len(), 1);
+        assert_eq!(
+            summary(holders.apply(seen_type("abc", "b", true))),
+            ["gone abc"]
+        );
+        holders.apply(seen_type("abc", "c", false));
+        assert_eq!(
+            summary(holders.apply(seen_cluster("abc", true))),
+            ["gone abc"]
+        );
+        assert!(holders.now().is_empty());
+    }
+}

@@ -1,0 +1,292 @@
+//! Workspaces across a whole sharded topology (issue 19's topology tests): `kcp sharded` with
+//! root, shard-1 and shard-2 and its cache (standalone with embedded stores, standalone on one
+//! etcd, or the root shard's in-process cache), one topology per test reused for every check:
+//!
+//! - workspaces created in root land on every shard (pinned by `spec.location.selector`), each
+//!   serves objects through the shard that owns it, and another shard answers 429 for it;
+//! - shards read back from the cache what they do not own: a WorkspaceType created in
+//!   `root:on-root` (a workspace on the root shard) is usable for a workspace created through
+//!   shard-1, which finds the type's path through the LogicalCluster routing data replicated by
+//!   root; a change of the type reaches shard-1's admission, and so does its deletion; the path
+//!   `root:on-root` itself is still no request shard-1 serves; and the other way round, a type
+//!   of `root:on-1` (shard-1) is usable through the root shard;
+//! - a nested workspace whose parent is on shard-1, created through shard-1 with the default type,
+//!   is scheduled (by shard-1, over the Shards it read from the cache) and becomes Ready;
+//! - a restart of the whole topology on its directories loses nothing, and replication and
+//!   read-back resume (a type created after it reaches shard-1);
+//! - deleting a tree spanning the shards completes: no LogicalCluster of it is left anywhere.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use kcp_testing::{Caller, EtcdProcess, Patience, ShardedKcp};
+use serde_json::{Value, json};
+
+const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(200));
+const SHARDS: [&str; 3] = ["root", "shard-1", "shard-2"];
+const WORKSPACES: &str = "apis/tenancy.kcp.io/v1alpha1/workspaces";
+const WORKSPACE_TYPES: &str = "apis/tenancy.kcp.io/v1alpha1/workspacetypes";
+
+async fn start(label: &str, flags: &[String]) -> ShardedKcp {
+    ShardedKcp::start(Path::new(env!("CARGO_BIN_EXE_kcp")), label, 3, flags).await
+}
+
+fn admin(sharded: &ShardedKcp, shard: &str) -> Caller {
+    Caller::admin_of(&sharded.admin(shard))
+}
+
+fn workspaces(path: &str) -> String {
+    format!("/clusters/{path}/{WORKSPACES}")
+}
+
+fn workspace(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+fn pinned(shard: &str) -> Value {
+    json!({"location": {"selector": {"matchLabels": {"name": shard}}}})
+}
+
+/// Waits until workspace `name` in `parent` is Ready (read through `caller`) and returns it.
+async fn wait_ready(caller: &Caller, parent: &str, name: &str) -> Value {
+    let path = format!("{}/{name}", workspaces(parent));
+    PATIENCE
+        .eventually(&format!("{parent}:{name} Ready"), || async {
+            let answer = caller.get(&path).await;
+            match answer.status == 200 && answer.json()["status"]["phase"] == "Ready" {
+                true => Ok(answer.json()),
+                false => Err(answer.text()),
+            }
+        })
+        .await
+}
+
+/// A ConfigMap named `name` in `default` of `path`, created through the shard that owns it.
+async fn create_config_map(owner: &Caller, path: &str, name: &str) {
+    owner
+        .create(
+            &format!("/clusters/{path}/api/v1/namespaces/default/configmaps"),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+        )
+        .await;
+}
+
+/// Posts workspaces of type `root:on-root:special` in `root:on-1` through shard-1 until the
+/// answer satisfies `done` (another name each time); returns that answer's status and body.
+async fn special_through_shard_1(
+    shard_1: &Caller,
+    what: &str,
+    done: impl Fn(u16, &str) -> bool,
+) -> (u16, String) {
+    let attempt = std::sync::atomic::AtomicUsize::new(0);
+    PATIENCE
+        .eventually(what, || async {
+            let n = attempt.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let body = workspace(
+                &format!("special-{what}-{n}").replace(' ', "-"),
+                json!({"type": {"name": "special", "path": "root:on-root"}}),
+            );
+            let answer = shard_1.post(&workspaces("root:on-1"), &body).await;
+            let text = answer.text();
+            match done(answer.status, &text) {
+                true => Ok((answer.status, text)),
+                false => Err(format!("{} {text}", answer.status)),
+            }
+        })
+        .await
+}
+
+/// WorkspaceType `special`: it extends `root:universal`, so organizations (like `root:on-1`)
+/// may have it as a child.
+fn special_type() -> Value {
+    json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+        "metadata": {"name": "special"},
+        "spec": {"extend": {"with": [{"name": "universal", "path": "root"}]}}})
+}
+
+/// The paths of the LogicalClusters `caller`'s shard holds.
+async fn logical_cluster_paths(caller: &Caller) -> Vec<String> {
+    let answer = caller
+        .get("/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters")
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    answer.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|lc| lc["metadata"]["annotations"]["kcp.io/path"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The whole scenario on one topology started with `flags`.
+async fn workspaces_across_the_topology(label: &str, flags: &[String]) {
+    let mut sharded = start(label, flags).await;
+    let root = admin(&sharded, "root");
+
+    // One workspace per shard, created in root and pinned to it.
+    for shard in SHARDS {
+        root.create(
+            &workspaces("root"),
+            &workspace(
+                &format!("on-{}", shard.trim_start_matches("shard-")),
+                pinned(shard),
+            ),
+        )
+        .await;
+    }
+    let names = ["on-root", "on-1", "on-2"];
+    for (name, shard) in names.iter().zip(SHARDS) {
+        let ready = wait_ready(&root, "root", name).await;
+        assert_eq!(ready["metadata"]["annotations"]["core.kcp.io/shard"], shard);
+        create_config_map(&admin(&sharded, shard), &format!("root:{name}"), "kept").await;
+    }
+    let elsewhere = root.get("/clusters/root:on-1/api/v1/namespaces").await;
+    assert_eq!(elsewhere.status, 429, "{}", elsewhere.text());
+
+    // A type in root:on-root (root shard), used through shard-1.
+    root.create(
+        &format!("/clusters/root:on-root/{WORKSPACE_TYPES}"),
+        &special_type(),
+    )
+    .await;
+    let shard_1 = admin(&sharded, "shard-1");
+    let (_, created) =
+        special_through_shard_1(&shard_1, "type created", |status, _| status == 201).await;
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let name = created["metadata"]["name"].as_str().unwrap().to_owned();
+    wait_ready(&shard_1, "root:on-1", &name).await;
+    // The copies resolve types only: root:on-root is still no path shard-1 serves.
+    let not_here = shard_1
+        .get("/clusters/root:on-root/api/v1/namespaces")
+        .await;
+    assert_eq!(not_here.status, 404, "{}", not_here.text());
+
+    // Changed in root: no parent may have it any more, and shard-1 learns so.
+    let path = format!("/clusters/root:on-root/{WORKSPACE_TYPES}/special");
+    let mut changed = root.get(&path).await.json();
+    changed["spec"]["limitAllowedParents"] = json!({"none": true});
+    let answer = root.put(&path, &changed).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    special_through_shard_1(&shard_1, "type changed", |status, text| {
+        status == 403 && !text.contains("cannot be resolved")
+    })
+    .await;
+
+    // The other way round: a type in root:on-1 (shard-1) used in root through the root shard
+    // (which reads the cache back in the same process with `--cache in-process`).
+    let mut from_1 = special_type();
+    from_1["metadata"]["name"] = json!("from-1");
+    shard_1
+        .create(&format!("/clusters/root:on-1/{WORKSPACE_TYPES}"), &from_1)
+        .await;
+    let of_from_1 = workspace(
+        "of-from-1",
+        json!({"type": {"name": "from-1", "path": "root:on-1"}}),
+    );
+    PATIENCE
+        .wait_created(
+            "root:on-1:from-1 usable through root",
+            &root,
+            &workspaces("root"),
+            &of_from_1,
+        )
+        .await;
+
+    // A nested workspace in on-1 (shard-1), through shard-1, default type, placed on shard-2.
+    shard_1
+        .create(
+            &workspaces("root:on-1"),
+            &workspace("nested", pinned("shard-2")),
+        )
+        .await;
+    let nested = wait_ready(&shard_1, "root:on-1", "nested").await;
+    assert_eq!(nested["spec"]["type"]["name"], "universal");
+    create_config_map(&admin(&sharded, "shard-2"), "root:on-1:nested", "kept").await;
+
+    // Everything survives a restart of the topology; replication and read-back resume.
+    sharded.restart().await;
+    for (name, shard) in names.iter().zip(SHARDS) {
+        wait_ready(&admin(&sharded, "root"), "root", name).await;
+        let kept = admin(&sharded, shard)
+            .get(&format!(
+                "/clusters/root:{name}/api/v1/namespaces/default/configmaps/kept"
+            ))
+            .await;
+        assert_eq!(kept.status, 200, "{name}: {}", kept.text());
+    }
+    let shard_1 = admin(&sharded, "shard-1");
+    wait_ready(&shard_1, "root:on-1", "nested").await;
+    let root = admin(&sharded, "root");
+    let answer = root.delete(&path).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    special_through_shard_1(&shard_1, "type deleted", |status, text| {
+        status == 403 && text.contains("cannot be resolved")
+    })
+    .await;
+    root.create(
+        &format!("/clusters/root:on-root/{WORKSPACE_TYPES}"),
+        &special_type(),
+    )
+    .await;
+    special_through_shard_1(&shard_1, "type created again", |status, _| status == 201).await;
+
+    // Deleting on-1 deletes the tree below it, on every shard.
+    let answer = root.delete(&format!("{}/on-1", workspaces("root"))).await;
+    assert!([200, 202].contains(&answer.status), "{}", answer.text());
+    PATIENCE
+        .wait_status(
+            "on-1 gone",
+            &root,
+            &format!("{}/on-1", workspaces("root")),
+            404,
+        )
+        .await;
+    for shard in SHARDS {
+        let caller = admin(&sharded, shard);
+        PATIENCE
+            .eventually(
+                &format!("no LogicalCluster of root:on-1 on {shard}"),
+                || async {
+                    let left: Vec<String> = logical_cluster_paths(&caller)
+                        .await
+                        .into_iter()
+                        .filter(|path| path.starts_with("root:on-1"))
+                        .collect();
+                    match left.is_empty() {
+                        true => Ok(()),
+                        false => Err(format!("{left:?}")),
+                    }
+                },
+            )
+            .await;
+    }
+    let status = sharded.stop().await;
+    assert!(status.success(), "{status}\n{}", sharded.output());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_standalone_cache_and_embedded_stores() {
+    workspaces_across_the_topology("sharded-workspaces", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_standalone_cache_on_etcd() {
+    let etcd = EtcdProcess::start(false).await;
+    workspaces_across_the_topology(
+        "sharded-workspaces-etcd",
+        &[format!("--etcd-servers={}", etcd.client_url())],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_in_process_cache() {
+    workspaces_across_the_topology(
+        "sharded-workspaces-in-process",
+        &["--cache=in-process".to_owned()],
+    )
+    .await;
+}
