@@ -279,9 +279,7 @@ async fn measure(
         LoadReport {
             protocol: "HTTP/2",
             concurrency: connections,
-            loadavg: std::fs::read_to_string("/proc/loadavg")
-                .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-                .unwrap_or_default(),
+            loadavg: crate::server::loadavg(),
             server: None,
             phases,
         },

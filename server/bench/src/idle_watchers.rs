@@ -356,9 +356,7 @@ async fn measure(
         ready_workspaces: workspaces.len() as u64,
         workspace_type: format!("{}:{}", args.workspace_type_path, args.workspace_type),
         connections: args.concurrency.max(1),
-        loadavg: std::fs::read_to_string("/proc/loadavg")
-            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default(),
+        loadavg: crate::server::loadavg(),
         startup_ms: 0.0,
         idle,
         create: created.create,

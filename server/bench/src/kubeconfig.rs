@@ -98,6 +98,23 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The same credentials and CA against another loopback server, e.g. the cache server of a
+    /// `kcp sharded` topology, which trusts the admin certificate of the shards' kubeconfig.
+    pub fn with_server(&self, url: &str) -> Result<Self, KubeconfigError> {
+        let (host, port, path_prefix) = parse_server_url(url)?;
+        if !is_loopback(&host) {
+            return Err(KubeconfigError::NotLoopback(url.to_owned()));
+        }
+        Ok(Self {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            host,
+            path_prefix,
+            ..self.clone()
+        })
+    }
+}
+
 /// Splits `https://host[:port][/path]` into host (IPv6 without brackets), port and path.
 fn parse_server_url(url: &str) -> Result<(String, u16, String), KubeconfigError> {
     let bad = || KubeconfigError::Url(url.to_owned());
@@ -172,6 +189,26 @@ mod tests {
         assert!(matches!(
             Target::from_yaml(&yaml, Some("nope"), Path::new("/")),
             Err(KubeconfigError::UnknownContext(_))
+        ));
+    }
+
+    #[test]
+    fn another_server_keeps_the_credentials() {
+        let yaml = kcp_kubeconfig("https://localhost:41234");
+        let target = Target::from_yaml(&yaml, None, Path::new("/")).unwrap();
+        let cache = target.with_server("https://127.0.0.1:40001").unwrap();
+        assert_eq!(cache.addr, "127.0.0.1:40001".parse().unwrap());
+        assert_eq!(
+            (cache.host.as_str(), cache.path_prefix.as_str()),
+            ("127.0.0.1", "")
+        );
+        assert_eq!(
+            (&cache.ca_pem, &cache.client_pem),
+            (&target.ca_pem, &target.client_pem)
+        );
+        assert!(matches!(
+            target.with_server("https://10.0.0.1:6443"),
+            Err(KubeconfigError::NotLoopback(_))
         ));
     }
 

@@ -21,6 +21,9 @@
 //! - `idle-watchers` (issue 17): start a server, create N workspaces, open one informer-style
 //!   watch per workspace, and report the memory and idle CPU per watcher, whether writes reach
 //!   exactly their workspace's watcher (and how fast), and the memory left once they are closed.
+//! - `type-replication` (issue 19): start `kcp sharded`, change a WorkspaceType on the root shard
+//!   at a fixed rate and time each change until the cache's watch stream carries it, which is what
+//!   every shard's read-back receives.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -38,6 +41,8 @@ mod server;
 mod shard_figures;
 mod sharded;
 mod stats;
+mod type_replication;
+mod visibility;
 mod watchers;
 mod workspaces;
 
@@ -57,6 +62,7 @@ use kubeconfig::{KubeconfigError, Target};
 use load::{LoadArgs, LoadError, Resource, Workload};
 use report::{CrdsReport, LoadReport, Output, ServerReport, StartupReport, StartupRun};
 use server::{Server, ServerArgs, ServerError};
+use type_replication::{TypeReplicationArgs, TypeReplicationError};
 use workspaces::{WorkspaceArgs, WorkspaceError};
 
 #[derive(Parser)]
@@ -145,6 +151,15 @@ enum Command {
         #[command(flatten)]
         idle: IdleWatchersArgs,
     },
+    /// Start `kcp sharded`; change a WorkspaceType in root at a fixed rate and time each change
+    /// from the write's response to its event in the cache's watch stream, which is what every
+    /// shard's read-back watch receives (lag p50/p90/p99/max, changes not seen in time).
+    TypeReplication {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        replication: TypeReplicationArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +182,8 @@ enum BenchError {
     Workspaces(#[from] WorkspaceError),
     #[error(transparent)]
     IdleWatchers(#[from] IdleWatchersError),
+    #[error(transparent)]
+    TypeReplication(#[from] TypeReplicationError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -256,6 +273,13 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
         }
         Command::IdleWatchers { server, idle } => {
             let report = idle_watchers::run(&server, &idle).await?;
+            Ok(report::render(&report, output)?)
+        }
+        Command::TypeReplication {
+            server,
+            replication,
+        } => {
+            let report = type_replication::run(&server, &replication).await?;
             Ok(report::render(&report, output)?)
         }
         Command::Startup { server, runs } => {
@@ -359,9 +383,7 @@ async fn load_target<T>(
                 Protocol::Http2 => "HTTP/2",
             },
             concurrency,
-            loadavg: std::fs::read_to_string("/proc/loadavg")
-                .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-                .unwrap_or_default(),
+            loadavg: server::loadavg(),
             server: None,
             phases,
         },

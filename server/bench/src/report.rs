@@ -11,6 +11,7 @@ use crate::idle_watchers::Delivery;
 use crate::server::{Backend, Memory, Stopped};
 use crate::shard_figures::ProcessFigures;
 use crate::stats::PhaseReport;
+use crate::type_replication::TypeReplicationReport;
 use crate::workspaces::{Settled, WatchSummary};
 
 /// Output format.
@@ -562,6 +563,37 @@ impl Table for AdmissionReport {
             ms(self.policy.p99_ms),
             cpu(&self.policy)
         );
+        out
+    }
+}
+
+impl Table for TypeReplicationReport {
+    fn table(&self) -> String {
+        let mut out = format!(
+            "kcp sharded: {} shards, ready in {:.0} ms; cache {}; loadavg at start {}, at the end {}\n\n",
+            self.shards, self.startup_ms, self.cache_url, self.loadavg_at_start, self.loadavg
+        );
+        out.push_str(&grid(&[request_header(), request_row(&self.writes)]));
+        let v = &self.visibility;
+        let lag = v.lag;
+        let _ = writeln!(
+            out,
+            "\nwrite response on root -> visible in the cache's watch (what each shard's read-back \
+             receives), {} acknowledged changes:\n  p50 {} ms, p90 {} ms, p99 {} ms, max {} ms; \
+             seen {} ({} before the write's response), not seen within {:.1} s: {}; \
+             {} arrived as an event of their own",
+            v.acknowledged,
+            ms(lag.map(|l| l.p50_ms)),
+            ms(lag.map(|l| l.p90_ms)),
+            ms(lag.map(|l| l.p99_ms)),
+            ms(lag.map(|l| l.max_ms)),
+            v.seen,
+            v.before_ack,
+            self.timeout_s,
+            v.not_seen_within_timeout,
+            v.own_events
+        );
+        let _ = writeln!(out, "{}", self.stopped.line(1));
         out
     }
 }

@@ -54,6 +54,14 @@ pub struct ServerArgs {
     pub kcp_args: Vec<String>,
 }
 
+/// `/proc/loadavg`'s 1, 5 and 15 minute averages (empty when unreadable): other work on the
+/// machine skews latency.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 /// Why a server could not be started, read or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -43,6 +43,18 @@ pub struct Summary {
     pub shards: Vec<String>,
 }
 
+impl Summary {
+    /// The URL of the cache the shards replicate into and read back from: the standalone cache
+    /// server's (the process `cache`), else the root shard's (`--cache in-process`, which prints
+    /// the cache without a PID). The client adds `/services/cache`.
+    pub fn cache_url(&self) -> Option<&str> {
+        let named = |name: &str| self.processes.iter().find(|p| p.name == name);
+        named("cache")
+            .or_else(|| named("root"))
+            .map(|p| p.url.as_str())
+    }
+}
+
 /// Reads the last complete summary in `output`; `None` until the kubeconfig line is printed.
 pub fn parse_summary(output: &str) -> Option<Summary> {
     let summary = &output[output.rfind(SUMMARY_START)?..];
@@ -192,6 +204,7 @@ try:
             }
         );
         assert_eq!(summary.processes.len(), 3);
+        assert_eq!(summary.cache_url(), Some("https://127.0.0.1:40001"));
     }
 
     #[test]
@@ -212,6 +225,7 @@ try:
         let summary = parse_summary(&printed).unwrap();
         assert_eq!(summary.processes.len(), 2);
         assert_eq!(summary.processes[0].name, "root");
+        assert_eq!(summary.cache_url(), Some("https://127.0.0.1:40002"));
     }
 
     #[test]

@@ -278,7 +278,7 @@ async fn measure(
     server: &ServerArgs,
     args: &WorkspaceArgs,
 ) -> Result<WorkspacesReport, WorkspaceError> {
-    let loadavg_at_start = loadavg();
+    let loadavg_at_start = server::loadavg();
     let settle = Duration::from_secs(server.idle_seconds);
     let target = subject.target()?;
     let connections = args.concurrency.max(1);
@@ -451,7 +451,7 @@ async fn measure(
         concurrency: connections,
         max_in_flight: args.max_in_flight.max(1),
         loadavg_at_start,
-        loadavg: loadavg(),
+        loadavg: server::loadavg(),
         startup_ms: 0.0,
         idle,
         create,
@@ -601,13 +601,6 @@ fn cpu_of(subject: Subject<'_>) -> HashMap<String, Duration> {
             .filter_map(|p| Some((p.name.clone(), server::cpu_time(p.pid)?)))
             .collect(),
     }
-}
-
-/// /proc/loadavg's 1, 5 and 15 minute averages.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 /// The name of the i-th workspace (from 0): `ws-00001`, ...
