@@ -7,7 +7,9 @@
 //! `internal.kcp.io/replicate` marker): another shard needs them to resolve a type reference's
 //! path (`root:org:special`), nothing else. A cluster's copy is wanted from its first
 //! WorkspaceType on and unwanted after its last one (or its LogicalCluster) is gone, so both
-//! resources are followed.
+//! resources are followed. Only the type holders' routing data is kept in memory: a cluster's
+//! LogicalCluster is read from the store when it gets its first type, so a shard of 10,000
+//! workspaces without types keeps nothing per workspace here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,8 +17,10 @@ use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, Change, ChangeType, ListRequest};
-use kcp_tenancy::logical_cluster::{PATH_ANNOTATION, TYPE_ANNOTATION};
+use kcp_registry::storage::objects::{
+    CLUSTER_ANNOTATION, Change, ChangeType, ListRequest, ObjectRef,
+};
+use kcp_tenancy::logical_cluster::{GROUP, NAME, PATH_ANNOTATION, RESOURCE, TYPE_ANNOTATION};
 use serde_json::Value;
 
 use super::{ObjectId, comparable};
@@ -84,7 +88,7 @@ fn routing_data(logical_cluster: &Value) -> Value {
 /// The LogicalClusters and WorkspaceTypes of the shard, as far as the copies need them.
 #[derive(Default)]
 struct Holders {
-    /// Routing data of every LogicalCluster, by logical cluster.
+    /// Routing data of the LogicalClusters of the clusters in `types`, by logical cluster.
     logical_clusters: BTreeMap<String, (ObjectId, Value)>,
     /// The WorkspaceTypes' names, by logical cluster.
     types: BTreeMap<String, BTreeSet<String>>,
@@ -130,6 +134,12 @@ impl Holders {
             .and(self.logical_clusters.get(cluster))
     }
 
+    /// Whether `cluster` holds a type but its LogicalCluster's routing data is not known yet
+    /// (to be read from the store).
+    fn lacks_logical_cluster(&self, cluster: &str) -> bool {
+        self.types.contains_key(cluster) && !self.logical_clusters.contains_key(cluster)
+    }
+
     fn now(&self) -> BTreeMap<ObjectId, Value> {
         self.logical_clusters
             .keys()
@@ -148,10 +158,11 @@ impl Holders {
             Of::LogicalCluster if seen.deleted => {
                 self.logical_clusters.remove(&cluster);
             }
-            Of::LogicalCluster => {
+            Of::LogicalCluster if self.types.contains_key(&cluster) => {
                 let copy = routing_data(&seen.object);
                 self.logical_clusters.insert(cluster.clone(), (id, copy));
             }
+            Of::LogicalCluster => return Vec::new(),
             Of::WorkspaceType => {
                 let names = self.types.entry(cluster.clone()).or_default();
                 if seen.deleted {
@@ -161,6 +172,7 @@ impl Holders {
                 }
                 if names.is_empty() {
                     self.types.remove(&cluster);
+                    self.logical_clusters.remove(&cluster);
                 }
             }
         }
@@ -186,11 +198,11 @@ pub(super) async fn type_holders(
         .list(ListRequest::everything(workspace_types), &|_| true)
         .await?;
     let mut holders = Holders::default();
-    for object in clusters.items {
-        holders.apply(Seen::added(Of::LogicalCluster, object));
-    }
     for object in types.items {
         holders.apply(Seen::added(Of::WorkspaceType, object));
+    }
+    for object in clusters.items {
+        holders.apply(Seen::added(Of::LogicalCluster, object));
     }
     let now = holders.now();
     let cluster_changes = local
@@ -201,16 +213,58 @@ pub(super) async fn type_holders(
         .watch_current(workspace_types, types.revision + 1)
         .await?
         .map(|change| change.map(|change| Seen::change(Of::WorkspaceType, change)));
-    let changes = stream::select(cluster_changes.boxed(), type_changes.boxed())
-        .scan(holders, |holders, seen| {
-            let desired = match seen {
-                Ok(seen) => holders.apply(seen).into_iter().map(Ok).collect(),
+    let follow = Follow {
+        holders,
+        changes: stream::select(cluster_changes.boxed(), type_changes.boxed()).boxed(),
+        local: local.clone(),
+        logical_clusters: logical_clusters.to_string(),
+    };
+    let changes = stream::unfold(follow, |mut follow| async move {
+        let desired = match follow.changes.next().await? {
+            Ok(seen) => match follow.step(seen).await {
+                Ok(desired) => desired.into_iter().map(Ok).collect(),
                 Err(error) => vec![Err(error)],
-            };
-            futures::future::ready(Some(stream::iter(desired)))
-        })
-        .flatten();
+            },
+            Err(error) => vec![Err(error)],
+        };
+        Some((stream::iter(desired), follow))
+    })
+    .flatten();
     Ok((now, changes.boxed()))
+}
+
+/// The holders and the changes they follow, with the store a new holder's LogicalCluster is
+/// read from.
+struct Follow {
+    holders: Holders,
+    changes: BoxStream<'static, Result<Seen, ApiError>>,
+    local: ObjectStore,
+    /// The key prefix of LogicalClusters.
+    logical_clusters: String,
+}
+
+impl Follow {
+    async fn step(&mut self, seen: Seen) -> Result<Vec<Desired>, ApiError> {
+        let cluster = ObjectId::of(&seen.object).map(|id| id.cluster);
+        let mut desired = self.holders.apply(seen);
+        if let Some(cluster) = cluster
+            && self.holders.lacks_logical_cluster(&cluster)
+        {
+            let key = format!("{}{cluster}/{}", self.logical_clusters, NAME);
+            let what = ObjectRef {
+                group: GROUP,
+                resource: RESOURCE,
+                name: NAME,
+            };
+            if let Some(stored) = self.local.get(&key, what).await? {
+                desired.extend(
+                    self.holders
+                        .apply(Seen::added(Of::LogicalCluster, stored.object)),
+                );
+            }
+        }
+        Ok(desired)
+    }
 }
 
 #[cfg(test)]
@@ -252,7 +306,10 @@ mod tests {
     fn a_cluster_is_copied_from_its_first_type_to_its_last() {
         let mut holders = Holders::default();
         assert!(summary(holders.apply(seen_cluster("abc", false))).is_empty());
-        let set = summary(holders.apply(seen_type("abc", "a", false)));
+        // Not kept before the cluster holds a type: read from the store when it gets one.
+        assert!(summary(holders.apply(seen_type("abc", "a", false))).is_empty());
+        assert!(holders.lacks_logical_cluster("abc"));
+        let set = summary(holders.apply(seen_cluster("abc", false)));
         assert_eq!(
             set,
             [
@@ -266,7 +323,10 @@ mod tests {
             summary(holders.apply(seen_type("abc", "b", true))),
             ["gone abc"]
         );
+        assert!(holders.logical_clusters.is_empty());
         holders.apply(seen_type("abc", "c", false));
+        assert!(holders.lacks_logical_cluster("abc"));
+        assert_eq!(summary(holders.apply(seen_cluster("abc", false))).len(), 1);
         assert_eq!(
             summary(holders.apply(seen_cluster("abc", true))),
             ["gone abc"]
