@@ -24,6 +24,8 @@
 //! - `type-replication` (issue 19): start `kcp sharded`, change a WorkspaceType on the root shard
 //!   at a fixed rate and time each change until the cache's watch stream carries it, which is what
 //!   every shard's read-back receives.
+//! - `index-lag` (issue 20): start `kcp sharded` and the front-proxy's index, create N workspaces
+//!   and time each from Ready to resolvable by the index; the index's memory per workspace.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -32,6 +34,7 @@ mod authz;
 mod client;
 mod crds;
 mod idle_watchers;
+mod index_lag;
 mod kubeconfig;
 mod load;
 mod owned;
@@ -58,6 +61,7 @@ use authz::{AuthzArgs, AuthzError};
 use client::{Client, ClientError, Protocol};
 use crds::{CrdArgs, CrdError};
 use idle_watchers::{IdleWatchersArgs, IdleWatchersError};
+use index_lag::{IndexLagArgs, IndexLagError};
 use kubeconfig::{KubeconfigError, Target};
 use load::{LoadArgs, LoadError, Resource, Workload};
 use report::{CrdsReport, LoadReport, Output, ServerReport, StartupReport, StartupRun};
@@ -160,6 +164,12 @@ enum Command {
         #[command(flatten)]
         replication: TypeReplicationArgs,
     },
+    IndexLag {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        index: IndexLagArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +194,8 @@ enum BenchError {
     IdleWatchers(#[from] IdleWatchersError),
     #[error(transparent)]
     TypeReplication(#[from] TypeReplicationError),
+    #[error(transparent)]
+    IndexLag(#[from] IndexLagError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -282,6 +294,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             let report = type_replication::run(&server, &replication).await?;
             Ok(report::render(&report, output)?)
         }
+        Command::IndexLag { server, index } => Ok(report::render(
+            &index_lag::run(&server, &index).await?,
+            output,
+        )?),
         Command::Startup { server, runs } => {
             let mut report = StartupReport {
                 backend: server.backend,

@@ -115,7 +115,8 @@ pub struct Topology {
 
 impl Topology {
     /// Runs `kcp sharded --shards=<shards> --secure-port=0 --root-directory=<fresh dir>` (with
-    /// `--etcd-servers` for `--backend etcd`, then the extra arguments) and waits for its summary.
+    /// `--etcd-servers` for `--backend etcd`, then the extra arguments), waits for its summary and
+    /// logs it.
     pub async fn start(args: &ServerArgs, shards: u16) -> Result<Self, ServerError> {
         let etcd = args.etcd()?.map(|url| format!("--etcd-servers={url}"));
         let dir = OwnedProcess::fresh_dir()?;
@@ -138,6 +139,11 @@ impl Topology {
                 });
             }
             if let Some(summary) = parse_summary(&process.output()) {
+                tracing::info!(
+                    startup_ms = spawned.elapsed().as_secs_f64() * 1e3,
+                    processes = ?summary.processes,
+                    "kcp sharded ready"
+                );
                 return Ok(Self {
                     process,
                     kubeconfig: root.join("admin.kubeconfig"),
