@@ -3,8 +3,9 @@
 //! how soon the front-proxy's index resolves a new workspace, and what it costs per workspace.
 //!
 //! It starts `kcp sharded` (the [`Topology`] of `workspaces --shards`), starts the front-proxy's
-//! index ([`kcp_front_proxy::index`]) in this process with the topology's admin kubeconfig as
-//! both `--root-kubeconfig` and `--shards-kubeconfig`, waits until it is ready, then creates the
+//! index ([`kcp_front_proxy::index`]) in this process as `kcp sharded` starts the front-proxy
+//! (`root.kubeconfig` of the topology as both `--root-kubeconfig` and `--shards-kubeconfig`),
+//! waits until it is ready, then creates the
 //! workspaces as `workspaces` does ([`create_until_ready`]: root's Workspaces at `--rate`, each
 //! timed to the first event of one watch on root showing it Ready). Meanwhile a poller asks the
 //! index every `--poll` to resolve `root:<name>` for every workspace whose create is due and that
@@ -39,6 +40,10 @@ use crate::server::{ServerArgs, ServerError, Stopped, loadavg, memory_of};
 use crate::sharded::Topology;
 use crate::stats::{Latency, PhaseReport};
 use crate::workspaces::{self, CreateSpec, Tracker, WorkspaceError, create_until_ready};
+
+/// What `kcp sharded` hands its front-proxy as `--root-kubeconfig` and `--shards-kubeconfig`,
+/// next to the admin kubeconfig.
+const ROOT_KUBECONFIG: &str = "root.kubeconfig";
 
 /// Options of the `index-lag` command (besides the server options).
 #[derive(Debug, Clone, clap::Args)]
@@ -198,10 +203,11 @@ async fn measure(
     client.warm_up().await.map_err(WorkspaceError::from)?;
     let rss_before = own_rss_kib()?;
     let started = Instant::now();
+    let kubeconfig = topology.kubeconfig.with_file_name(ROOT_KUBECONFIG);
     let index = index::start(
         IndexSources {
-            root_kubeconfig: topology.kubeconfig.clone(),
-            shards_kubeconfig: topology.kubeconfig.clone(),
+            root_kubeconfig: kubeconfig.clone(),
+            shards_kubeconfig: kubeconfig,
         },
         stop.clone(),
     )?;

@@ -1,6 +1,7 @@
 //! The front-proxy's index against a real sharded kcp (`kcp sharded --shards=2`: root and
-//! shard-1), started with the topology's admin kubeconfig as both `--root-kubeconfig` and
-//! `--shards-kubeconfig` (its user is in `system:masters`, which wildcard requests need):
+//! shard-1), started as `kcp sharded` starts the front-proxy: `DIR/root.kubeconfig` (the root
+//! shard, a `system:masters` user, which wildcard requests need) as both `--root-kubeconfig` and
+//! `--shards-kubeconfig`:
 //!
 //! - it becomes ready, and `root` resolves to the root shard at its Shard's base URL;
 //! - workspaces created afterwards on both shards resolve to the shard and logical cluster they
@@ -60,7 +61,7 @@ async fn scheduled(caller: &Caller, parent: &str, name: &str) -> String {
 async fn the_index_follows_workspaces_across_shards() {
     let kcp = binaries::workspace_binary("kcp", "kcp");
     let sharded = ShardedKcp::start(&kcp, "front-proxy-index", 2, &[]).await;
-    let kubeconfig = sharded.kubeconfig();
+    let kubeconfig = sharded.directory().join("root.kubeconfig");
     let stop = CancellationToken::new();
     let index = index::start(
         IndexSources {
