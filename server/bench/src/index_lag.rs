@@ -20,6 +20,8 @@
 //!   chunk) per indexed workspace, and the growth of this process's RSS from before the index
 //!   started to after every workspace resolved, per workspace: an upper bound, since the watch
 //!   of root and the bookkeeping of this command grow with the workspaces too.
+//! - **Resync**: a second index started once every workspace exists (a proxy's restart), timed
+//!   until it is ready (every shard listed), with the workspaces it then holds.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -117,6 +119,10 @@ pub struct IndexLagReport {
     pub startup_ms: f64,
     /// Index started -> ready.
     pub index_ready_ms: f64,
+    /// A second index started after the creates (every workspace there) -> ready, and the
+    /// workspaces it then held.
+    pub resync_ms: f64,
+    pub resync_workspaces: usize,
     pub loadavg_at_start: String,
     pub loadavg: String,
     pub stopped: Stopped,
@@ -142,6 +148,8 @@ struct Measured {
     heap_bytes: usize,
     rss_growth_kib: f64,
     index_ready: Duration,
+    resync: Duration,
+    resync_counts: IndexCounts,
 }
 
 /// Starts the topology, measures, stops it.
@@ -178,6 +186,8 @@ pub async fn run(
         process_rss_kib_per_workspace: m.rss_growth_kib / indexed,
         startup_ms,
         index_ready_ms: m.index_ready.as_secs_f64() * 1e3,
+        resync_ms: m.resync.as_secs_f64() * 1e3,
+        resync_workspaces: m.resync_counts.workspaces,
         loadavg_at_start,
         loadavg: loadavg(),
         stopped,
@@ -202,22 +212,7 @@ async fn measure(
     );
     client.warm_up().await.map_err(WorkspaceError::from)?;
     let rss_before = own_rss_kib()?;
-    let started = Instant::now();
-    let kubeconfig = topology.kubeconfig.with_file_name(ROOT_KUBECONFIG);
-    let index = index::start(
-        IndexSources {
-            root_kubeconfig: kubeconfig.clone(),
-            shards_kubeconfig: kubeconfig,
-        },
-        stop.clone(),
-    )?;
-    while !index.is_ready() {
-        if started.elapsed() > args.index_timeout {
-            return Err(IndexLagError::NotReady(args.index_timeout, index.counts()));
-        }
-        tokio::time::sleep(args.poll).await;
-    }
-    let index_ready = started.elapsed();
+    let (index, index_ready) = ready_index(topology, args, stop.clone()).await?;
     tracing::info!(ready_ms = index_ready.as_secs_f64() * 1e3, counts = ?index.counts(), "index ready");
 
     let spec = CreateSpec {
@@ -257,6 +252,11 @@ async fn measure(
     poller.abort();
     let rss_growth_kib = own_rss_kib()? - rss_before;
     tracker.close().await;
+    // A second index, started now that every workspace exists: a proxy's (re)start.
+    let second = stop.child_token();
+    let (resynced, resync) = ready_index(topology, args, second.clone()).await?;
+    let resync_counts = resynced.counts();
+    second.cancel();
     let resolved_at = lock(&resolved).clone();
 
     let mut lags = Vec::new();
@@ -283,7 +283,34 @@ async fn measure(
         heap_bytes: index.heap_bytes(),
         rss_growth_kib,
         index_ready,
+        resync,
+        resync_counts,
     })
+}
+
+/// Starts an index on the topology as `kcp sharded` starts its front-proxy's, and waits until it
+/// is ready; returns it and how long that took.
+async fn ready_index(
+    topology: &Topology,
+    args: &IndexLagArgs,
+    stop: CancellationToken,
+) -> Result<(Arc<Index>, Duration), IndexLagError> {
+    let started = Instant::now();
+    let kubeconfig = topology.kubeconfig.with_file_name(ROOT_KUBECONFIG);
+    let index = index::start(
+        IndexSources {
+            root_kubeconfig: kubeconfig.clone(),
+            shards_kubeconfig: kubeconfig,
+        },
+        stop,
+    )?;
+    while !index.is_ready() {
+        if started.elapsed() > args.index_timeout {
+            return Err(IndexLagError::NotReady(args.index_timeout, index.counts()));
+        }
+        tokio::time::sleep(args.poll).await;
+    }
+    Ok((index, started.elapsed()))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -367,6 +394,11 @@ impl Table for IndexLagReport {
             self.index_heap_mib,
             self.index_heap_bytes_per_workspace,
             self.process_rss_kib_per_workspace
+        ));
+        out.push_str(&format!(
+            "a second index started with every workspace there: ready in {:.0} ms with {} \
+             workspaces\n",
+            self.resync_ms, self.resync_workspaces
         ));
         out.push_str(&self.stopped.line(1));
         out.push('\n');
