@@ -7,4 +7,5 @@
 //! Two halves meet in [`route`]: the index (which shard holds which logical cluster, learnt from
 //! watches of every shard) answers [`route::Resolve`], and the proxy asks it once per request.
 
+pub mod index;
 pub mod route;
