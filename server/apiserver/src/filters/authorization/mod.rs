@@ -75,11 +75,15 @@ impl Authorizer {
                 let layers = policy.layers();
                 match self.content_gate(name, attributes, layers.as_slice()) {
                     access::Decision::Allow(reason) => return Ok(Decision::Allow(reason)),
+                    // Refused at the gate: the same reason the front-proxy gives for a path it
+                    // does not know, so neither tells whether the workspace exists.
                     access::Decision::Deny(_) => {
-                        return Ok(Decision::Deny(access::ANONYMIZED_DENY_REASON.into()));
+                        return Ok(Decision::Deny(
+                            access::WORKSPACE_ACCESS_NOT_PERMITTED.into(),
+                        ));
                     }
                     access::Decision::NoOpinion(_) => {
-                        Decision::NoOpinion(access::ANONYMIZED_DENY_REASON.into())
+                        Decision::NoOpinion(access::WORKSPACE_ACCESS_NOT_PERMITTED.into())
                     }
                     access::Decision::Delegate(_) => layers.as_slice().authorize(attributes),
                 }
