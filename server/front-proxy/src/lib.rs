@@ -14,6 +14,7 @@ pub mod backend;
 pub mod forward;
 pub mod groups;
 pub mod identity;
+pub mod index;
 pub mod mapping;
 pub mod metrics;
 pub mod proxy;
