@@ -14,6 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::index::IndexCounts;
+
 /// The OpenMetrics text format's media type.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -26,14 +28,6 @@ struct RequestLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerbLabels {
     verb: String,
-}
-
-/// How many shards, logical clusters and workspaces the index knows, for the gauges.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct IndexSize {
-    pub shards: usize,
-    pub logical_clusters: usize,
-    pub workspaces: usize,
 }
 
 type LatencyFamily = Family<VerbLabels, Histogram, fn() -> Histogram>;
@@ -128,7 +122,7 @@ impl ProxyMetrics {
     }
 
     /// The metrics as text, with the index's current size when there is an index.
-    pub fn encode(&self, index: Option<IndexSize>) -> Result<String, std::fmt::Error> {
+    pub fn encode(&self, index: Option<IndexCounts>) -> Result<String, std::fmt::Error> {
         if let Some(size) = index {
             for (gauge, value) in
                 self.index
@@ -160,7 +154,7 @@ mod tests {
         metrics.observe(verb(&Method::POST, None), 403, Duration::from_millis(2));
         metrics.backend_error();
         let text = metrics
-            .encode(Some(IndexSize {
+            .encode(Some(IndexCounts {
                 shards: 2,
                 logical_clusters: 10,
                 workspaces: 8,

@@ -33,8 +33,9 @@ use crate::backend::{Backend, BackendError};
 use crate::forward::{self, ProxyBody, own};
 use crate::groups::GroupFilter;
 use crate::identity::{self, IdentityHeaders, InvalidHeaderName};
+use crate::index::IndexCounts;
 use crate::mapping::{Mappings, PathMapping};
-use crate::metrics::{self, IndexSize, OPENMETRICS, ProxyMetrics};
+use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
 use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
 use crate::route::{Resolve, Unroutable};
 
@@ -47,7 +48,7 @@ pub struct ProxyConfig {
     /// The index (`/clusters/` routes and readiness).
     pub resolver: Arc<dyn Resolve>,
     /// The index's size for `/metrics`, when it reports one.
-    pub index_size: Option<Box<dyn Fn() -> IndexSize + Send + Sync>>,
+    pub index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
 }
 
 /// Why the proxy cannot be built from its configuration.
@@ -79,7 +80,7 @@ pub struct FrontProxy {
     groups: GroupFilter,
     resolver: Arc<dyn Resolve>,
     metrics: ProxyMetrics,
-    index_size: Option<Box<dyn Fn() -> IndexSize + Send + Sync>>,
+    index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
 }
 
 /// Who the proxy vouches for, if anybody.
@@ -112,7 +113,7 @@ impl FrontProxy {
             groups: config.groups,
             resolver: config.resolver,
             metrics: ProxyMetrics::default(),
-            index_size: config.index_size,
+            index_counts: config.index_counts,
         })
     }
 
@@ -172,7 +173,7 @@ impl FrontProxy {
         if identity.is_none() {
             return status(&ApiError::unauthorized("Unauthorized"));
         }
-        let size = self.index_size.as_ref().map(|size| size());
+        let size = self.index_counts.as_ref().map(|counts| counts());
         match self.metrics.encode(size) {
             Ok(text) => own(response::bytes(200, OPENMETRICS, text)),
             Err(error) => status(&ApiError::internal_error(&error.to_string())),
