@@ -1,14 +1,17 @@
 //! A secure port: accept TCP, handshake TLS, serve HTTP/1.1 or HTTP/2 on each connection with a
 //! [`Handler`], and shut down gracefully (stop accepting, tell long requests to end, let in-flight
 //! requests finish within a grace period). The API server serves through it, and so do other
-//! servers of the binary (the standalone cache server), so every port of kcp-rs handshakes, picks
-//! its protocol and drains the same way, as every upstream server shares k8s.io/apiserver's.
+//! servers of the binary (the standalone cache server, the front-proxy), so every port of kcp-rs
+//! handshakes, picks its protocol and drains the same way, as every upstream server shares
+//! k8s.io/apiserver's. Connections may be upgraded (HTTP/1.1 `Upgrade`, as `kubectl exec` asks
+//! for): a handler that answers 101 takes the connection over.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -20,7 +23,6 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use crate::handlers::response::Body;
 use crate::serve::ServeError;
 use crate::tls::{self, TlsMaterial};
 
@@ -31,11 +33,18 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// received (checked against the client CAs when one was sent); the handler decides what it
 /// proves.
 pub trait Handler: Send + Sync + 'static {
+    /// The response body. The API server's bodies cannot fail ([`crate::response::Body`]); a
+    /// proxy's carry the error of the stream they relay, so that a broken backend stream breaks
+    /// the client's response instead of ending it as if it were complete.
+    type Body: http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static;
+
     fn handle(
         self: Arc<Self>,
         peer_certificates: Arc<Vec<CertificateDer<'static>>>,
         request: Request<Incoming>,
-    ) -> impl Future<Output = Response<Body>> + Send;
+    ) -> impl Future<Output = Response<Self::Body>> + Send;
 }
 
 /// A bound secure port, ready to [`serve`](TlsListener::serve).
@@ -129,7 +138,7 @@ impl TlsListener {
                 });
                 let builder = auto::Builder::new(TokioExecutor::new());
                 let connection = builder
-                    .serve_connection(TokioIo::new(tls), service)
+                    .serve_connection_with_upgrades(TokioIo::new(tls), service)
                     .into_owned();
                 if let Err(error) = watcher.watch(connection).await {
                     tracing::debug!(%peer, %error, "connection ended with an error");

@@ -371,6 +371,8 @@ impl App {
 }
 
 impl crate::listener::Handler for App {
+    type Body = Body;
+
     fn handle(
         self: Arc<Self>,
         peer_certificates: Arc<Vec<CertificateDer<'static>>>,
@@ -381,11 +383,11 @@ impl crate::listener::Handler for App {
 }
 
 /// The access log line of one request (every server of the binary writes the same fields).
-pub fn access_log(
+pub fn access_log<B>(
     method: &Method,
     uri: &http::Uri,
     user_name: &str,
-    response: &Response<Body>,
+    response: &Response<B>,
     started: Instant,
 ) {
     tracing::info!(

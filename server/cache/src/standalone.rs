@@ -92,6 +92,8 @@ impl StandaloneCache {
 }
 
 impl Handler for StandaloneCache {
+    type Body = Body;
+
     async fn handle(
         self: Arc<Self>,
         peer_certificates: Arc<Vec<CertificateDer<'static>>>,

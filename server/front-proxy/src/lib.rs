@@ -6,6 +6,19 @@
 //!
 //! Two halves meet in [`route`]: the index (which shard holds which logical cluster, learnt from
 //! watches of every shard) answers [`route::Resolve`], and the proxy asks it once per request.
+//! The proxy's half: [`mapping`] (the mapping file), [`identity`] and [`groups`] (what it
+//! vouches for), [`request_path`] (what a path names), [`backend`] and [`forward`] (the
+//! connections and the relaying), [`metrics`], and [`proxy`], the handler that puts them in order.
 
+pub mod backend;
+pub mod forward;
+pub mod groups;
+pub mod identity;
 pub mod index;
+pub mod mapping;
+pub mod metrics;
+pub mod proxy;
+pub mod request_path;
 pub mod route;
+
+pub use proxy::{FrontProxy, ProxyConfig, ProxyError};

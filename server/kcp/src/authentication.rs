@@ -1,7 +1,8 @@
 //! Turns the authentication flags and the serving material into the server's authenticators and
 //! token issuer: reads the files the flags name and fails the start with the flag's name when one
 //! is unusable (a server that silently skipped a broken `--token-auth-file` would lock people out
-//! without saying why).
+//! without saying why). `kcp front-proxy` builds its authenticators here too
+//! ([`authenticators`]), from the same flags, so a token means the same user at both.
 
 use std::path::{Path, PathBuf};
 
@@ -34,23 +35,34 @@ fn invalid(flag: &'static str) -> impl Fn(&dyn std::fmt::Display) -> Authenticat
     }
 }
 
-fn read(flag: &'static str, path: &Path) -> Result<String, AuthenticationSetupError> {
-    std::fs::read_to_string(path).map_err(|source| AuthenticationSetupError::Read {
-        flag,
-        path: path.to_owned(),
-        source,
-    })
-}
-
 /// The server's authentication, from validated options and the loaded PKI.
 pub fn build(
     options: &ValidatedOptions,
     material: &ServingMaterial,
 ) -> Result<Authentication, AuthenticationSetupError> {
     let flags = &options.authentication;
-    let x509 = material
-        .client_ca_pem
-        .as_deref()
+    let signing_key = SigningKey::from_pem(&material.service_account_signing_key_pem)
+        .map_err(|e| invalid("service-account-signing-key-file")(&e))?;
+    let mut verifying_keys = vec![signing_key.verifying_key()];
+    verifying_keys.extend(verifying_keys_of(&material.service_account_key_pems)?);
+    let token_issuer = TokenIssuer::new(signing_key, flags.service_account_issuers[0].clone());
+    Ok(Authentication {
+        authenticators: authenticators(flags, material.client_ca_pem.as_deref(), verifying_keys)?,
+        token_issuer: Some(token_issuer),
+        api_audiences: api_audiences(flags),
+        service_account_lookup: flags.service_account_lookup,
+    })
+}
+
+/// The authenticators the shared flags configure (`kcp start` and `kcp front-proxy`): client
+/// certificates against `client_ca_pem`, the token file, service-account tokens verified with
+/// `service_account_keys` (none: no service-account authentication), request headers, OIDC.
+pub fn authenticators(
+    flags: &AuthenticationFlags,
+    client_ca_pem: Option<&str>,
+    service_account_keys: Vec<VerifyingKey>,
+) -> Result<Authenticators, AuthenticationSetupError> {
+    let x509 = client_ca_pem
         .map(CertificateAuthenticator::from_pem)
         .transpose()
         .map_err(|e| invalid("client-ca-file")(&e))?;
@@ -59,35 +71,49 @@ pub fn build(
         .as_deref()
         .map(|path| TokenFile::from_file(path).map_err(|e| invalid("token-auth-file")(&e)))
         .transpose()?;
-    let signing_key = SigningKey::from_pem(&material.service_account_signing_key_pem)
-        .map_err(|e| invalid("service-account-signing-key-file")(&e))?;
-    let mut verifying_keys = vec![signing_key.verifying_key()];
-    for pem in &material.service_account_key_pems {
-        verifying_keys.extend(
+    let service_accounts = (!service_account_keys.is_empty()).then(|| {
+        ServiceAccountAuthenticator::new(
+            service_account_keys,
+            flags.service_account_issuers.clone(),
+            api_audiences(flags),
+        )
+    });
+    Ok(Authenticators {
+        x509,
+        token_file,
+        service_accounts,
+        request_header: request_header(flags)?,
+        oidc: oidc(flags)?,
+        anonymous: flags.anonymous,
+    })
+}
+
+/// `--api-audiences`, else the first `--service-account-issuer`.
+fn api_audiences(flags: &AuthenticationFlags) -> Vec<String> {
+    if flags.api_audiences.is_empty() {
+        flags.service_account_issuers[..1].to_vec()
+    } else {
+        flags.api_audiences.clone()
+    }
+}
+
+/// The keys of `--service-account-key-file` contents (PEM public keys or certificates).
+pub fn verifying_keys_of(pems: &[String]) -> Result<Vec<VerifyingKey>, AuthenticationSetupError> {
+    let mut keys = Vec::new();
+    for pem in pems {
+        keys.extend(
             VerifyingKey::from_pem(pem).map_err(|e| invalid("service-account-key-file")(&e))?,
         );
     }
-    let issuers = flags.service_account_issuers.clone();
-    let api_audiences = if flags.api_audiences.is_empty() {
-        issuers[..1].to_vec()
-    } else {
-        flags.api_audiences.clone()
-    };
-    let service_accounts =
-        ServiceAccountAuthenticator::new(verifying_keys, issuers.clone(), api_audiences.clone());
-    let token_issuer = TokenIssuer::new(signing_key, issuers[0].clone());
-    Ok(Authentication {
-        authenticators: Authenticators {
-            x509,
-            token_file,
-            service_accounts: Some(service_accounts),
-            request_header: request_header(flags)?,
-            oidc: oidc(flags)?,
-            anonymous: flags.anonymous,
-        },
-        token_issuer: Some(token_issuer),
-        api_audiences,
-        service_account_lookup: flags.service_account_lookup,
+    Ok(keys)
+}
+
+/// Reads the file a flag names.
+pub fn read(flag: &'static str, path: &Path) -> Result<String, AuthenticationSetupError> {
+    std::fs::read_to_string(path).map_err(|source| AuthenticationSetupError::Read {
+        flag,
+        path: path.to_owned(),
+        source,
     })
 }
 

@@ -3,16 +3,16 @@
 //! kcp is one multi-call binary: upstream images start `/kcp start`, `/kcp-front-proxy` and
 //! `/cache-server`, so an image can link all three names to this file and the program name picks the
 //! component. Under the name `kcp` (or any other name), subcommands pick it instead (`kcp start`,
-//! `kcp cache-server`). Keeping this
-//! decision in one pure function lets tests drive it without spawning processes.
+//! `kcp front-proxy`, `kcp cache-server`). Keeping this decision in one pure function lets tests
+//! drive it without spawning processes.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::Path;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cache_server::CacheServerOptions;
+use crate::front_proxy::{self, FrontProxyOptions};
 use crate::options::StartOptions;
 use crate::sharded::ShardedOptions;
 
@@ -40,16 +40,6 @@ impl Component {
     }
 }
 
-impl fmt::Display for Component {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} is not part of this build yet; only `kcp start` and `kcp cache-server` are",
-            self.program()
-        )
-    }
-}
-
 /// What to do.
 #[derive(Debug)]
 pub enum Invocation {
@@ -57,10 +47,10 @@ pub enum Invocation {
     Start(Box<StartOptions>),
     /// Run the cache server.
     CacheServer(Box<CacheServerOptions>),
+    /// Run the front-proxy.
+    FrontProxy(Box<FrontProxyOptions>),
     /// Print this text (`kcp start options`) and exit 0.
     PrintStartFlags(String),
-    /// A component that this build does not contain.
-    NotBuilt(Component),
     /// Run a sharded topology on this machine (`kcp sharded`).
     Sharded(Box<ShardedOptions>),
 }
@@ -88,8 +78,10 @@ enum CliCommand {
         #[command(flatten)]
         options: Box<StartOptions>,
     },
-    /// The front-proxy (not in this build yet).
-    FrontProxy(ComponentArgs),
+    /// Run the front-proxy: one endpoint that authenticates clients and routes every workspace
+    /// to its shard.
+    #[command(args_override_self = true)]
+    FrontProxy(Box<FrontProxyOptions>),
     /// Run the cache server that shards replicate objects into.
     #[command(args_override_self = true)]
     CacheServer(Box<CacheServerOptions>),
@@ -111,17 +103,23 @@ struct CacheServerCli {
     options: Box<CacheServerOptions>,
 }
 
+/// `kcp-front-proxy` as the program name: the front-proxy's flags alone.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kcp-front-proxy",
+    version,
+    about = "kcp's front-proxy",
+    args_override_self = true
+)]
+struct FrontProxyCli {
+    #[command(flatten)]
+    options: Box<FrontProxyOptions>,
+}
+
 #[derive(Debug, Subcommand)]
 enum StartSubcommand {
     /// Print the flags of `kcp start` and exit.
     Options,
-}
-
-/// Whatever follows a component's subcommand; it is not interpreted.
-#[derive(Debug, Args)]
-struct ComponentArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    args: Vec<OsString>,
 }
 
 /// Decides what the argument vector (program name first) asks for. Errors are clap's: printing one
@@ -133,10 +131,17 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
                 CacheServerCli::try_parse_from(args)?.options,
             ));
         }
-        Some(component) => return Ok(Invocation::NotBuilt(component)),
+        Some(Component::FrontProxy) => {
+            let command = with_front_proxy_port(FrontProxyCli::command());
+            let matches = command.try_get_matches_from(args)?;
+            return Ok(Invocation::FrontProxy(
+                FrontProxyCli::from_arg_matches(&matches)?.options,
+            ));
+        }
         None => {}
     }
-    let matches = Cli::command().try_get_matches_from(args)?;
+    let command = Cli::command().mut_subcommand("front-proxy", with_front_proxy_port);
+    let matches = command.try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
     match cli.command {
         CliCommand::Start {
@@ -160,19 +165,25 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
                 start_matches,
             )?)))
         }
-        CliCommand::FrontProxy(_) => Ok(Invocation::NotBuilt(Component::FrontProxy)),
+        CliCommand::FrontProxy(options) => Ok(Invocation::FrontProxy(options)),
         CliCommand::CacheServer(options) => Ok(Invocation::CacheServer(options)),
         CliCommand::Sharded(options) => Ok(Invocation::Sharded(options)),
     }
 }
 
-/// Whether this build runs the component upstream images start as `program` (`kcp sharded`
-/// starts its components from this same executable).
+/// The front-proxy's `--secure-port` defaults to upstream's 443, not the shards' 6443 that the
+/// shared serving flags default to.
+fn with_front_proxy_port(command: clap::Command) -> clap::Command {
+    command.mut_arg("secure_port", |arg| {
+        arg.default_value(front_proxy::DEFAULT_SECURE_PORT)
+    })
+}
+
+/// Whether this build runs the component upstream images start as `program`, or the subcommand
+/// `program` (`kcp sharded` starts its components from this same executable).
 pub fn builds(program: &str) -> bool {
-    !matches!(
-        parse(vec![OsString::from(program)]),
-        Ok(Invocation::NotBuilt(_))
-    )
+    Component::from_program(&OsString::from(program)).is_some()
+        || Cli::command().find_subcommand(program).is_some()
 }
 
 #[cfg(test)]
@@ -189,31 +200,136 @@ mod tests {
         Cli::command().debug_assert();
     }
 
-    #[test]
-    fn program_name_picks_the_component() {
-        for (program, want) in [
-            ("/kcp-front-proxy", Component::FrontProxy),
-            ("kcp-front-proxy", Component::FrontProxy),
-        ] {
-            let invocation = parse(args(&[program, "--secure-port=6443"]));
-            assert!(
-                matches!(invocation, Ok(Invocation::NotBuilt(c)) if c == want),
-                "{program}"
-            );
+    /// What kcp-operator renders for a FrontProxy (operator/src/render/deployment.rs
+    /// `front_proxy_fragment`, with auth, group filters and logging set).
+    const OPERATOR_FRONT_PROXY_ARGS: &[&str] = &[
+        "--secure-port=6443",
+        "--root-kubeconfig=/etc/kcp-front-proxy/kubeconfig/kubeconfig",
+        "--shards-kubeconfig=/etc/kcp-front-proxy/kubeconfig/kubeconfig",
+        "--tls-private-key-file=/etc/kcp-front-proxy/tls/tls.key",
+        "--tls-cert-file=/etc/kcp-front-proxy/tls/tls.crt",
+        "--mapping-file=/etc/kcp-front-proxy/config/path-mapping.yaml",
+        "--client-ca-file=/etc/kcp-front-proxy/client-ca/tls.crt",
+        "--requestheader-client-ca-file=/etc/kcp/tls/requestheader-client-ca/tls.crt",
+        "--requestheader-allowed-names=kcp-front-proxy",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--authentication-drop-groups=system:masters",
+        "--authentication-drop-groups=team:*",
+        "--authentication-pass-on-groups=team:a",
+        "--authentication-pass-on-groups=system:authenticated",
+        "-v=4",
+        "--oidc-issuer-url=https://issuer.example",
+        "--oidc-client-id=kcp",
+        "--oidc-groups-claim=groups",
+        "--oidc-username-claim=email",
+        "--oidc-username-prefix=oidc:",
+        "--oidc-groups-prefix=oidc:",
+        "--oidc-ca-file=/etc/kcp/tls/oidc/ca.crt",
+        "--authentication-token-webhook-cache-ttl=1m",
+        "--authentication-token-webhook-version=v1",
+        "--authentication-token-webhook-config-file=/etc/kcp/authentication/webhook/kubeconfig",
+        "--token-auth-file=/etc/kcp/token-auth/token.csv",
+        "--service-account-key-file=/etc/kcp/sa/tls.key",
+    ];
+
+    fn front_proxy(list: &[&str]) -> Box<FrontProxyOptions> {
+        match parse(args(list)) {
+            Ok(Invocation::FrontProxy(options)) => options,
+            other => panic!("{list:?}: {other:?}"),
         }
     }
 
     #[test]
-    fn subcommands_pick_the_component() {
-        let invocation = parse(args(&["/kcp", "front-proxy", "--mapping-file=/x"]));
-        assert!(matches!(
-            invocation,
-            Ok(Invocation::NotBuilt(Component::FrontProxy))
-        ));
+    fn the_front_proxy_parses_by_program_name_and_by_subcommand() {
+        for program in [&["/kcp-front-proxy"][..], &["kcp", "front-proxy"][..]] {
+            let list = [program, OPERATOR_FRONT_PROXY_ARGS].concat();
+            let options = front_proxy(&list);
+            assert_eq!(options.serving.secure_port, 6443);
+            assert_eq!(options.logging.verbosity, 4);
+            assert_eq!(
+                options.mapping_file,
+                Path::new("/etc/kcp-front-proxy/config/path-mapping.yaml")
+            );
+            assert_eq!(
+                options.authentication_drop_groups,
+                ["system:masters", "team:*"]
+            );
+            assert_eq!(
+                options.authentication_pass_on_groups,
+                ["team:a", "system:authenticated"]
+            );
+            assert_eq!(
+                options.authentication.requestheader_allowed_names,
+                ["kcp-front-proxy"]
+            );
+            options.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_front_proxy_has_upstreams_defaults() {
+        let options = front_proxy(&[
+            "kcp",
+            "front-proxy",
+            "--mapping-file=/m.yaml",
+            "--shards-kubeconfig=/s.kubeconfig",
+        ]);
+        assert_eq!(options.serving.secure_port, 443);
+        assert_eq!(options.root_directory, Path::new(".kcp"));
+        assert_eq!(options.root_kubeconfig, None);
         assert_eq!(
-            Component::FrontProxy.to_string(),
-            "kcp-front-proxy is not part of this build yet; only `kcp start` and `kcp cache-server` are"
+            options.authentication_drop_groups,
+            [
+                "system:masters",
+                "system:kcp:logical-cluster-admin",
+                "system:kcp:initializer:*",
+                "system:kcp:terminator:*"
+            ]
         );
+        assert!(options.authentication_pass_on_groups.is_empty());
+        let options = front_proxy(&[
+            "kcp-front-proxy",
+            "--mapping-file=/m.yaml",
+            "--shards-kubeconfig=/s.kubeconfig",
+            "--authentication-drop-groups=a,b",
+        ]);
+        assert_eq!(options.serving.secure_port, 443);
+        assert_eq!(options.authentication_drop_groups, ["a", "b"]);
+    }
+
+    #[test]
+    fn the_front_proxy_names_what_is_missing_or_unknown() {
+        let missing = parse(args(&["kcp", "front-proxy", "--shards-kubeconfig=/s"])).unwrap_err();
+        assert_eq!(missing.exit_code(), 2);
+        assert!(missing.to_string().contains("--mapping-file"), "{missing}");
+        let unknown = parse(args(&[
+            "kcp-front-proxy",
+            "--mapping-file=/m",
+            "--shards-kubeconfig=/s",
+            "--shard-name=x",
+        ]))
+        .unwrap_err();
+        assert_eq!(unknown.exit_code(), 2);
+        assert!(
+            unknown.to_string().contains("unexpected argument"),
+            "{unknown}"
+        );
+        let half = front_proxy(&[
+            "kcp-front-proxy",
+            "--mapping-file=/m",
+            "--shards-kubeconfig=/s",
+            "--tls-cert-file=/c",
+        ]);
+        assert!(half.validate().is_err());
+        let oidc = front_proxy(&[
+            "kcp-front-proxy",
+            "--mapping-file=/m",
+            "--shards-kubeconfig=/s",
+            "--oidc-issuer-url=https://issuer.example",
+        ]);
+        assert!(oidc.validate().is_err());
     }
 
     #[test]
@@ -314,9 +430,11 @@ mod tests {
     }
 
     #[test]
-    fn a_component_that_is_not_built_is_known_as_such() {
-        assert!(!builds("kcp-front-proxy"));
-        assert!(builds("cache-server"));
+    fn builds_knows_every_component_and_subcommand() {
+        for program in ["kcp-front-proxy", "cache-server", "front-proxy", "start"] {
+            assert!(builds(program), "{program}");
+        }
+        assert!(!builds("virtual-workspaces"));
     }
 
     #[test]

@@ -149,15 +149,31 @@ pub struct Endpoint {
     pub server: String,
 }
 
+/// The user a front-proxy's context uses: the proxy drops `system:masters`, so the topology's
+/// admin reaches it with a certificate in `system:kcp:admin` instead.
+pub const PROXY_USER: &str = "kcp-admin";
+
+/// A front-proxy in a kubeconfig of several servers: its context is current.
+#[derive(Debug, Clone, Copy)]
+pub struct ProxyEndpoint<'a> {
+    pub endpoint: &'a Endpoint,
+    pub user: &'a PemPair,
+}
+
 /// Writes a kubeconfig with one context per endpoint, all for the admin user `admin` (the CA and
-/// client certificate embedded), the first endpoint's context current.
+/// client certificate embedded), the first endpoint's context current; with a `proxy`, also its
+/// context for [`PROXY_USER`], which is then current.
 pub fn write_endpoints(
     path: &Path,
     ca_pem: &str,
     admin: &PemPair,
     endpoints: &[Endpoint],
+    proxy: Option<ProxyEndpoint<'_>>,
 ) -> Result<(), KubeconfigError> {
-    private_file::write(path, render_endpoints(ca_pem, admin, endpoints)?.as_bytes())?;
+    private_file::write(
+        path,
+        render_endpoints(ca_pem, admin, endpoints, proxy)?.as_bytes(),
+    )?;
     Ok(())
 }
 
@@ -165,6 +181,7 @@ fn render_endpoints(
     ca_pem: &str,
     admin: &PemPair,
     endpoints: &[Endpoint],
+    proxy: Option<ProxyEndpoint<'_>>,
 ) -> Result<String, KubeconfigError> {
     let mut config = Kubeconfig::new();
     for endpoint in endpoints {
@@ -176,6 +193,12 @@ fn render_endpoints(
         .first()
         .map(|endpoint| endpoint.name.clone())
         .unwrap_or_default();
+    if let Some(ProxyEndpoint { endpoint, user }) = proxy {
+        config.set_cluster(&endpoint.name, cluster(endpoint.server.clone(), ca_pem));
+        config.set_context(&endpoint.name, context(&endpoint.name, PROXY_USER));
+        config.set_user(PROXY_USER, pem_user(Some(user)));
+        config.current_context = endpoint.name.clone();
+    }
     Ok(config.to_yaml()?)
 }
 
@@ -351,6 +374,7 @@ mod tests {
             &ca,
             &admin,
             &[endpoint("root", 6443), endpoint("shard-1", 6444)],
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -374,6 +398,52 @@ mod tests {
         );
         let key = view("jsonpath={.users[0].user.client-key-data}");
         assert_eq!(STANDARD.decode(key).unwrap(), b"admin key");
+    }
+
+    #[test]
+    fn a_front_proxy_context_has_its_own_user_and_is_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin.kubeconfig");
+        let pair = |what: &str| PemPair {
+            cert_pem: format!("{what} cert"),
+            key_pem: format!("{what} key"),
+        };
+        let proxy = Endpoint {
+            name: "front-proxy".to_owned(),
+            server: "https://127.0.0.1:6447/clusters/root".to_owned(),
+        };
+        let root = Endpoint {
+            name: "root".to_owned(),
+            server: "https://127.0.0.1:6443".to_owned(),
+        };
+        write_endpoints(
+            &path,
+            &material(true).server_ca_pem,
+            &pair("admin"),
+            &[root],
+            Some(ProxyEndpoint {
+                endpoint: &proxy,
+                user: &pair("kcp-admin"),
+            }),
+        )
+        .unwrap();
+        let names = kubectl(&path, &["config", "get-contexts", "-o", "name"]);
+        assert_eq!(names.lines().collect::<Vec<_>>(), ["front-proxy", "root"]);
+        assert_eq!(
+            kubectl(&path, &["config", "current-context"]).trim(),
+            "front-proxy"
+        );
+        let view = |query: &str| kubectl(&path, &["config", "view", "--raw", "-o", query]);
+        assert_eq!(
+            view("jsonpath={.contexts[?(@.name==\"front-proxy\")].context.user}"),
+            PROXY_USER
+        );
+        assert_eq!(
+            view("jsonpath={.contexts[?(@.name==\"root\")].context.user}"),
+            "admin"
+        );
+        let cert = view("jsonpath={.users[?(@.name==\"kcp-admin\")].user.client-certificate-data}");
+        assert_eq!(STANDARD.decode(cert).unwrap(), b"kcp-admin cert");
     }
 
     #[test]

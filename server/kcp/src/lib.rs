@@ -1,10 +1,11 @@
 //! The kcp server binary's library: command line, options, PKI bootstrap, admin kubeconfig and the
-//! `start` and `cache-server` entry points. `main.rs` only dispatches, so everything here is testable in-process.
+//! `start`, `front-proxy` and `cache-server` entry points. `main.rs` only dispatches, so everything here is testable in-process.
 
 pub mod authentication;
 pub mod cache;
 pub mod cache_server;
 pub mod cli;
+pub mod front_proxy;
 pub mod kubeconfig;
 pub mod logging;
 mod logical_cluster_admin;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use kcp::cache_server::CacheServerOptions;
 use kcp::cli::{self, Invocation};
+use kcp::front_proxy::FrontProxyOptions;
 use kcp::logging::LoggingFormat;
 use kcp::options::StartOptions;
 use kcp::sharded::ShardedOptions;
@@ -20,10 +21,6 @@ fn main() -> ExitCode {
             let _ = err.print();
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(USAGE_ERROR))
         }
-        Ok(Invocation::NotBuilt(component)) => {
-            eprintln!("error: {component}");
-            ExitCode::from(USAGE_ERROR)
-        }
         Ok(Invocation::PrintStartFlags(text)) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -31,6 +28,7 @@ fn main() -> ExitCode {
         Ok(Invocation::Start(options)) => start(*options),
         Ok(Invocation::Sharded(options)) => sharded(*options),
         Ok(Invocation::CacheServer(options)) => cache_server(*options),
+        Ok(Invocation::FrontProxy(options)) => front_proxy(*options),
     }
 }
 
@@ -44,6 +42,18 @@ fn cache_server(options: CacheServerOptions) -> ExitCode {
         return ExitCode::from(USAGE_ERROR);
     }
     run(kcp::cache_server::run(options))
+}
+
+fn front_proxy(options: FrontProxyOptions) -> ExitCode {
+    if let Err(err) = logging::init(options.logging.format, options.logging.verbosity) {
+        eprintln!("error: {err}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if let Err(err) = options.validate() {
+        tracing::error!("invalid flags: {err}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    run(kcp::front_proxy::run(options))
 }
 
 /// Runs a server on a multi-threaded runtime: exit code 0 when it stopped cleanly, 1 otherwise.

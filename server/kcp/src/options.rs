@@ -10,11 +10,13 @@
 //! Parsing (clap) checks each value's syntax; [`StartOptions::validate`] checks what needs several
 //! flags or the file system and yields the [`ValidatedOptions`] the rest of the server reads.
 
+mod authentication;
 pub mod batteries;
 mod common;
 mod inactive;
 pub mod values;
 
+pub use authentication::AuthenticationArgs;
 pub use common::{EtcdFlags, LoggingFlags, ServingFlags};
 
 use std::collections::BTreeSet;
@@ -104,86 +106,18 @@ pub struct StartOptions {
     pub shutdown_delay_duration: Duration,
 
     // ---- authentication ----
-    /// CA bundle that client certificates are verified against (user = CN, groups = O).
-    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
-    pub client_ca_file: Option<PathBuf>,
-    /// CA bundle for front-proxy client certificates that carry identity in request headers.
-    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
-    pub requestheader_client_ca_file: Option<PathBuf>,
-    /// Comma-separated common names allowed to send request-header identity.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_allowed_names: Vec<String>,
-    /// Comma-separated headers carrying the user name.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_username_headers: Vec<String>,
-    /// Comma-separated headers carrying groups.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_group_headers: Vec<String>,
-    /// Comma-separated header prefixes carrying extra user information.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_extra_headers_prefix: Vec<String>,
-    /// Comma-separated headers carrying the user's UID.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_uid_headers: Vec<String>,
-    /// CSV file of static bearer tokens.
-    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
-    pub token_auth_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub authentication: AuthenticationArgs,
     /// Treat unauthenticated requests as system:anonymous.
     #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
         require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Authentication")]
     pub anonymous_auth: bool,
-    /// OIDC issuer URL (https).
-    #[arg(long, value_parser = values::https_url, help_heading = "Authentication")]
-    pub oidc_issuer_url: Option<Uri>,
-    /// OIDC client ID (required with --oidc-issuer-url).
-    #[arg(long, help_heading = "Authentication")]
-    pub oidc_client_id: Option<String>,
-    /// CA bundle of the OIDC issuer.
-    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
-    pub oidc_ca_file: Option<PathBuf>,
-    /// JWT claim holding the user name.
-    #[arg(long, default_value = "sub", help_heading = "Authentication")]
-    pub oidc_username_claim: String,
-    /// Prefix for OIDC user names.
-    #[arg(long, help_heading = "Authentication")]
-    pub oidc_username_prefix: Option<String>,
-    /// JWT claim holding the groups.
-    #[arg(long, help_heading = "Authentication")]
-    pub oidc_groups_claim: Option<String>,
-    /// Prefix for OIDC group names.
-    #[arg(long, help_heading = "Authentication")]
-    pub oidc_groups_prefix: Option<String>,
-    /// Comma-separated key=value claims every token must carry.
-    #[arg(long, value_delimiter = ',', value_parser = values::key_value, help_heading = "Authentication")]
-    pub oidc_required_claim: Vec<(String, String)>,
-    /// Comma-separated accepted JOSE signing algorithms.
-    #[arg(long, value_delimiter = ',', default_values = ["RS256"], value_parser = values::signing_alg,
-        help_heading = "Authentication")]
-    pub oidc_signing_algs: Vec<String>,
-    /// Kubeconfig of a TokenReview webhook.
-    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
-    pub authentication_token_webhook_config_file: Option<PathBuf>,
-    /// How long to cache TokenReview answers.
-    #[arg(long, default_value = "2m", value_parser = duration::parse, help_heading = "Authentication")]
-    pub authentication_token_webhook_cache_ttl: Duration,
-    /// TokenReview API version of the webhook.
-    #[arg(long, default_value = "v1beta1", help_heading = "Authentication")]
-    pub authentication_token_webhook_version: WebhookVersion,
-    /// Public key (or certificate) that verifies service account tokens; repeatable.
-    #[arg(long, value_parser = values::path, action = ArgAction::Append, help_heading = "Service accounts")]
-    pub service_account_key_file: Vec<PathBuf>,
     /// Private key the service account controller signs tokens with.
     #[arg(long, value_parser = values::path, help_heading = "Service accounts")]
     pub service_account_private_key_file: Option<PathBuf>,
     /// Private key the token issuer signs service account tokens with.
     #[arg(long, value_parser = values::path, help_heading = "Service accounts")]
     pub service_account_signing_key_file: Option<PathBuf>,
-    /// Issuer of service account tokens; repeatable, the first one signs.
-    #[arg(long, action = ArgAction::Append, help_heading = "Service accounts")]
-    pub service_account_issuer: Vec<String>,
-    /// Comma-separated audiences tokens must be meant for (default: the first issuer).
-    #[arg(long, value_delimiter = ',', help_heading = "Service accounts")]
-    pub api_audiences: Vec<String>,
     /// Check that a service account token's objects still exist.
     #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
         require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Service accounts")]
@@ -475,10 +409,9 @@ impl StartOptions {
         {
             return Err(OptionsError::LogicalClusterAdminWithoutExternalUrl);
         }
-        let oidc_client_id = self.oidc_client_id.as_deref().unwrap_or("").trim();
-        if self.oidc_issuer_url.is_some() == oidc_client_id.is_empty() {
-            return Err(OptionsError::OidcIncomplete);
-        }
+        let authentication = self
+            .authentication
+            .validate(self.anonymous_auth, self.service_account_lookup)?;
         if self.audit_webhook_batch_throttle_enable && self.audit_webhook_batch_throttle_qps <= 0.0
         {
             return Err(OptionsError::AuditThrottleQps);
@@ -517,7 +450,7 @@ impl StartOptions {
             bind_address: self.serving.bind_address,
             secure_port: self.serving.secure_port,
             tls,
-            client_ca_file: non_empty(self.client_ca_file.as_ref()),
+            client_ca_file: non_empty(self.authentication.client_ca_file.as_ref()),
             root_directory,
             admin_kubeconfig_path,
             shard_name,
@@ -551,42 +484,8 @@ impl StartOptions {
                 self.service_account_signing_key_file.as_ref(),
             )
             .or_else(|| non_empty(self.service_account_private_key_file.as_ref())),
-            authentication: AuthenticationFlags {
-                token_auth_file: non_empty(self.token_auth_file.as_ref()),
-                anonymous: self.anonymous_auth,
-                service_account_issuers: if self.service_account_issuer.is_empty() {
-                    vec![DEFAULT_SERVICE_ACCOUNT_ISSUER.to_string()]
-                } else {
-                    self.service_account_issuer.clone()
-                },
-                api_audiences: self.api_audiences.clone(),
-                service_account_lookup: self.service_account_lookup,
-                requestheader_client_ca_file: non_empty(self.requestheader_client_ca_file.as_ref()),
-                requestheader_allowed_names: self.requestheader_allowed_names.clone(),
-                requestheader_username_headers: self.requestheader_username_headers.clone(),
-                requestheader_group_headers: self.requestheader_group_headers.clone(),
-                requestheader_extra_headers_prefix: self.requestheader_extra_headers_prefix.clone(),
-                requestheader_uid_headers: self.requestheader_uid_headers.clone(),
-                oidc: self.oidc_issuer_url.as_ref().map(|issuer| OidcFlags {
-                    config: OidcConfig {
-                        issuer_url: issuer.to_string().trim_end_matches('/').to_string(),
-                        client_id: oidc_client_id.to_string(),
-                        ca_pem: None,
-                        username_claim: self.oidc_username_claim.clone(),
-                        username_prefix: self.oidc_username_prefix.clone(),
-                        groups_claim: self.oidc_groups_claim.clone(),
-                        groups_prefix: self.oidc_groups_prefix.clone(),
-                        required_claims: self.oidc_required_claim.clone(),
-                        signing_algs: self.oidc_signing_algs.clone(),
-                    },
-                    ca_file: non_empty(self.oidc_ca_file.as_ref()),
-                }),
-            },
-            service_account_key_files: self
-                .service_account_key_file
-                .iter()
-                .filter_map(|path| non_empty(Some(path)))
-                .collect(),
+            authentication,
+            service_account_key_files: self.authentication.service_account_key_files(),
             storage,
             inactive: inactive::given_but_inactive(&self.given),
         })
@@ -596,7 +495,6 @@ impl StartOptions {
     fn input_files(&self) -> Vec<(&'static str, &Path)> {
         let single = [
             ("cache-kubeconfig", &self.cache_kubeconfig),
-            ("client-ca-file", &self.client_ca_file),
             ("etcd-cafile", &self.etcd.etcd_cafile),
             ("etcd-certfile", &self.etcd.etcd_certfile),
             ("etcd-keyfile", &self.etcd.etcd_keyfile),
@@ -615,11 +513,6 @@ impl StartOptions {
             (
                 "mount-proxy-client-key-file",
                 &self.mount_proxy_client_key_file,
-            ),
-            ("oidc-ca-file", &self.oidc_ca_file),
-            (
-                "requestheader-client-ca-file",
-                &self.requestheader_client_ca_file,
             ),
             ("root-ca-file", &self.root_ca_file),
             (
@@ -643,13 +536,8 @@ impl StartOptions {
             ),
             ("tls-cert-file", &self.serving.tls_cert_file),
             ("tls-private-key-file", &self.serving.tls_private_key_file),
-            ("token-auth-file", &self.token_auth_file),
             ("audit-policy-file", &self.audit_policy_file),
             ("audit-webhook-config-file", &self.audit_webhook_config_file),
-            (
-                "authentication-token-webhook-config-file",
-                &self.authentication_token_webhook_config_file,
-            ),
             (
                 "authorization-webhook-config-file",
                 &self.authorization_webhook_config_file,
@@ -660,12 +548,7 @@ impl StartOptions {
                 .filter(|path| !path.as_os_str().is_empty())
                 .map(|path| (flag, path))
         });
-        let repeated = self
-            .service_account_key_file
-            .iter()
-            .filter(|path| !path.as_os_str().is_empty())
-            .map(|path| ("service-account-key-file", path.as_path()));
-        singles.chain(repeated).collect()
+        singles.chain(self.authentication.input_files()).collect()
     }
 
     fn check_files(&self) -> Result<(), OptionsError> {

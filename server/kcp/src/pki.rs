@@ -188,10 +188,10 @@ pub fn transport(options: &TransportOptions<'_>) -> Result<Transport, PkiError> 
         Some(path) => (Some(read_certificates(path)?), None, None),
         None if options.admin => {
             let ca = store.authority(CLIENT_CA)?;
-            let admin = store.leaf(&ca, ADMIN_FILE_STEM, &LeafProfile::Admin)?;
+            let admin = store.leaf(&ca, ADMIN_FILE_STEM, &LeafProfile::Client(ADMIN))?;
             let user = options
                 .user
-                .then(|| store.leaf(&ca, USER_FILE_STEM, &LeafProfile::User))
+                .then(|| store.leaf(&ca, USER_FILE_STEM, &LeafProfile::Client(USER)))
                 .transpose()?;
             (Some(ca.cert_pem), Some(admin), user)
         }
@@ -314,17 +314,41 @@ fn loopback_names() -> BTreeSet<SubjectName> {
 
 /// What a leaf certificate is for.
 enum LeafProfile {
-    Serving { names: BTreeSet<SubjectName> },
-    Admin,
-    User,
+    Serving {
+        names: BTreeSet<SubjectName>,
+    },
+    /// A client certificate naming `user` (CN) in `groups` (O).
+    Client(ClientIdentity),
 }
+
+/// Who a client certificate names.
+#[derive(Debug, Clone, Copy)]
+struct ClientIdentity {
+    user: &'static str,
+    groups: &'static [&'static str],
+    /// For messages: "admin", "user", ...
+    what: &'static str,
+}
+
+/// The admin of `kcp start`'s generated PKI (`admin.crt`).
+const ADMIN: ClientIdentity = ClientIdentity {
+    user: ADMIN_USER,
+    groups: &[ADMIN_GROUP],
+    what: "admin client certificate",
+};
+
+/// The unprivileged user of the `user` battery (`user.crt`).
+const USER: ClientIdentity = ClientIdentity {
+    user: USER_BATTERY_USER,
+    groups: &[],
+    what: "user client certificate",
+};
 
 impl LeafProfile {
     fn what(&self) -> &'static str {
         match self {
             LeafProfile::Serving { .. } => "serving certificate",
-            LeafProfile::Admin => "admin client certificate",
-            LeafProfile::User => "user client certificate",
+            LeafProfile::Client(identity) => identity.what,
         }
     }
 
@@ -347,13 +371,11 @@ impl LeafProfile {
                         source,
                     })?;
             }
-            LeafProfile::Admin => {
-                subject.push(DnType::OrganizationName, ADMIN_GROUP);
-                subject.push(DnType::CommonName, ADMIN_USER);
-                params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-            }
-            LeafProfile::User => {
-                subject.push(DnType::CommonName, USER_BATTERY_USER);
+            LeafProfile::Client(identity) => {
+                for group in identity.groups {
+                    subject.push(DnType::OrganizationName, *group);
+                }
+                subject.push(DnType::CommonName, identity.user);
                 params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
             }
         }
@@ -389,17 +411,14 @@ impl LeafProfile {
                     })
                 })
             }
-            LeafProfile::Admin | LeafProfile::User => {
+            LeafProfile::Client(identity) => {
                 let Ok(verifier) =
                     WebPkiClientVerifier::builder_with_provider(roots, crypto_provider()).build()
                 else {
                     return false;
                 };
-                let (user, groups): (&str, &[&str]) = match self {
-                    LeafProfile::Admin => (ADMIN_USER, &[ADMIN_GROUP]),
-                    _ => (USER_BATTERY_USER, &[]),
-                };
-                verifier.verify_client_cert(leaf, &[], at).is_ok() && names(leaf, user, groups)
+                verifier.verify_client_cert(leaf, &[], at).is_ok()
+                    && names(leaf, identity.user, identity.groups)
             }
         }
     }

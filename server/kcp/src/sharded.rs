@@ -2,10 +2,11 @@
 //! (upstream's `sharded-test-server`, with a design of our own).
 //!
 //! It starts a standalone cache server (or, with `--cache in-process`, lets the root shard serve
-//! the cache), the root shard and `--shards - 1` further shards (`shard-1`, ...) on 127.0.0.1 with
-//! one generated PKI, writes `admin.kubeconfig` with a context
-//! per shard once all are ready, prints what it started, and stops them all on SIGTERM or Ctrl-C
-//! (then exits 0). When one of them exits on its own, it stops the others and fails naming it.
+//! the cache), the root shard, `--shards - 1` further shards (`shard-1`, ...) and a front-proxy
+//! on 127.0.0.1 with one generated PKI, writes `admin.kubeconfig` with a context per shard and
+//! the context `front-proxy` (current: users of a sharded kcp talk to the proxy, as in
+//! production) once all are ready, prints what it started, and stops them all on SIGTERM or
+//! Ctrl-C (then exits 0). When one of them exits on its own, it stops the others and fails naming it.
 //! Running it again on the same directory reuses the PKI and every process's data.
 //!
 //! The parts: [`plan`] decides processes, flags, files and ports (pure); [`crate::pki::shared`]
@@ -22,12 +23,15 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::cli;
-use crate::kubeconfig::{self, KubeconfigError};
+use crate::kubeconfig::{self, KubeconfigError, ProxyEndpoint};
 use crate::pki::PkiError;
 use crate::pki::shared::{self, SharedPki};
 use crate::private_file::{self, PrivateFileError};
 use crate::start;
-use plan::{CacheMode, KubeconfigFile, Layout, Plan, PlanError, Ports, Process, Role};
+use plan::{
+    CacheMode, KubeconfigFile, Layout, MappingFile, PathMapping, Plan, PlanError, Ports, Process,
+    Role,
+};
 use supervisor::{STOP_GRACE, Supervisor, SupervisorError};
 
 /// The flags of `kcp sharded`.
@@ -82,6 +86,8 @@ pub enum ShardedError {
     Executable(std::io::Error),
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("writing the front-proxy's mapping file: {0}")]
+    Mapping(yaml_serde::Error),
     #[error(transparent)]
     Supervisor(#[from] SupervisorError),
 }
@@ -112,13 +118,15 @@ pub async fn run(options: ShardedOptions) -> Result<(), ShardedError> {
         etcd_servers: options.etcd_servers.clone(),
         ports,
         cache: options.cache,
+        front_proxy: cli::builds(plan::FRONT_PROXY_PROGRAM),
     });
     // A script waiting for the file must not find the last run's.
     remove_if_present(&plan.admin_kubeconfig.path)?;
     let pki = shared::ensure(&plan.pki_dir)?;
     for file in &plan.kubeconfigs {
-        write_kubeconfig(file, &pki)?;
+        write_kubeconfig(file, &pki, None)?;
     }
+    write_mapping(&plan.mapping)?;
     let program = std::env::current_exe().map_err(ShardedError::Executable)?;
     let mut supervisor = Supervisor::new(&pki)?;
 
@@ -148,7 +156,14 @@ async fn serve(
     pki: &SharedPki,
     signal: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<(), ShardedError> {
-    write_kubeconfig(&plan.admin_kubeconfig, pki)?;
+    let proxy = plan
+        .front_proxy_endpoint
+        .as_ref()
+        .map(|endpoint| ProxyEndpoint {
+            endpoint,
+            user: &pki.kcp_admin,
+        });
+    write_kubeconfig(&plan.admin_kubeconfig, pki, proxy)?;
     print!("{}", render_summary(supervisor, plan));
     tokio::select! {
         exited = supervisor.watch() => Err(exited.into()),
@@ -156,18 +171,21 @@ async fn serve(
     }
 }
 
-/// Starts the cache server, then the root shard, then the other shards, each step once the
-/// previous one is ready.
+/// Starts the cache server, then the root shard, then the other shards, then the front-proxy,
+/// each step once the previous one is ready (the front-proxy is ready once it has indexed every
+/// shard).
 async fn start_all(
     supervisor: &mut Supervisor,
     program: &Path,
     plan: &Plan,
 ) -> Result<(), ShardedError> {
     let mut shards = Vec::new();
+    let mut proxies = Vec::new();
     for process in &plan.processes {
         match process.role {
             Role::Cache => start_cache(supervisor, program, process).await?,
             Role::Shard => shards.push(process),
+            Role::FrontProxy => proxies.push(process),
         }
     }
     let (root, others) = shards.split_first().ok_or(PlanError::NoShards)?;
@@ -175,6 +193,10 @@ async fn start_all(
     supervisor.wait_ready().await?;
     for shard in others {
         supervisor.spawn(program, shard)?;
+    }
+    supervisor.wait_ready().await?;
+    for proxy in proxies {
+        supervisor.spawn(program, proxy)?;
     }
     supervisor.wait_ready().await?;
     Ok(())
@@ -238,11 +260,34 @@ fn render_summary(supervisor: &Supervisor, plan: &Plan) -> String {
         .iter()
         .map(|endpoint| endpoint.name.as_str())
         .collect();
-    summary::render(&rows, &plan.admin_kubeconfig.path, &shards)
+    let front_proxy = plan
+        .front_proxy_endpoint
+        .as_ref()
+        .map(|endpoint| endpoint.name.as_str());
+    summary::render(&rows, &plan.admin_kubeconfig.path, &shards, front_proxy)
 }
 
-fn write_kubeconfig(file: &KubeconfigFile, pki: &SharedPki) -> Result<(), KubeconfigError> {
-    kubeconfig::write_endpoints(&file.path, &pki.server_ca_pem, &pki.admin, &file.endpoints)
+fn write_kubeconfig(
+    file: &KubeconfigFile,
+    pki: &SharedPki,
+    proxy: Option<ProxyEndpoint<'_>>,
+) -> Result<(), KubeconfigError> {
+    kubeconfig::write_endpoints(
+        &file.path,
+        &pki.server_ca_pem,
+        &pki.admin,
+        &file.endpoints,
+        proxy,
+    )
+}
+
+/// Writes the front-proxy's mapping file (YAML, as upstream reads it).
+fn write_mapping(mapping: &MappingFile) -> Result<(), ShardedError> {
+    let entries: Vec<serde_json::Value> =
+        mapping.entries.iter().map(PathMapping::to_json).collect();
+    let yaml = yaml_serde::to_string(&entries).map_err(ShardedError::Mapping)?;
+    private_file::write(&mapping.path, yaml.as_bytes())?;
+    Ok(())
 }
 
 fn remove_if_present(path: &Path) -> Result<(), ShardedError> {
@@ -256,11 +301,11 @@ fn remove_if_present(path: &Path) -> Result<(), ShardedError> {
     }
 }
 
-/// Distinct loopback ports that were free a moment ago: one per shard and the cache server's.
-/// All are held at once while picking, so they differ; another program may still take one
-/// before its process binds it, which then fails to start and says so.
+/// Distinct loopback ports that were free a moment ago: one per shard, the cache server's and
+/// the front-proxy's. All are held at once while picking, so they differ; another program may
+/// still take one before its process binds it, which then fails to start and says so.
 fn free_ports(shards: u16) -> Result<Ports, ShardedError> {
-    let listeners = (0..=shards)
+    let listeners = (0..shards + 2)
         .map(|_| TcpListener::bind((plan::BIND_ADDRESS, 0)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(ShardedError::Ports)?;
@@ -269,9 +314,11 @@ fn free_ports(shards: u16) -> Result<Ports, ShardedError> {
         .map(|listener| listener.local_addr().map(|address| address.port()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(ShardedError::Ports)?;
+    let front_proxy = ports.pop().ok_or(PlanError::NoShards)?;
     let cache = ports.pop().ok_or(PlanError::NoShards)?;
     Ok(Ports {
         shards: ports,
         cache,
+        front_proxy,
     })
 }

@@ -49,6 +49,12 @@ impl AdminCredentials {
     /// Reads the server of `cluster` and the `admin` user of a kubeconfig; `None` while it does
     /// not exist.
     pub fn read_cluster(kubeconfig: &Path, cluster: &str) -> Option<AdminCredentials> {
+        Self::read_as(kubeconfig, cluster, "admin")
+    }
+
+    /// Reads the server of `cluster` and the credentials of `user` of a kubeconfig; `None` while
+    /// it does not exist.
+    pub fn read_as(kubeconfig: &Path, cluster: &str, user: &str) -> Option<AdminCredentials> {
         let config = match Kubeconfig::read(kubeconfig) {
             Ok(config) => config,
             Err(KubeconfigError::Read { .. }) => return None,
@@ -59,8 +65,8 @@ impl AdminCredentials {
             .cluster(cluster)
             .unwrap_or_else(|| panic!("the kubeconfig has a {cluster} cluster"));
         let user = config
-            .user("admin")
-            .expect("the admin kubeconfig has an admin user");
+            .user(user)
+            .unwrap_or_else(|| panic!("the kubeconfig has a user {user}"));
         let pem = |material: Result<Option<Vec<u8>>, KubeconfigError>, what: &str| {
             material
                 .unwrap_or_else(|error| panic!("{what}: {error}"))

@@ -103,7 +103,7 @@ impl ShardedKcp {
         self.dir.path().join("topology")
     }
 
-    /// The admin kubeconfig: a context per shard, `root` current.
+    /// The admin kubeconfig: a context per shard and `front-proxy` (current).
     pub fn kubeconfig(&self) -> PathBuf {
         self.directory().join("admin.kubeconfig")
     }
@@ -112,6 +112,18 @@ impl ShardedKcp {
     pub fn admin(&self, name: &str) -> AdminCredentials {
         AdminCredentials::read_cluster(&self.kubeconfig(), name)
             .unwrap_or_else(|| panic!("no admin kubeconfig:\n{}", self.output()))
+    }
+
+    /// The front-proxy's URL (no `/clusters/` suffix) and the credentials its context uses
+    /// (`kcp-admin` in `system:kcp:admin`: the proxy drops `system:masters`).
+    pub fn front_proxy(&self) -> AdminCredentials {
+        let mut credentials =
+            AdminCredentials::read_as(&self.kubeconfig(), "front-proxy", "kcp-admin")
+                .unwrap_or_else(|| panic!("no admin kubeconfig:\n{}", self.output()));
+        if let Some(at) = credentials.server.find("/clusters/") {
+            credentials.server.truncate(at);
+        }
+        credentials
     }
 
     /// Everything `kcp sharded` printed (every run).

@@ -163,12 +163,12 @@ fn operator_root_shard_deployment_parses() {
     let parsed = start(&args).unwrap();
     assert_eq!(parsed.logging.format, LoggingFormat::Json);
     assert_eq!(parsed.logging.verbosity, 4);
-    assert_eq!(parsed.service_account_key_file.len(), 3);
+    assert_eq!(parsed.authentication.service_account_key_file.len(), 3);
     assert!(!parsed.service_account_lookup);
     assert!(!parsed.run_virtual_workspaces);
     assert!(parsed.enable_leader_election);
     assert_eq!(
-        parsed.requestheader_allowed_names,
+        parsed.authentication.requestheader_allowed_names,
         ["kcp-front-proxy", "kcp-root-shard-proxy"]
     );
     assert_eq!(parsed.audit_webhook_mode, AuditWebhookMode::BlockingStrict);

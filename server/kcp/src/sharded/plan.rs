@@ -17,9 +17,16 @@
 //! | `cache.kubeconfig` | the cache server, for every shard's `--cache-kubeconfig` |
 //! | `root.kubeconfig` | the root shard (context `shard-base`, as upstream), for `--root-shard-kubeconfig-file` |
 //! | `logical-cluster-admin.kubeconfig` | for `--logical-cluster-admin-kubeconfig` |
-//! | `admin.kubeconfig` | for people: one context per shard, `root` current |
+//! | `front-proxy-mapping.yaml` | the front-proxy's `--mapping-file` |
+//! | `admin.kubeconfig` | for people: one context per shard and `front-proxy` (current) |
 //!
-//! Ports with `--secure-port P`: the root shard `P`, `shard-i` `P+i`, the cache server `P+N`.
+//! Ports with `--secure-port P`: the root shard `P`, `shard-i` `P+i`, the cache server `P+N`, the
+//! front-proxy `P+N+1`.
+//!
+//! The front-proxy (`kcp front-proxy`, upstream's `kcp-front-proxy`) starts last and is what
+//! people use, as in production: every shard accepts `X-Remote-*` identity headers only from its
+//! client certificate (CN `kcp-front-proxy`, signed by the request-header CA), and the proxy
+//! authenticates clients against the same client CA as the shards.
 //!
 //! With `--cache in-process` no cache server is started: the root shard runs without
 //! `--cache-kubeconfig`, so it serves the cache itself at `/services/cache/` (upstream's in-process
@@ -29,7 +36,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use crate::kubeconfig::Endpoint;
-use crate::pki::shared::SharedPkiFiles;
+use crate::pki::shared::{self, SharedPkiFiles};
 
 /// Where every process listens.
 pub const BIND_ADDRESS: &str = "127.0.0.1";
@@ -39,8 +46,18 @@ pub const ROOT: &str = "root";
 pub const CACHE: &str = "cache";
 /// The cache server's subcommand, also its program name in upstream images.
 pub const CACHE_SERVER_COMMAND: &str = "cache-server";
-/// The file people use: one context per shard.
+/// The file people use: one context per shard and the front-proxy's.
 pub const ADMIN_KUBECONFIG: &str = "admin.kubeconfig";
+/// The front-proxy's name: its directory, log and context are named after it.
+pub const FRONT_PROXY: &str = "front-proxy";
+/// The front-proxy's subcommand (upstream's program name is `kcp-front-proxy`).
+pub const FRONT_PROXY_COMMAND: &str = "front-proxy";
+/// The front-proxy's program name in upstream images: whether this build has it.
+pub const FRONT_PROXY_PROGRAM: &str = "kcp-front-proxy";
+/// The identity headers the shards accept from the front-proxy (upstream's names).
+const USER_HEADER: &str = "X-Remote-User";
+const GROUP_HEADER: &str = "X-Remote-Group";
+const EXTRA_HEADER_PREFIX: &str = "X-Remote-Extra-";
 
 /// Where the shards find the cache server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -60,13 +77,18 @@ pub struct Layout {
     pub etcd_servers: Vec<String>,
     pub ports: Ports,
     pub cache: CacheMode,
+    /// Whether a front-proxy runs (this build has one): the shards' external URL is then the
+    /// proxy's, so workspace URLs handed to users go through it.
+    pub front_proxy: bool,
 }
 
-/// The ports of a topology: one per shard (the root shard first) and the cache server's.
+/// The ports of a topology: one per shard (the root shard first), the cache server's and the
+/// front-proxy's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ports {
     pub shards: Vec<u16>,
     pub cache: u16,
+    pub front_proxy: u16,
 }
 
 /// Why a topology cannot be laid out.
@@ -75,22 +97,25 @@ pub enum PlanError {
     #[error("--shards must be at least 1 (the root shard)")]
     NoShards,
     #[error(
-        "--secure-port {first} with --shards {shards} needs ports up to {first}+{shards}, past 65535"
+        "--secure-port {first} with --shards {shards} needs ports up to {first}+{shards}+1, past 65535"
     )]
     PortsExhausted { first: u16, shards: u16 },
 }
 
 impl Ports {
-    /// The root shard on `first`, `shard-i` on `first + i`, the cache server after the last shard.
+    /// The root shard on `first`, `shard-i` on `first + i`, the cache server after the last
+    /// shard, the front-proxy after the cache server.
     pub fn consecutive(first: u16, shards: u16) -> Result<Ports, PlanError> {
         if shards == 0 {
             return Err(PlanError::NoShards);
         }
         let exhausted = PlanError::PortsExhausted { first, shards };
-        let cache = first.checked_add(shards).ok_or(exhausted)?;
+        let cache = first.checked_add(shards).ok_or(exhausted.clone())?;
+        let front_proxy = cache.checked_add(1).ok_or(exhausted)?;
         Ok(Ports {
             shards: (first..cache).collect(),
             cache,
+            front_proxy,
         })
     }
 }
@@ -102,6 +127,8 @@ pub enum Role {
     Cache,
     /// `kcp start`.
     Shard,
+    /// `kcp front-proxy`.
+    FrontProxy,
 }
 
 /// One process to start.
@@ -124,19 +151,54 @@ pub struct KubeconfigFile {
     pub endpoints: Vec<Endpoint>,
 }
 
+/// One entry of the front-proxy's mapping file (upstream's `PathMapping`, snake_case keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathMapping {
+    pub path: &'static str,
+    pub backend: String,
+    pub backend_server_ca: PathBuf,
+    pub proxy_client_cert: PathBuf,
+    pub proxy_client_key: PathBuf,
+}
+
+impl PathMapping {
+    /// The entry as the mapping file holds it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "path": self.path,
+            "backend": self.backend,
+            "backend_server_ca": self.backend_server_ca,
+            "proxy_client_cert": self.proxy_client_cert,
+            "proxy_client_key": self.proxy_client_key,
+        })
+    }
+}
+
+/// The front-proxy's mapping file: written before it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappingFile {
+    pub path: PathBuf,
+    pub entries: Vec<PathMapping>,
+}
+
 /// Everything `kcp sharded` does, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// The shared PKI's directory.
     pub pki_dir: PathBuf,
+    /// The front-proxy's `--mapping-file`.
+    pub mapping: MappingFile,
     /// Written before any process starts (the processes read them at start).
     pub kubeconfigs: Vec<KubeconfigFile>,
-    /// The start order: the cache server (when standalone), the root shard, the other shards.
+    /// The start order: the cache server (when standalone), the root shard, the other shards,
+    /// the front-proxy.
     pub processes: Vec<Process>,
     /// The server `cache.kubeconfig` names: the cache server's, or the root shard's.
     pub cache_url: String,
     /// Written once every process is ready.
     pub admin_kubeconfig: KubeconfigFile,
+    /// The front-proxy's context in the admin kubeconfig (its root workspace), when it runs.
+    pub front_proxy_endpoint: Option<Endpoint>,
 }
 
 /// The name of the `index`-th shard: `root`, then `shard-1`, `shard-2`, ...
@@ -181,6 +243,14 @@ impl Plan {
         let cache_url = match layout.cache {
             CacheMode::Standalone => url(layout.ports.cache),
             CacheMode::InProcess => root_url.clone(),
+        };
+        let front_proxy_url = url(layout.ports.front_proxy);
+        let external_url = |port: u16| {
+            if layout.front_proxy {
+                front_proxy_url.clone()
+            } else {
+                url(port)
+            }
         };
         let cache_kubeconfig = single("cache.kubeconfig", CACHE, &cache_url);
         let root_kubeconfig = single("root.kubeconfig", "shard-base", &root_url);
@@ -232,11 +302,16 @@ impl Plan {
                 // admin.kubeconfig of the topology is the one to use.
                 flag("batteries-included", "-admin"),
                 flag("shard-base-url", url(port)),
-                flag("shard-external-url", url(port)),
+                flag("shard-external-url", external_url(port)),
                 flag(
                     "logical-cluster-admin-kubeconfig",
                     &logical_cluster_admin.path,
                 ),
+                flag("requestheader-client-ca-file", &pki.request_header_ca),
+                flag("requestheader-allowed-names", shared::FRONT_PROXY_USER),
+                flag("requestheader-username-headers", USER_HEADER),
+                flag("requestheader-group-headers", GROUP_HEADER),
+                flag("requestheader-extra-headers-prefix", EXTRA_HEADER_PREFIX),
             ]);
             // Without it the root shard serves the cache in-process.
             if index > 0 || layout.cache == CacheMode::Standalone {
@@ -254,6 +329,36 @@ impl Plan {
                 args,
             });
         }
+        let mapping = MappingFile {
+            path: dir.join("front-proxy-mapping.yaml"),
+            entries: ["/clusters/", "/services/"]
+                .into_iter()
+                .map(|path| PathMapping {
+                    path,
+                    backend: root_url.clone(),
+                    backend_server_ca: pki.server_ca.clone(),
+                    proxy_client_cert: pki.front_proxy_client_cert.clone(),
+                    proxy_client_key: pki.front_proxy_client_key.clone(),
+                })
+                .collect(),
+        };
+        if layout.front_proxy {
+            let mut args = vec![OsString::from(FRONT_PROXY_COMMAND)];
+            args.extend(serving(FRONT_PROXY, layout.ports.front_proxy));
+            args.extend([
+                flag("mapping-file", &mapping.path),
+                flag("root-kubeconfig", &root_kubeconfig.path),
+                flag("shards-kubeconfig", &root_kubeconfig.path),
+                flag("service-account-key-file", &pki.service_account_key),
+            ]);
+            processes.push(Process {
+                name: FRONT_PROXY.to_owned(),
+                role: Role::FrontProxy,
+                url: front_proxy_url.clone(),
+                args,
+                log: log(FRONT_PROXY),
+            });
+        }
         let admin_kubeconfig = KubeconfigFile {
             path: dir.join(ADMIN_KUBECONFIG),
             endpoints: processes
@@ -267,10 +372,15 @@ impl Plan {
         };
         Plan {
             pki_dir,
+            mapping,
             kubeconfigs: vec![cache_kubeconfig, root_kubeconfig, logical_cluster_admin],
             processes,
             cache_url,
             admin_kubeconfig,
+            front_proxy_endpoint: layout.front_proxy.then(|| Endpoint {
+                name: FRONT_PROXY.to_owned(),
+                server: format!("{front_proxy_url}/clusters/root"),
+            }),
         }
     }
 }
@@ -286,6 +396,7 @@ mod tests {
             etcd_servers: etcd_servers.iter().map(|s| (*s).to_owned()).collect(),
             ports: Ports::consecutive(6443, 3).unwrap(),
             cache: CacheMode::Standalone,
+            front_proxy: true,
         }
     }
 
@@ -306,6 +417,14 @@ mod tests {
         let ports = Ports::consecutive(6443, 3).unwrap();
         assert_eq!(ports.shards, [6443, 6444, 6445]);
         assert_eq!(ports.cache, 6446);
+        assert_eq!(ports.front_proxy, 6447);
+        assert_eq!(
+            Ports::consecutive(65534, 1),
+            Err(PlanError::PortsExhausted {
+                first: 65534,
+                shards: 1
+            })
+        );
         assert_eq!(
             Ports::consecutive(65535, 1),
             Err(PlanError::PortsExhausted {
@@ -314,11 +433,11 @@ mod tests {
             })
         );
         assert_eq!(Ports::consecutive(6443, 0), Err(PlanError::NoShards));
-        assert_eq!(Ports::consecutive(65534, 1).unwrap().cache, 65535);
+        assert_eq!(Ports::consecutive(65533, 1).unwrap().front_proxy, 65535);
     }
 
     #[test]
-    fn the_cache_starts_first_then_root_then_the_shards() {
+    fn the_cache_starts_first_then_root_then_the_shards_then_the_front_proxy() {
         let plan = Plan::new(&layout(&[]));
         let order: Vec<(&str, Role, &str)> = plan
             .processes
@@ -332,6 +451,7 @@ mod tests {
                 ("root", Role::Shard, "https://127.0.0.1:6443"),
                 ("shard-1", Role::Shard, "https://127.0.0.1:6444"),
                 ("shard-2", Role::Shard, "https://127.0.0.1:6445"),
+                ("front-proxy", Role::FrontProxy, "https://127.0.0.1:6447"),
             ]
         );
         assert_eq!(process(&plan, "shard-1").log, Path::new("/t/shard-1.log"));
@@ -355,8 +475,13 @@ mod tests {
                 "--service-account-private-key-file=/t/pki/sa.key",
                 "--batteries-included=-admin",
                 "--shard-base-url=https://127.0.0.1:6445",
-                "--shard-external-url=https://127.0.0.1:6445",
+                "--shard-external-url=https://127.0.0.1:6447",
                 "--logical-cluster-admin-kubeconfig=/t/logical-cluster-admin.kubeconfig",
+                "--requestheader-client-ca-file=/t/pki/requestheader-client-ca.crt",
+                "--requestheader-allowed-names=kcp-front-proxy",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 "--cache-kubeconfig=/t/cache.kubeconfig",
                 "--root-shard-kubeconfig-file=/t/root.kubeconfig",
             ]
@@ -395,7 +520,7 @@ mod tests {
             ..layout(&[])
         });
         let names: Vec<&str> = plan.processes.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["root", "shard-1", "shard-2"]);
+        assert_eq!(names, ["root", "shard-1", "shard-2", "front-proxy"]);
         assert_eq!(plan.cache_url, "https://127.0.0.1:6443");
         assert_eq!(
             plan.kubeconfigs[0].endpoints[0].server,
@@ -410,6 +535,58 @@ mod tests {
         assert!(
             shard.contains(&"--cache-kubeconfig=/t/cache.kubeconfig".to_owned()),
             "{shard:?}"
+        );
+    }
+
+    #[test]
+    fn the_front_proxy_routes_to_the_shards_with_its_own_certificate() {
+        let plan = Plan::new(&layout(&[]));
+        assert_eq!(
+            args(process(&plan, "front-proxy")),
+            [
+                "front-proxy",
+                "--root-directory=/t/front-proxy",
+                "--bind-address=127.0.0.1",
+                "--secure-port=6447",
+                "--tls-cert-file=/t/pki/apiserver.crt",
+                "--tls-private-key-file=/t/pki/apiserver.key",
+                "--client-ca-file=/t/pki/client-ca.crt",
+                "--mapping-file=/t/front-proxy-mapping.yaml",
+                "--root-kubeconfig=/t/root.kubeconfig",
+                "--shards-kubeconfig=/t/root.kubeconfig",
+                "--service-account-key-file=/t/pki/sa.key",
+            ]
+        );
+        let paths: Vec<&str> = plan.mapping.entries.iter().map(|m| m.path).collect();
+        assert_eq!(paths, ["/clusters/", "/services/"]);
+        assert_eq!(
+            plan.mapping.entries[0].to_json(),
+            serde_json::json!({
+                "path": "/clusters/",
+                "backend": "https://127.0.0.1:6443",
+                "backend_server_ca": "/t/pki/ca.crt",
+                "proxy_client_cert": "/t/pki/front-proxy-client.crt",
+                "proxy_client_key": "/t/pki/front-proxy-client.key",
+            })
+        );
+        let endpoint = plan.front_proxy_endpoint.unwrap();
+        assert_eq!(
+            (endpoint.name.as_str(), endpoint.server.as_str()),
+            ("front-proxy", "https://127.0.0.1:6447/clusters/root")
+        );
+    }
+
+    #[test]
+    fn without_a_front_proxy_the_shards_are_their_own_external_urls() {
+        let plan = Plan::new(&Layout {
+            front_proxy: false,
+            ..layout(&[])
+        });
+        assert!(plan.processes.iter().all(|p| p.role != Role::FrontProxy));
+        assert!(plan.front_proxy_endpoint.is_none());
+        assert!(
+            args(process(&plan, "shard-1"))
+                .contains(&"--shard-external-url=https://127.0.0.1:6444".to_owned())
         );
     }
 

@@ -18,7 +18,12 @@ pub struct Row<'a> {
 }
 
 /// The whole summary. `shards` are the admin kubeconfig's contexts, `root` first.
-pub fn render(rows: &[Row<'_>], admin_kubeconfig: &Path, shards: &[&str]) -> String {
+pub fn render(
+    rows: &[Row<'_>],
+    admin_kubeconfig: &Path,
+    shards: &[&str],
+    front_proxy: Option<&str>,
+) -> String {
     let width = rows.iter().map(|row| row.name.len()).max().unwrap_or(0);
     let mut text = String::from("kcp sharded is running:\n");
     for row in rows {
@@ -30,11 +35,15 @@ pub fn render(rows: &[Row<'_>], admin_kubeconfig: &Path, shards: &[&str]) -> Str
         let _ = writeln!(text, "  {:width$}  {}  {state}", row.name, row.url);
     }
     let kubeconfig = admin_kubeconfig.display();
+    let contexts: Vec<&str> = front_proxy
+        .into_iter()
+        .chain(shards.iter().copied())
+        .collect();
     let _ = writeln!(
         text,
         "admin kubeconfig: {kubeconfig} (contexts {}; current context {})",
-        shards.join(", "),
-        shards.first().copied().unwrap_or_default()
+        contexts.join(", "),
+        contexts.first().copied().unwrap_or_default()
     );
     let _ = writeln!(text, "try:");
     let _ = writeln!(text, "  export KUBECONFIG={kubeconfig}");
@@ -84,6 +93,7 @@ mod tests {
             &rows,
             Path::new("/t/admin.kubeconfig"),
             &["root", "shard-1"],
+            None,
         );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -105,5 +115,26 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("--context root"), "{text}");
+    }
+
+    #[test]
+    fn the_front_proxy_context_comes_first_and_is_current() {
+        let text = render(
+            &[],
+            Path::new("/t/admin.kubeconfig"),
+            &["root", "shard-1"],
+            Some("front-proxy"),
+        );
+        assert!(
+            text.contains(
+                "admin kubeconfig: /t/admin.kubeconfig (contexts front-proxy, root, shard-1; \
+                 current context front-proxy)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  kubectl --context shard-1 get --raw /readyz\n"),
+            "{text}"
+        );
     }
 }

@@ -1,0 +1,190 @@
+//! Forwarding one request to its backend and relaying the answer, as a reverse proxy must.
+//!
+//! Bodies are passed through frame by frame in both directions, never collected: a watch over
+//! HTTP/1.1 chunked encoding or HTTP/2 stays open as long as client and backend keep it, a long
+//! list is relayed while the shard is still writing it, and a backend stream that breaks breaks
+//! the client's response (its error travels in the body) instead of ending it as if complete.
+//! There is no deadline on a request (upstream kcp #2479: watches through `/services/` were cut).
+//!
+//! Hop-by-hop headers (RFC 9110 section 7.6.1: `Connection` and the headers it names,
+//! `Keep-Alive`, `Proxy-*`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`) belong to one
+//! connection and are dropped both ways, as Go's `httputil.ReverseProxy` does; `Host` is the
+//! backend's. An upgrade request (`Connection: Upgrade`, as `kubectl exec` and `port-forward`
+//! send) goes over HTTP/1.1 with its `Upgrade` header, and when the backend switches protocols
+//! the two connections are spliced until either side closes.
+
+use bytes::Bytes;
+use http::header::{CONNECTION, HOST, UPGRADE};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri, Version};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+
+use crate::backend::Backend;
+
+/// The error a relayed body can carry.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The proxy's response body: a backend's stream (which may fail) or the proxy's own answer.
+pub type ProxyBody = BoxBody<Bytes, BoxError>;
+
+/// One of the proxy's own responses (a `Status`, health, metrics) as a [`ProxyBody`].
+pub fn own(response: Response<kcp_apiserver::response::Body>) -> Response<ProxyBody> {
+    response.map(|body| body.map_err(|never| match never {}).boxed())
+}
+
+/// Headers that describe one connection, never forwarded.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Removes the hop-by-hop headers and every header `Connection` names.
+pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// The protocol an upgrade request asks for (`Connection: Upgrade` and `Upgrade: <protocol>`).
+pub fn upgrade_protocol(headers: &HeaderMap) -> Option<HeaderValue> {
+    let asks = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    asks.then(|| headers.get(UPGRADE).cloned()).flatten()
+}
+
+/// Sends `request` to `target` and relays the answer; an error is the backend's (unreachable,
+/// TLS refused, connection lost before the response head).
+pub async fn forward(
+    backend: &Backend,
+    mut request: Request<Incoming>,
+    target: Uri,
+) -> Result<Response<ProxyBody>, hyper_util::client::legacy::Error> {
+    let upgrade = upgrade_protocol(request.headers());
+    let headers = request.headers_mut();
+    remove_hop_by_hop(headers);
+    headers.remove(HOST);
+    *request.uri_mut() = target;
+    // The client picks the backend's protocol by ALPN; HTTP/1.1 here means "any".
+    *request.version_mut() = Version::HTTP_11;
+    match upgrade {
+        None => Ok(relay(backend.pooled.request(request).await?)),
+        Some(protocol) => forward_upgrade(backend, request, protocol).await,
+    }
+}
+
+fn relay(response: Response<Incoming>) -> Response<ProxyBody> {
+    let (mut parts, body) = response.into_parts();
+    remove_hop_by_hop(&mut parts.headers);
+    Response::from_parts(parts, body.map_err(BoxError::from).boxed())
+}
+
+async fn forward_upgrade(
+    backend: &Backend,
+    mut request: Request<Incoming>,
+    protocol: HeaderValue,
+) -> Result<Response<ProxyBody>, hyper_util::client::legacy::Error> {
+    let client_side = hyper::upgrade::on(&mut request);
+    let headers = request.headers_mut();
+    headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(UPGRADE, protocol);
+    let mut response = backend.upgrades.request(request).await?;
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        return Ok(relay(response));
+    }
+    let backend_side = hyper::upgrade::on(&mut response);
+    tokio::spawn(splice(client_side, backend_side));
+    // The 101 keeps `Connection` and `Upgrade`: they are the answer to the client's upgrade.
+    let (parts, _) = response.into_parts();
+    let empty = Empty::<Bytes>::new()
+        .map_err(|never| match never {})
+        .boxed();
+    Ok(Response::from_parts(parts, empty))
+}
+
+/// Copies bytes both ways between the upgraded connections until one side closes.
+async fn splice(client_side: OnUpgrade, backend_side: OnUpgrade) {
+    let (client, backend) = match tokio::try_join!(client_side, backend_side) {
+        Ok(both) => both,
+        Err(error) => {
+            tracing::debug!(%error, "upgrade did not complete");
+            return;
+        }
+    };
+    let mut client = TokioIo::new(client);
+    let mut backend = TokioIo::new(backend);
+    if let Err(error) = tokio::io::copy_bidirectional(&mut client, &mut backend).await {
+        tracing::debug!(%error, "upgraded connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(list: &[(&str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in list {
+            headers.append(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_the_ones_connection_names_go() {
+        let mut h = headers(&[
+            ("Connection", "keep-alive, X-Private"),
+            ("X-Private", "1"),
+            ("Keep-Alive", "timeout=5"),
+            ("Transfer-Encoding", "chunked"),
+            ("TE", "trailers"),
+            ("Upgrade", "SPDY/3.1"),
+            ("Proxy-Authorization", "Basic x"),
+            ("Accept", "application/json"),
+            ("Content-Type", "application/json"),
+        ]);
+        remove_hop_by_hop(&mut h);
+        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["accept", "content-type"]);
+    }
+
+    #[test]
+    fn upgrade_requests_are_recognised() {
+        let spdy = headers(&[("Connection", "Upgrade"), ("Upgrade", "SPDY/3.1")]);
+        assert_eq!(upgrade_protocol(&spdy).unwrap(), "SPDY/3.1");
+        let websocket = headers(&[
+            ("Connection", "keep-alive, upgrade"),
+            ("Upgrade", "websocket"),
+        ]);
+        assert_eq!(upgrade_protocol(&websocket).unwrap(), "websocket");
+        assert!(upgrade_protocol(&headers(&[("Upgrade", "websocket")])).is_none());
+        assert!(upgrade_protocol(&headers(&[("Connection", "upgrade")])).is_none());
+    }
+}

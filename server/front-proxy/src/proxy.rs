@@ -1,0 +1,308 @@
+//! The front-proxy's request handler: health and metrics of its own, and for everything else
+//! authenticate, replace the identity headers, pick the destination and forward (upstream
+//! `pkg/proxy`: `WithOptionalAuthentication`, `WithInClusterServiceAccountRequestRewrite`,
+//! `WithClusterResolver`, `WithProxyAuthHeaders` and the reverse proxies, in that order).
+//!
+//! Authentication is optional as upstream's: a request with no credentials is forwarded with no
+//! identity (the shard sees an anonymous request), and when the proxy checks no tokens
+//! (no `--token-auth-file`, service-account keys or OIDC) a request without a client certificate
+//! is forwarded as sent, for the shard to authenticate its token. Credentials the proxy checks
+//! and refuses are a 401 `Status`. An authenticated user's groups pass the [`GroupFilter`], and the
+//! proxy vouches for the user with the identity headers; the `Authorization` header it consumed
+//! is not forwarded.
+//!
+//! Answers of the proxy itself: `/clusters/<path>` the index does not know (or that names a
+//! wildcard, or `~` without a user) is 403 "workspace access not permitted" whether the
+//! workspace exists or not (kcp #4012); an `Unavailable` workspace or a shard that is gone is 503;
+//! a path no mapping covers is 404; a backend that cannot be reached is 503.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::header::AUTHORIZATION;
+use http::{HeaderMap, Request, Response, Uri};
+use hyper::body::Incoming;
+use kcp_apimachinery::{ApiError, StatusReason};
+use kcp_apiserver::access_log;
+use kcp_apiserver::listener::Handler;
+use kcp_apiserver::response;
+use kcp_authn::{Authenticated, Authenticators, AuthnError, UserInfo};
+use rustls_pki_types::CertificateDer;
+
+use crate::backend::{Backend, BackendError};
+use crate::forward::{self, ProxyBody, own};
+use crate::groups::GroupFilter;
+use crate::identity::{self, IdentityHeaders, InvalidHeaderName};
+use crate::index::IndexCounts;
+use crate::mapping::{Mappings, PathMapping};
+use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
+use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
+use crate::route::{Resolve, Unroutable};
+
+/// What the proxy is made of.
+pub struct ProxyConfig {
+    pub mappings: Mappings,
+    /// Every authenticator the flags configure, `anonymous` set: no credentials, no identity.
+    pub authenticators: Authenticators,
+    pub groups: GroupFilter,
+    /// The index (`/clusters/` routes and readiness).
+    pub resolver: Arc<dyn Resolve>,
+    /// The index's size for `/metrics`, when it reports one.
+    pub index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
+}
+
+/// Why the proxy cannot be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    HeaderName(#[from] InvalidHeaderName),
+}
+
+/// A mapping entry with its connections and identity header names.
+struct Destination {
+    mapping: PathMapping,
+    backend: Backend,
+    identity: IdentityHeaders,
+}
+
+/// The front-proxy: a [`Handler`] for a secure port.
+pub struct FrontProxy {
+    mappings: Mappings,
+    /// Parallel to `mappings.entries()`.
+    destinations: Vec<Destination>,
+    /// Every identity header name any backend trusts: stripped from every request.
+    identity_names: Vec<IdentityHeaders>,
+    authenticators: Authenticators,
+    /// Whether the proxy itself checks bearer tokens.
+    checks_tokens: bool,
+    groups: GroupFilter,
+    resolver: Arc<dyn Resolve>,
+    metrics: ProxyMetrics,
+    index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
+}
+
+/// Who the proxy vouches for, if anybody.
+type Identity = Option<UserInfo>;
+
+impl FrontProxy {
+    pub fn new(config: ProxyConfig) -> Result<FrontProxy, ProxyError> {
+        let destinations = config
+            .mappings
+            .entries()
+            .iter()
+            .map(|mapping| {
+                Ok(Destination {
+                    mapping: mapping.clone(),
+                    backend: Backend::new(mapping)?,
+                    identity: IdentityHeaders::of(mapping)?,
+                })
+            })
+            .collect::<Result<Vec<_>, ProxyError>>()?;
+        let authenticators = config.authenticators;
+        let checks_tokens = authenticators.token_file.is_some()
+            || authenticators.service_accounts.is_some()
+            || authenticators.oidc.is_some();
+        Ok(FrontProxy {
+            identity_names: identity::all_names(config.mappings.entries())?,
+            mappings: config.mappings,
+            destinations,
+            authenticators,
+            checks_tokens,
+            groups: config.groups,
+            resolver: config.resolver,
+            metrics: ProxyMetrics::default(),
+            index_counts: config.index_counts,
+        })
+    }
+
+    /// The answer and the name of the user it was given to (for the access log).
+    async fn answer(
+        &self,
+        certificates: &[CertificateDer<'static>],
+        mut request: Request<Incoming>,
+    ) -> (Response<ProxyBody>, String) {
+        match request.uri().path() {
+            "/livez" | "/healthz" => return (own(response::text(200, "ok")), String::new()),
+            "/readyz" => return (self.readiness(), String::new()),
+            _ => {}
+        }
+        let path = in_cluster_rewrite(request.uri().path(), request.headers());
+        let identity = match self.authenticate(certificates, request.headers_mut()).await {
+            Ok(identity) => identity,
+            Err(error) => {
+                tracing::debug!(%error, "authentication failed");
+                return (
+                    status(&ApiError::unauthorized("Unauthorized")),
+                    String::new(),
+                );
+            }
+        };
+        let user_name = identity
+            .as_ref()
+            .map(|user| user.name.clone())
+            .unwrap_or_default();
+        if request.uri().path() == "/metrics" {
+            return (self.metrics_answer(identity.as_ref()), user_name);
+        }
+        let path = path.unwrap_or_else(|| request.uri().path().to_owned());
+        let response = match self.target(&path, request.uri(), identity.as_ref()) {
+            Ok((destination, target)) => {
+                self.send(destination, request, target, identity.as_ref())
+                    .await
+            }
+            Err(error) => status(&error),
+        };
+        (response, user_name)
+    }
+
+    fn readiness(&self) -> Response<ProxyBody> {
+        if self.resolver.is_ready() {
+            own(response::text(200, "ok"))
+        } else {
+            own(response::text(
+                500,
+                "[-]index: not every shard has been listed yet\nreadyz check failed",
+            ))
+        }
+    }
+
+    /// `/metrics`, for authenticated users.
+    fn metrics_answer(&self, identity: Option<&UserInfo>) -> Response<ProxyBody> {
+        if identity.is_none() {
+            return status(&ApiError::unauthorized("Unauthorized"));
+        }
+        let size = self.index_counts.as_ref().map(|counts| counts());
+        match self.metrics.encode(size) {
+            Ok(text) => own(response::bytes(200, OPENMETRICS, text)),
+            Err(error) => status(&ApiError::internal_error(&error.to_string())),
+        }
+    }
+
+    /// The authenticated user with its groups filtered, `None` to forward without identity.
+    async fn authenticate(
+        &self,
+        certificates: &[CertificateDer<'static>],
+        headers: &mut HeaderMap,
+    ) -> Result<Identity, AuthnError> {
+        if certificates.is_empty() && !self.checks_tokens {
+            return Ok(None);
+        }
+        let now = jiff::Timestamp::now().as_second();
+        let authenticated = self
+            .authenticators
+            .authenticate(certificates, headers, now)
+            .await?;
+        if authenticated == Authenticated::Anonymous {
+            return Ok(None);
+        }
+        let mut user = authenticated.into_user();
+        self.groups.apply(&mut user.groups);
+        Ok(Some(user))
+    }
+
+    /// Where `path` goes: the destination and the backend URL, or the proxy's own error.
+    fn target(
+        &self,
+        path: &str,
+        uri: &Uri,
+        identity: Option<&UserInfo>,
+    ) -> Result<(&Destination, Uri), ApiError> {
+        let index = self.mappings.select(path).ok_or_else(not_found)?;
+        let destination = self.destinations.get(index).ok_or_else(not_found)?;
+        let url = if destination.mapping.is_clusters() {
+            let (cluster, rest) = split_cluster(path).ok_or_else(not_found)?;
+            let user = identity.map(|user| user.name.as_str());
+            let cluster = expand_home(cluster, user).ok_or_else(access_not_permitted)?;
+            let route = self.resolver.resolve(&cluster).map_err(unroutable)?;
+            format!("{}/clusters/{}{rest}", route.base_url, route.cluster)
+        } else {
+            format!(
+                "{}{path}",
+                destination.mapping.backend.trim_end_matches('/')
+            )
+        };
+        let url = match uri.query() {
+            Some(query) => format!("{url}?{query}"),
+            None => url,
+        };
+        let target = url.parse::<Uri>().map_err(|error| {
+            ApiError::internal_error(&format!("forwarding to {url:?}: {error}"))
+        })?;
+        Ok((destination, target))
+    }
+
+    /// Replaces the identity headers and forwards.
+    async fn send(
+        &self,
+        destination: &Destination,
+        mut request: Request<Incoming>,
+        target: Uri,
+        identity: Option<&UserInfo>,
+    ) -> Response<ProxyBody> {
+        let headers = request.headers_mut();
+        for names in &self.identity_names {
+            names.strip(headers);
+        }
+        if let Some(user) = identity {
+            headers.remove(AUTHORIZATION);
+            destination.identity.stamp(headers, user);
+        }
+        match forward::forward(&destination.backend, request, target).await {
+            Ok(response) => response,
+            Err(error) => {
+                self.metrics.backend_error();
+                tracing::warn!(%error, path = %destination.mapping.path, "backend did not answer");
+                status(&ApiError::service_unavailable(&format!(
+                    "error trying to reach the backend: {error}"
+                )))
+            }
+        }
+    }
+}
+
+impl Handler for FrontProxy {
+    type Body = ProxyBody;
+
+    async fn handle(
+        self: Arc<Self>,
+        peer_certificates: Arc<Vec<CertificateDer<'static>>>,
+        request: Request<Incoming>,
+    ) -> Response<ProxyBody> {
+        let started = Instant::now();
+        let method = request.method().clone();
+        let uri = request.uri().clone();
+        let (response, user) = self.answer(&peer_certificates, request).await;
+        let verb = metrics::verb(&method, uri.query());
+        self.metrics
+            .observe(verb, response.status().as_u16(), started.elapsed());
+        access_log(&method, &uri, &user, &response, started);
+        response
+    }
+}
+
+/// A `Status` answer of the proxy's own.
+pub fn status(error: &ApiError) -> Response<ProxyBody> {
+    own(response::error(error))
+}
+
+fn not_found() -> ApiError {
+    ApiError {
+        code: 404,
+        reason: StatusReason::NotFound,
+        message: "the server could not find the requested resource".into(),
+        details: None,
+    }
+}
+
+fn access_not_permitted() -> ApiError {
+    ApiError::forbidden("", "", "", &Unroutable::Unknown.to_string())
+}
+
+fn unroutable(error: Unroutable) -> ApiError {
+    match error {
+        Unroutable::Unknown => access_not_permitted(),
+        other => ApiError::service_unavailable(&other.to_string()),
+    }
+}

@@ -1,0 +1,229 @@
+//! `kcp front-proxy` (and the program name `kcp-front-proxy`): kcp-front-proxy's proxy and index
+//! on a secure port of their own, with upstream's flags (`cmd/kcp-front-proxy`,
+//! `pkg/proxy/options`): `--mapping-file` and `--shards-kubeconfig` required, `--root-kubeconfig`,
+//! `--root-directory` (default `.kcp`), secure serving (`--secure-port` defaults to 443), the
+//! authentication flags `kcp start` has ([`AuthenticationArgs`]), `--authentication-drop-groups`
+//! (default: upstream's privileged and synthetic groups) and `--authentication-pass-on-groups`,
+//! logging as `kcp start`.
+//!
+//! Without `--tls-cert-file` the serving certificate comes from the same place as `kcp start`'s
+//! ([`crate::pki::transport`]): generated under `--root-directory` and signed by the CA kept
+//! there. Client certificates are asked for when `--client-ca-file` or
+//! `--requestheader-client-ca-file` is given. The index follows the shards through
+//! `--root-kubeconfig` (Shard objects) and `--shards-kubeconfig` (credentials for each shard);
+//! `/readyz` turns ready once every shard has been listed.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{ArgAction, Args};
+use kcp_apiserver::TlsMaterial;
+use kcp_apiserver::listener::TlsListener;
+use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
+use kcp_front_proxy::index::{self, IndexError, IndexSources};
+use kcp_front_proxy::mapping::{MappingError, Mappings};
+use kcp_front_proxy::{FrontProxy, ProxyConfig, ProxyError};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::authentication::{self, AuthenticationSetupError};
+use crate::options::{
+    AuthenticationArgs, CertKeyFiles, LoggingFlags, OptionsError, ServingFlags, non_empty, values,
+};
+use crate::pki::{self, PkiError, TransportOptions};
+
+/// How long in-flight requests may take after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The front-proxy's `--secure-port` default (upstream's).
+pub const DEFAULT_SECURE_PORT: &str = "443";
+
+/// Every flag of `kcp front-proxy`. Field docs are the help texts.
+#[derive(Debug, Clone, Args)]
+pub struct FrontProxyOptions {
+    #[command(flatten)]
+    pub serving: ServingFlags,
+    /// YAML file mapping URL path prefixes to backends (upstream's PathMapping list).
+    #[arg(long, required = true, value_parser = values::path, help_heading = "Front-proxy")]
+    pub mapping_file: PathBuf,
+    /// Kubeconfig whose CA and client certificate reach every shard; each shard's URL comes
+    /// from its Shard object.
+    #[arg(long, required = true, value_parser = values::path, help_heading = "Front-proxy")]
+    pub shards_kubeconfig: PathBuf,
+    /// Kubeconfig of the root shard, where Shard objects are watched (default
+    /// --shards-kubeconfig).
+    #[arg(long, value_parser = values::path, help_heading = "Front-proxy")]
+    pub root_kubeconfig: Option<PathBuf>,
+    /// Directory for generated files (the serving certificate without --tls-cert-file).
+    #[arg(long, value_parser = values::path, default_value = ".kcp", help_heading = "Front-proxy")]
+    pub root_directory: PathBuf,
+    #[command(flatten)]
+    pub authentication: AuthenticationArgs,
+    /// Groups not passed on to the shards; "prefix*" matches every group with the prefix, and
+    /// dropping wins over passing on.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_values = DEFAULT_DROP_GROUPS,
+        help_heading = "Authentication")]
+    pub authentication_drop_groups: Vec<String>,
+    /// Groups passed on to the shards (empty: all); "prefix*" matches every group with the
+    /// prefix.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication")]
+    pub authentication_pass_on_groups: Vec<String>,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
+}
+
+/// Why `kcp front-proxy` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontProxyError {
+    #[error("--tls-cert-file and --tls-private-key-file must be given together")]
+    HalfTlsPair,
+    #[error("--mapping-file: {0}")]
+    Mapping(#[from] MappingError),
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    #[error("creating {path}: {source}")]
+    Directory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error(transparent)]
+    Authentication(#[from] AuthenticationSetupError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    #[error(transparent)]
+    Serve(#[from] kcp_apiserver::ServeError),
+    #[error("installing signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl FrontProxyOptions {
+    /// Checks what clap cannot: pairs of flags and flags that need others.
+    pub fn validate(&self) -> Result<(), FrontProxyError> {
+        let cert = non_empty(self.serving.tls_cert_file.as_ref());
+        let key = non_empty(self.serving.tls_private_key_file.as_ref());
+        if cert.is_some() != key.is_some() {
+            return Err(FrontProxyError::HalfTlsPair);
+        }
+        self.authentication.validate(true, false)?;
+        Ok(())
+    }
+
+    fn tls(&self) -> Option<CertKeyFiles> {
+        non_empty(self.serving.tls_cert_file.as_ref())
+            .zip(non_empty(self.serving.tls_private_key_file.as_ref()))
+            .map(|(cert_file, key_file)| CertKeyFiles {
+                cert_file,
+                key_file,
+            })
+    }
+}
+
+/// Runs the front-proxy until SIGTERM or SIGINT.
+pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
+    options.validate()?;
+    if non_empty(
+        options
+            .authentication
+            .authentication_token_webhook_config_file
+            .as_ref(),
+    )
+    .is_some()
+    {
+        warn!(
+            "--authentication-token-webhook-config-file accepted but not active yet in this build"
+        );
+    }
+    let mappings = Mappings::load(&options.mapping_file)?;
+    // No credentials: forwarded without identity, as upstream (never `system:anonymous`).
+    let flags = options.authentication.validate(true, false)?;
+    let root_directory = non_empty(Some(&options.root_directory));
+    if let Some(directory) = &root_directory {
+        std::fs::create_dir_all(directory).map_err(|source| FrontProxyError::Directory {
+            path: directory.clone(),
+            source,
+        })?;
+    }
+    let tls = options.tls();
+    let client_ca_file = non_empty(options.authentication.client_ca_file.as_ref());
+    let transport = pki::transport(&TransportOptions {
+        root_directory: root_directory.as_deref(),
+        tls: tls.as_ref(),
+        client_ca_file: client_ca_file.as_deref(),
+        admin: false,
+        user: false,
+        bind_address: options.serving.bind_address,
+        hosts: Vec::new(),
+    })?;
+    let requestheader_ca_pem = flags
+        .requestheader_client_ca_file
+        .as_deref()
+        .map(|path| authentication::read("requestheader-client-ca-file", path))
+        .transpose()?;
+    let key_pems = options
+        .authentication
+        .service_account_key_files()
+        .iter()
+        .map(|path| authentication::read("service-account-key-file", path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let authenticators = authentication::authenticators(
+        &flags,
+        transport.client_ca_pem.as_deref(),
+        authentication::verifying_keys_of(&key_pems)?,
+    )?;
+
+    let stop_index = CancellationToken::new();
+    let index = index::start(
+        IndexSources {
+            root_kubeconfig: options
+                .root_kubeconfig
+                .clone()
+                .unwrap_or_else(|| options.shards_kubeconfig.clone()),
+            shards_kubeconfig: options.shards_kubeconfig.clone(),
+        },
+        stop_index.clone(),
+    )?;
+    let counted = index.clone();
+    let proxy = FrontProxy::new(ProxyConfig {
+        mappings,
+        authenticators,
+        groups: GroupFilter::new(
+            &options.authentication_drop_groups,
+            &options.authentication_pass_on_groups,
+        ),
+        resolver: index,
+        index_counts: Some(Box::new(move || counted.counts())),
+    })?;
+
+    let client_ca_pems: Vec<&str> = transport
+        .client_ca_pem
+        .iter()
+        .chain(&requestheader_ca_pem)
+        .map(String::as_str)
+        .collect();
+    let address = SocketAddr::new(options.serving.bind_address, options.serving.secure_port);
+    let listener = TlsListener::bind(
+        address,
+        TlsMaterial {
+            serving_cert_chain_pem: &transport.serving_cert_chain_pem,
+            serving_key_pem: &transport.serving_key_pem,
+            client_ca_pems: &client_ca_pems,
+        },
+    )
+    .await?;
+    let bound = listener.local_addr().unwrap_or(address);
+    info!(address = %bound, "front-proxy serving");
+    let signals = crate::start::shutdown_signal().map_err(FrontProxyError::Signals)?;
+    let stopping = CancellationToken::new();
+    listener
+        .serve(Arc::new(proxy), signals, &stopping, SHUTDOWN_GRACE)
+        .await;
+    stop_index.cancel();
+    info!("shutdown complete");
+    Ok(())
+}
