@@ -27,10 +27,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use http::{Method, StatusCode};
 use kcp_apimachinery::duration::parse_or_seconds;
 use kcp_front_proxy::index::{self, Index, IndexCounts, IndexSources};
 use kcp_front_proxy::route::Resolve;
 use serde::Serialize;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +41,7 @@ use crate::kubeconfig::Target;
 use crate::load::LoadError;
 use crate::report::Table;
 use crate::server::{ServerArgs, ServerError, Stopped, loadavg, memory_of};
-use crate::sharded::Topology;
+use crate::sharded::{FRONT_PROXY, Process, Topology};
 use crate::stats::{Latency, PhaseReport};
 use crate::workspaces::{self, CreateSpec, Tracker, WorkspaceError, create_until_ready};
 
@@ -65,6 +67,10 @@ pub struct IndexLagArgs {
     /// How often the index is asked about the workspaces that do not resolve yet.
     #[arg(long, default_value = "5ms", value_parser = parse_or_seconds)]
     pub poll: Duration,
+    /// How often the front-proxy process (when `kcp sharded` runs one) is asked, by HTTP, about
+    /// the workspaces it still answers 403 for.
+    #[arg(long, default_value = "20ms", value_parser = parse_or_seconds)]
+    pub proxy_poll: Duration,
     /// How long requests may still run after the last one is due.
     #[arg(long, default_value = "30s", value_parser = parse_or_seconds)]
     pub drain: Duration,
@@ -123,9 +129,28 @@ pub struct IndexLagReport {
     /// workspaces it then held.
     pub resync_ms: f64,
     pub resync_workspaces: usize,
+    /// The same through `kcp sharded`'s own `kcp front-proxy`, when it runs one.
+    pub through_proxy: Option<ThroughProxy>,
     pub loadavg_at_start: String,
     pub loadavg: String,
     pub stopped: Stopped,
+}
+
+/// A GET of `/clusters/root:<name>/api/v1/namespaces/default` through the front-proxy process
+/// (its `front-proxy` context's credentials), polled until it stops answering 403.
+#[derive(Debug, Serialize)]
+pub struct ThroughProxy {
+    /// Ready workspaces it answered other than 403 for.
+    pub answered: u64,
+    pub answered_before_ready: u64,
+    /// Ready -> first answer other than 403 (0 when first).
+    pub lag: Option<Latency>,
+    pub poll_ms: f64,
+    /// The proxy process's RSS before the creates and once every workspace answered.
+    pub rss_before_mib: f64,
+    pub rss_after_mib: f64,
+    /// (after - before) / Ready workspaces.
+    pub rss_kib_per_workspace: f64,
 }
 
 /// [`IndexCounts`] as printed.
@@ -150,6 +175,7 @@ struct Measured {
     index_ready: Duration,
     resync: Duration,
     resync_counts: IndexCounts,
+    through_proxy: Option<ThroughProxy>,
 }
 
 /// Starts the topology, measures, stops it.
@@ -188,6 +214,7 @@ pub async fn run(
         index_ready_ms: m.index_ready.as_secs_f64() * 1e3,
         resync_ms: m.resync.as_secs_f64() * 1e3,
         resync_workspaces: m.resync_counts.workspaces,
+        through_proxy: m.through_proxy,
         loadavg_at_start,
         loadavg: loadavg(),
         stopped,
@@ -231,42 +258,73 @@ async fn measure(
     let tracker = Tracker::open(client.clone(), limit)
         .await
         .map_err(WorkspaceError::from)?;
-    let resolved = Arc::new(Mutex::new(HashMap::new()));
-    let poller = tokio::spawn(poll(
-        index.clone(),
-        args.clone(),
-        Instant::now(),
-        resolved.clone(),
-    ));
+    let proxy = front_proxy(topology)?;
+    let proxy_rss_before = match &proxy {
+        Some((process, _)) => Some(memory_of(process.pid)?.rss_mib),
+        None => None,
+    };
+    let in_process = index.clone();
+    let (resolved, poller) = spawn_poller(args, args.poll, move |path| {
+        let routable = in_process.resolve(&path).is_ok();
+        async move { routable }
+    });
+    let proxy_poller = proxy.as_ref().map(|(_, client)| {
+        let client = client.clone();
+        spawn_poller(args, args.proxy_poll, move |path| {
+            let client = client.clone();
+            async move {
+                let answer = client
+                    .request(
+                        Method::GET,
+                        &format!("/clusters/{path}/api/v1/namespaces/default"),
+                        None,
+                    )
+                    .await;
+                answer.is_ok_and(|reply| reply.status != StatusCode::FORBIDDEN)
+            }
+        })
+    });
     let created = create_until_ready(&client, &tracker, &spec, &topology.pids()).await?;
     let ready_at = tracker.ready_times();
-    // Until every Ready workspace resolved, or the timeout.
+    // Until every Ready workspace passed both pollers, or the timeout.
     let deadline = Instant::now() + args.index_timeout;
+    let all_passed = |seen: &Seen| ready_at.keys().all(|name| lock(seen).contains_key(name));
     while Instant::now() < deadline
-        && !ready_at
-            .keys()
-            .all(|name| lock(&resolved).contains_key(name))
+        && !(all_passed(&resolved)
+            && proxy_poller
+                .as_ref()
+                .is_none_or(|(seen, _)| all_passed(seen)))
     {
         tokio::time::sleep(args.poll).await;
     }
     poller.abort();
     let rss_growth_kib = own_rss_kib()? - rss_before;
+    let through_proxy = match (proxy_poller, &proxy, proxy_rss_before) {
+        (Some((seen, task)), Some((process, _)), Some(before)) => {
+            task.abort();
+            let after = memory_of(process.pid)?.rss_mib;
+            let (lags, before_ready) = lags(&ready_at, &seen);
+            Some(ThroughProxy {
+                answered: lags.len() as u64,
+                answered_before_ready: before_ready,
+                lag: Latency::of(lags),
+                poll_ms: args.proxy_poll.as_secs_f64() * 1e3,
+                rss_before_mib: before,
+                rss_after_mib: after,
+                rss_kib_per_workspace: (after - before) * 1024.0 / ready_at.len().max(1) as f64,
+            })
+        }
+        _ => None,
+    };
     tracker.close().await;
     // A second index, started now that every workspace exists: a proxy's (re)start.
     let second = stop.child_token();
     let (resynced, resync) = ready_index(topology, args, second.clone()).await?;
     let resync_counts = resynced.counts();
     second.cancel();
-    let resolved_at = lock(&resolved).clone();
 
-    let mut lags = Vec::new();
-    let mut before = 0;
-    for (name, ready) in &ready_at {
-        if let Some(at) = resolved_at.get(name) {
-            lags.push(at.saturating_duration_since(*ready));
-            before += u64::from(at <= ready);
-        }
-    }
+    let (lags, before) = lags(&ready_at, &resolved);
+    let resolved_at = lock(&resolved).clone();
     let from_create: Vec<Duration> = created
         .created
         .iter()
@@ -285,6 +343,7 @@ async fn measure(
         index_ready,
         resync,
         resync_counts,
+        through_proxy,
     })
 }
 
@@ -317,33 +376,71 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Every `args.poll`, asks `index` about each workspace whose create is due (by the plan's
-/// rate, from `began`) and that does not resolve yet; records when each first resolves.
-async fn poll(
-    index: Arc<Index>,
-    args: IndexLagArgs,
-    began: Instant,
-    resolved: Arc<Mutex<HashMap<String, Instant>>>,
-) {
-    let mut pending: Vec<u64> = Vec::new();
-    let mut next = 0;
-    loop {
-        let due = ((began.elapsed().as_secs_f64() * args.rate) as u64 + 1).min(args.workspaces);
-        pending.extend(next..due);
-        next = next.max(due);
-        let now = Instant::now();
-        let mut found = Vec::new();
-        pending.retain(|&i| {
-            let name = workspaces::name(i);
-            let routable = index.resolve(&format!("root:{name}")).is_ok();
-            if routable {
-                found.push(name);
+/// When each workspace first passed a poller's check.
+type Seen = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// Every `every`, checks each workspace whose create is due (by the plan's rate, from now) and
+/// that has not passed yet with `routable`; records when each first passes.
+fn spawn_poller<F, Fut>(args: &IndexLagArgs, every: Duration, routable: F) -> (Seen, JoinHandle<()>)
+where
+    F: Fn(String) -> Fut + Send + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let seen: Seen = Arc::default();
+    let (rate, count, began, record) = (args.rate, args.workspaces, Instant::now(), seen.clone());
+    let task = tokio::spawn(async move {
+        let mut pending: Vec<u64> = Vec::new();
+        let mut next = 0;
+        loop {
+            let due = ((began.elapsed().as_secs_f64() * rate) as u64 + 1).min(count);
+            pending.extend(next..due);
+            next = next.max(due);
+            let mut still = Vec::with_capacity(pending.len());
+            for i in pending.drain(..) {
+                let name = workspaces::name(i);
+                if routable(format!("root:{name}")).await {
+                    lock(&record).insert(name, Instant::now());
+                } else {
+                    still.push(i);
+                }
             }
-            !routable
-        });
-        lock(&resolved).extend(found.into_iter().map(|name| (name, now)));
-        tokio::time::sleep(args.poll).await;
+            pending = still;
+            tokio::time::sleep(every).await;
+        }
+    });
+    (seen, task)
+}
+
+/// Ready -> passed for each Ready workspace that passed (0 when it passed first), and how many
+/// passed no later than Ready.
+fn lags(ready_at: &HashMap<String, Instant>, seen: &Seen) -> (Vec<Duration>, u64) {
+    let seen = lock(seen);
+    let mut lags = Vec::new();
+    let mut before = 0;
+    for (name, ready) in ready_at {
+        if let Some(at) = seen.get(name) {
+            lags.push(at.saturating_duration_since(*ready));
+            before += u64::from(at <= ready);
+        }
     }
+    (lags, before)
+}
+
+/// The front-proxy `kcp sharded` runs, and a client of it with the admin kubeconfig's
+/// `front-proxy` context.
+fn front_proxy(topology: &Topology) -> Result<Option<(Process, Arc<Client>)>, WorkspaceError> {
+    let Some(process) = topology
+        .summary
+        .processes
+        .iter()
+        .find(|p| p.name == FRONT_PROXY)
+    else {
+        return Ok(None);
+    };
+    let target =
+        Target::from_file(&topology.kubeconfig, Some(FRONT_PROXY))?.with_server(&process.url)?;
+    let client = Client::new(target, Protocol::Http2, 2).map_err(LoadError::from)?;
+    Ok(Some((process.clone(), Arc::new(client))))
 }
 
 fn ms(latency: &Option<Latency>, pick: fn(&Latency) -> f64) -> String {
@@ -400,6 +497,19 @@ impl Table for IndexLagReport {
              workspaces\n",
             self.resync_ms, self.resync_workspaces
         ));
+        if let Some(p) = &self.through_proxy {
+            out.push_str(&format!(
+                "through kcp front-proxy (GET every {:.0} ms until not 403): {} answered ({} no \
+                 later than Ready); proxy RSS {:.1} -> {:.1} MiB = {:.2} KiB per workspace\n",
+                p.poll_ms,
+                p.answered,
+                p.answered_before_ready,
+                p.rss_before_mib,
+                p.rss_after_mib,
+                p.rss_kib_per_workspace
+            ));
+            out.push_str(&line("Ready -> answered through the proxy", &p.lag));
+        }
         out.push_str(&self.stopped.line(1));
         out.push('\n');
         out
