@@ -24,6 +24,9 @@
 //! - `type-replication` (issue 19): start `kcp sharded`, change a WorkspaceType on the root shard
 //!   at a fixed rate and time each change until the cache's watch stream carries it, which is what
 //!   every shard's read-back receives.
+//! - `front-proxy` (issue 20): start `kcp sharded --shards=1`, run create and get at a fixed rate
+//!   straight at the root shard and then through the front-proxy, and report the added latency
+//!   and the proxy's CPU per request.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -31,6 +34,7 @@ mod admission;
 mod authz;
 mod client;
 mod crds;
+mod front_proxy;
 mod idle_watchers;
 mod kubeconfig;
 mod load;
@@ -160,6 +164,15 @@ enum Command {
         #[command(flatten)]
         replication: TypeReplicationArgs,
     },
+    /// Start `kcp sharded --shards=1`; run create and get straight at the root shard, then
+    /// through the front-proxy; report the added latency (p50/p99) and the proxy's CPU per
+    /// request.
+    FrontProxy {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        proxy: front_proxy::FrontProxyArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +197,8 @@ enum BenchError {
     IdleWatchers(#[from] IdleWatchersError),
     #[error(transparent)]
     TypeReplication(#[from] TypeReplicationError),
+    #[error(transparent)]
+    FrontProxy(#[from] front_proxy::FrontProxyError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -280,6 +295,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             replication,
         } => {
             let report = type_replication::run(&server, &replication).await?;
+            Ok(report::render(&report, output)?)
+        }
+        Command::FrontProxy { server, proxy } => {
+            let report = front_proxy::run(&server, &proxy).await?;
             Ok(report::render(&report, output)?)
         }
         Command::Startup { server, runs } => {
