@@ -26,6 +26,9 @@
 //!   every shard's read-back receives.
 //! - `index-lag` (issue 20): start `kcp sharded` and the front-proxy's index, create N workspaces
 //!   and time each from Ready to resolvable by the index; the index's memory per workspace.
+//! - `front-proxy` (issue 20): start `kcp sharded --shards=1`, run create and get at a fixed rate
+//!   straight at the root shard and then through the front-proxy, and report the added latency
+//!   and the proxy's CPU per request.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -33,6 +36,7 @@ mod admission;
 mod authz;
 mod client;
 mod crds;
+mod front_proxy;
 mod idle_watchers;
 mod index_lag;
 mod kubeconfig;
@@ -164,11 +168,22 @@ enum Command {
         #[command(flatten)]
         replication: TypeReplicationArgs,
     },
+    /// Start `kcp sharded` and the front-proxy's index; create workspaces and time each from
+    /// Ready to resolvable (by the index and through the proxy); memory per indexed workspace.
     IndexLag {
         #[command(flatten)]
         server: ServerArgs,
         #[command(flatten)]
         index: IndexLagArgs,
+    },
+    /// Start `kcp sharded --shards=1`; run create and get straight at the root shard, then
+    /// through the front-proxy; report the added latency (p50/p99) and the proxy's CPU per
+    /// request.
+    FrontProxy {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        proxy: front_proxy::FrontProxyArgs,
     },
 }
 
@@ -196,6 +211,8 @@ enum BenchError {
     TypeReplication(#[from] TypeReplicationError),
     #[error(transparent)]
     IndexLag(#[from] IndexLagError),
+    #[error(transparent)]
+    FrontProxy(#[from] front_proxy::FrontProxyError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -298,6 +315,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             &index_lag::run(&server, &index).await?,
             output,
         )?),
+        Command::FrontProxy { server, proxy } => {
+            let report = front_proxy::run(&server, &proxy).await?;
+            Ok(report::render(&report, output)?)
+        }
         Command::Startup { server, runs } => {
             let mut report = StartupReport {
                 backend: server.backend,

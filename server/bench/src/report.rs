@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::admission::AdmissionReport;
 use crate::authz;
 use crate::crds::MemoryRow;
+use crate::front_proxy::FrontProxyReport;
 use crate::idle_watchers::Delivery;
 use crate::server::{Backend, Memory, Stopped};
 use crate::shard_figures::ProcessFigures;
@@ -563,6 +564,44 @@ impl Table for AdmissionReport {
             ms(self.policy.p99_ms),
             cpu(&self.policy)
         );
+        out
+    }
+}
+
+impl Table for FrontProxyReport {
+    fn table(&self) -> String {
+        let mut out = format!(
+            "kcp sharded --shards=1 ready in {:.0} ms; loadavg at start {}, at the end {}\n\n",
+            self.startup_ms, self.loadavg_at_start, self.loadavg
+        );
+        for (title, phases) in [
+            (
+                "straight at the root shard (server CPU: the shard's)",
+                &self.direct,
+            ),
+            (
+                "through the front-proxy (server CPU: the proxy's)",
+                &self.proxied,
+            ),
+        ] {
+            let _ = writeln!(out, "{title}:");
+            let mut rows = vec![request_header()];
+            rows.extend(phases.iter().map(request_row));
+            out.push_str(&grid(&rows));
+            out.push('\n');
+        }
+        for c in &self.comparisons {
+            let _ = writeln!(
+                out,
+                "{}: added p50 {} ms, added p99 {} ms, proxy CPU {} µs per request",
+                c.phase,
+                ms(c.added_p50_ms),
+                ms(c.added_p99_ms),
+                c.proxy_cpu_us_per_request
+                    .map_or("-".into(), |us| format!("{us:.0}"))
+            );
+        }
+        let _ = writeln!(out, "{}", self.stopped.line(1));
         out
     }
 }

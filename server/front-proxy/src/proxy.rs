@@ -22,10 +22,10 @@ use std::time::Instant;
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, Request, Response, Uri};
 use hyper::body::Incoming;
-use kcp_apimachinery::{ApiError, StatusReason};
-use kcp_apiserver::access_log;
+use kcp_apimachinery::ApiError;
 use kcp_apiserver::listener::Handler;
 use kcp_apiserver::response;
+use kcp_apiserver::{access_log, no_such_resource};
 use kcp_authn::{Authenticated, Authenticators, AuthnError, UserInfo};
 use rustls_pki_types::CertificateDer;
 
@@ -209,10 +209,10 @@ impl FrontProxy {
         uri: &Uri,
         identity: Option<&UserInfo>,
     ) -> Result<(&Destination, Uri), ApiError> {
-        let index = self.mappings.select(path).ok_or_else(not_found)?;
-        let destination = self.destinations.get(index).ok_or_else(not_found)?;
+        let index = self.mappings.select(path).ok_or_else(no_such_resource)?;
+        let destination = self.destinations.get(index).ok_or_else(no_such_resource)?;
         let url = if destination.mapping.is_clusters() {
-            let (cluster, rest) = split_cluster(path).ok_or_else(not_found)?;
+            let (cluster, rest) = split_cluster(path).ok_or_else(no_such_resource)?;
             let user = identity.map(|user| user.name.as_str());
             let cluster = expand_home(cluster, user).ok_or_else(access_not_permitted)?;
             let route = self.resolver.resolve(&cluster).map_err(unroutable)?;
@@ -285,15 +285,6 @@ impl Handler for FrontProxy {
 /// A `Status` answer of the proxy's own.
 pub fn status(error: &ApiError) -> Response<ProxyBody> {
     own(response::error(error))
-}
-
-fn not_found() -> ApiError {
-    ApiError {
-        code: 404,
-        reason: StatusReason::NotFound,
-        message: "the server could not find the requested resource".into(),
-        details: None,
-    }
 }
 
 fn access_not_permitted() -> ApiError {

@@ -16,7 +16,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{ArgAction, Args};
 use kcp_apiserver::TlsMaterial;
@@ -33,9 +32,6 @@ use crate::options::{
     AuthenticationArgs, CertKeyFiles, LoggingFlags, OptionsError, ServingFlags, non_empty, values,
 };
 use crate::pki::{self, PkiError, TransportOptions};
-
-/// How long in-flight requests may take after a shutdown signal.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// The front-proxy's `--secure-port` default (upstream's).
 pub const DEFAULT_SECURE_PORT: &str = "443";
@@ -221,7 +217,12 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
     let signals = crate::start::shutdown_signal().map_err(FrontProxyError::Signals)?;
     let stopping = CancellationToken::new();
     listener
-        .serve(Arc::new(proxy), signals, &stopping, SHUTDOWN_GRACE)
+        .serve(
+            Arc::new(proxy),
+            signals,
+            &stopping,
+            crate::start::SHUTDOWN_GRACE,
+        )
         .await;
     stop_index.cancel();
     info!("shutdown complete");

@@ -7,7 +7,7 @@ use kcp::cache_server::CacheServerOptions;
 use kcp::cli::{self, Invocation};
 use kcp::front_proxy::FrontProxyOptions;
 use kcp::logging::LoggingFormat;
-use kcp::options::StartOptions;
+use kcp::options::{LoggingFlags, StartOptions};
 use kcp::sharded::ShardedOptions;
 use kcp::{logging, memory};
 
@@ -33,27 +33,34 @@ fn main() -> ExitCode {
 }
 
 fn cache_server(options: CacheServerOptions) -> ExitCode {
-    if let Err(err) = logging::init(options.logging.format, options.logging.verbosity) {
-        eprintln!("error: {err}");
-        return ExitCode::from(USAGE_ERROR);
-    }
-    if let Err(err) = options.validate() {
-        tracing::error!("invalid flags: {err}");
-        return ExitCode::from(USAGE_ERROR);
-    }
-    run(kcp::cache_server::run(options))
+    let valid = options.validate();
+    component(options.logging.clone(), valid, || {
+        kcp::cache_server::run(options)
+    })
 }
 
 fn front_proxy(options: FrontProxyOptions) -> ExitCode {
-    if let Err(err) = logging::init(options.logging.format, options.logging.verbosity) {
+    let valid = options.validate();
+    component(options.logging.clone(), valid, || {
+        kcp::front_proxy::run(options)
+    })
+}
+
+/// Starts logging, refuses invalid flags (exit code 2), then runs the component's server.
+fn component<E: std::fmt::Display, F: Future<Output = Result<(), R>>, R: std::fmt::Display>(
+    logging: LoggingFlags,
+    valid: Result<(), E>,
+    server: impl FnOnce() -> F,
+) -> ExitCode {
+    if let Err(err) = logging::init(logging.format, logging.verbosity) {
         eprintln!("error: {err}");
         return ExitCode::from(USAGE_ERROR);
     }
-    if let Err(err) = options.validate() {
+    if let Err(err) = valid {
         tracing::error!("invalid flags: {err}");
         return ExitCode::from(USAGE_ERROR);
     }
-    run(kcp::front_proxy::run(options))
+    run(server())
 }
 
 /// Runs a server on a multi-threaded runtime: exit code 0 when it stopped cleanly, 1 otherwise.

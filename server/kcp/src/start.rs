@@ -29,8 +29,8 @@ use crate::pki::{self, PkiError};
 use crate::root_shard::RootShards;
 use crate::shard_client::ShardClientError;
 
-/// How long in-flight requests may take after a shutdown signal.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long in-flight requests may take after a shutdown signal (every server of the binary).
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Why `kcp start` stopped.
 #[derive(Debug, thiserror::Error)]

@@ -48,9 +48,8 @@ impl Caller {
 
     /// Bearer token `token`, no client certificate.
     pub fn token(server: &KcpProcess, token: &str) -> Caller {
-        let mut caller = Caller::anonymous(server);
+        let mut caller = Caller::anonymous(server).bearer(token);
         caller.name = "token".to_owned();
-        caller.token = Some(token.to_owned());
         caller
     }
 
@@ -76,13 +75,25 @@ impl Caller {
     }
 
     fn named(server: &KcpProcess, name: &str, client: reqwest::Client) -> Caller {
+        Caller::at(server.base_url(), client, name)
+    }
+
+    /// Whoever `client` presents itself as, against `base` (`https://<host>:<port>`): a server
+    /// that is not a [`KcpProcess`], such as a front-proxy.
+    pub fn at(base: &str, client: reqwest::Client, name: &str) -> Caller {
         Caller {
-            base: server.base_url().to_owned(),
+            base: base.to_owned(),
             client,
             name: name.to_owned(),
             token: None,
             headers: Vec::new(),
         }
+    }
+
+    /// This caller sending `Authorization: Bearer <token>` too.
+    pub fn bearer(mut self, token: &str) -> Caller {
+        self.token = Some(token.to_owned());
+        self
     }
 
     /// Who this is (the admin, the certificate's user, ...), for failure messages.
