@@ -22,6 +22,10 @@
 //!   of root and the bookkeeping of this command grow with the workspaces too.
 //! - **Resync**: a second index started once every workspace exists (a proxy's restart), timed
 //!   until it is ready (every shard listed), with the workspaces it then holds.
+//! - **Through the proxy**: when `kcp sharded` runs its own `kcp front-proxy` (a build that has
+//!   one), a second poller GETs `/clusters/root:<name>/api/v1/namespaces/default` through it every
+//!   `--proxy-poll` (its `front-proxy` context's credentials) until it answers other than 403:
+//!   Ready -> answered, and the proxy process's RSS growth per workspace.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
