@@ -16,7 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kcp_testing::identities::CertificateAuthority;
 use kcp_testing::plugins::plugin_dir;
@@ -37,23 +37,6 @@ fn pinned_manifest(name: &str, shard: &str) -> String {
         "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n\
          spec:\n  location:\n    selector:\n      matchLabels:\n        name: {shard}\n"
     )
-}
-
-/// Runs `kubectl args` until its stdout (trimmed) is `want`.
-fn wait_output(kubectl: &Kubectl, args: &[&str], want: &str) {
-    let deadline = Instant::now() + SETTLED_WITHIN;
-    loop {
-        let run = kubectl.run(args);
-        if run.status.success() && run.stdout.trim() == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "kubectl {} {args:?}: not {want:?} within {SETTLED_WITHIN:?}; last: {run:?}",
-            kubectl.version()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 /// The shard whose own API serves `path` (the others answer 429 for it), asked directly.
@@ -111,10 +94,10 @@ async fn a_sharded_kcp_through_its_front_proxy_only() {
             on_shard.push((name, shard));
         }
         for (name, shard) in &on_shard {
-            wait_output(
-                &kubectl,
+            kubectl.wait_for_output(
                 &["get", "workspace", name, "-o", "jsonpath={.status.phase}"],
                 "Ready",
+                SETTLED_WITHIN,
             );
             assert_eq!(owner(&sharded, &format!("root:{name}")).await, *shard);
             let url = kubectl.ok(&["get", "workspace", name, "-o", "jsonpath={.spec.URL}"]);

@@ -163,6 +163,23 @@ impl Kubectl {
         self.run(args).success(&self.version, args)
     }
 
+    /// Runs `args` until it succeeds with `want` as its stdout (trimmed), within `within`.
+    pub fn wait_for_output(&self, args: &[&str], want: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let run = self.run(args);
+            if run.status.success() && run.stdout.trim() == want {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kubectl {} {args:?}: not {want:?} within {within:?}; last: {run:?}",
+                self.version
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     /// Runs a command that must fail and returns its stderr.
     pub fn fails(&self, args: &[&str]) -> String {
         let run = self.run(args);

@@ -5,19 +5,7 @@ use super::*;
 
 /// Runs `kubectl args` until its stdout (trimmed) is `want`.
 fn wait_output(kubectl: &Kubectl, args: &[&str], want: &str) {
-    let deadline = Instant::now() + SETTLED_WITHIN;
-    loop {
-        let run = kubectl.run(args);
-        if run.status.success() && run.stdout.trim() == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "kubectl {} {args:?}: not {want:?} within {SETTLED_WITHIN:?}; last: {run:?}",
-            kubectl.version()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    kubectl.wait_for_output(args, want, SETTLED_WITHIN);
 }
 
 /// `kubectl ws current` names `path`.
