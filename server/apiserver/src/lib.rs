@@ -22,6 +22,7 @@ mod tls;
 
 pub use filters::authentication::Authentication;
 pub use filters::authorization::webhook::WebhookConfig;
+pub use filters::authorization::workspace_access_not_permitted;
 pub use handlers::resource::no_such_resource;
 pub use handlers::response;
 pub use request::path::percent_decode;

@@ -27,6 +27,8 @@
 //! - `front-proxy` (issue 20): start `kcp sharded --shards=1`, run create and get at a fixed rate
 //!   straight at the root shard and then through the front-proxy, and report the added latency
 //!   and the proxy's CPU per request.
+//! - `index-lag` (issue 20): start `kcp sharded` and the front-proxy's index, create N workspaces
+//!   and time each from Ready to resolvable by the index; the index's memory per workspace.
 //!
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
@@ -36,6 +38,7 @@ mod client;
 mod crds;
 mod front_proxy;
 mod idle_watchers;
+mod index_lag;
 mod kubeconfig;
 mod load;
 mod owned;
@@ -62,6 +65,7 @@ use authz::{AuthzArgs, AuthzError};
 use client::{Client, ClientError, Protocol};
 use crds::{CrdArgs, CrdError};
 use idle_watchers::{IdleWatchersArgs, IdleWatchersError};
+use index_lag::{IndexLagArgs, IndexLagError};
 use kubeconfig::{KubeconfigError, Target};
 use load::{LoadArgs, LoadError, Resource, Workload};
 use report::{CrdsReport, LoadReport, Output, ServerReport, StartupReport, StartupRun};
@@ -173,6 +177,12 @@ enum Command {
         #[command(flatten)]
         proxy: front_proxy::FrontProxyArgs,
     },
+    IndexLag {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        index: IndexLagArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -199,6 +209,8 @@ enum BenchError {
     TypeReplication(#[from] TypeReplicationError),
     #[error(transparent)]
     FrontProxy(#[from] front_proxy::FrontProxyError),
+    #[error(transparent)]
+    IndexLag(#[from] IndexLagError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -301,6 +313,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             let report = front_proxy::run(&server, &proxy).await?;
             Ok(report::render(&report, output)?)
         }
+        Command::IndexLag { server, index } => Ok(report::render(
+            &index_lag::run(&server, &index).await?,
+            output,
+        )?),
         Command::Startup { server, runs } => {
             let mut report = StartupReport {
                 backend: server.backend,

@@ -25,6 +25,8 @@ const STOP_WITHIN: Duration = Duration::from_secs(150);
 const POLL: Duration = Duration::from_millis(100);
 const SUMMARY_START: &str = "kcp sharded is running:";
 const KUBECONFIG_LINE: &str = "admin kubeconfig: ";
+/// The front-proxy's process and context (not a shard), when `kcp sharded` runs one.
+pub const FRONT_PROXY: &str = "front-proxy";
 
 /// One process of the topology as the summary printed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -39,7 +41,7 @@ pub struct Process {
 pub struct Summary {
     /// The processes with a PID of their own, in start order.
     pub processes: Vec<Process>,
-    /// The shards' names (the admin kubeconfig's contexts), root first.
+    /// The shards' names (the admin kubeconfig's contexts but `front-proxy`), root first.
     pub shards: Vec<String>,
 }
 
@@ -62,7 +64,11 @@ pub fn parse_summary(output: &str) -> Option<Summary> {
     for line in summary.lines().skip(1) {
         if let Some(rest) = line.strip_prefix(KUBECONFIG_LINE) {
             let contexts = rest.split_once("(contexts ")?.1.split_once(';')?.0;
-            let shards = contexts.split(", ").map(str::to_owned).collect();
+            let shards = contexts
+                .split(", ")
+                .filter(|context| *context != FRONT_PROXY)
+                .map(str::to_owned)
+                .collect();
             return Some(Summary { processes, shards });
         }
         let mut fields = line.split_whitespace();
@@ -115,7 +121,8 @@ pub struct Topology {
 
 impl Topology {
     /// Runs `kcp sharded --shards=<shards> --secure-port=0 --root-directory=<fresh dir>` (with
-    /// `--etcd-servers` for `--backend etcd`, then the extra arguments) and waits for its summary.
+    /// `--etcd-servers` for `--backend etcd`, then the extra arguments), waits for its summary and
+    /// logs it.
     pub async fn start(args: &ServerArgs, shards: u16) -> Result<Self, ServerError> {
         let etcd = args.etcd()?.map(|url| format!("--etcd-servers={url}"));
         let dir = OwnedProcess::fresh_dir()?;
@@ -138,6 +145,11 @@ impl Topology {
                 });
             }
             if let Some(summary) = parse_summary(&process.output()) {
+                tracing::info!(
+                    startup_ms = spawned.elapsed().as_secs_f64() * 1e3,
+                    processes = ?summary.processes,
+                    "kcp sharded ready"
+                );
                 return Ok(Self {
                     process,
                     kubeconfig: root.join("admin.kubeconfig"),
@@ -205,6 +217,20 @@ try:
         );
         assert_eq!(summary.processes.len(), 3);
         assert_eq!(summary.cache_url(), Some("https://127.0.0.1:40001"));
+    }
+
+    #[test]
+    fn the_front_proxy_is_a_process_and_no_shard() {
+        let printed = PRINTED
+            .replace(
+                "admin kubeconfig: /t/admin.kubeconfig (contexts root",
+                "  front-proxy  https://127.0.0.1:40004  pid=14  log=/t/fp.log\n\
+                 admin kubeconfig: /t/admin.kubeconfig (contexts front-proxy, root",
+            )
+            .replace("current context root", "current context front-proxy");
+        let summary = parse_summary(&printed).unwrap();
+        assert_eq!(summary.shards, vec!["root", "shard-1"]);
+        assert_eq!(summary.processes[3].name, FRONT_PROXY);
     }
 
     #[test]

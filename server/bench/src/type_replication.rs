@@ -101,11 +101,6 @@ pub async fn run(
 ) -> Result<TypeReplicationReport, TypeReplicationError> {
     let plan = Plan::exactly(args.rate, args.changes).map_err(LoadError::from)?;
     let topology = Topology::start(server, args.shards).await?;
-    tracing::info!(
-        startup_ms = topology.startup.as_secs_f64() * 1e3,
-        processes = ?topology.summary.processes,
-        "kcp sharded ready"
-    );
     let loadavg_at_start = loadavg();
     let measured = measure(&topology, &plan, args).await;
     let startup_ms = topology.startup.as_secs_f64() * 1e3;

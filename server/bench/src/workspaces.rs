@@ -205,11 +205,6 @@ pub async fn run(
         return Ok(report);
     };
     let topology = Topology::start(server, shards).await?;
-    tracing::info!(
-        startup_ms = topology.startup.as_secs_f64() * 1e3,
-        processes = ?topology.summary.processes,
-        "kcp sharded ready"
-    );
     let measured = measure(Subject::Sharded(&topology), server, args).await;
     let startup = topology.startup;
     let stopped = topology.stop().await?;
@@ -604,7 +599,7 @@ fn cpu_of(subject: Subject<'_>) -> HashMap<String, Duration> {
 }
 
 /// The name of the i-th workspace (from 0): `ws-00001`, ...
-fn name(i: u64) -> String {
+pub fn name(i: u64) -> String {
     format!("{PREFIX}{:05}", i + 1)
 }
 
@@ -833,6 +828,11 @@ impl Tracker {
 
     fn snapshot(&self, state: State) -> HashMap<String, Instant> {
         lock(&self.seen).of(state).clone()
+    }
+
+    /// When the watch first showed each workspace Ready.
+    pub fn ready_times(&self) -> HashMap<String, Instant> {
+        self.snapshot(State::Ready)
     }
 
     /// Waits until the watch has shown every one of `names` in `state`, the deadline passes or

@@ -5,8 +5,9 @@
 //! authorizer before RBAC: a request into a logical cluster only reaches RBAC when the cluster
 //! exists and is in a phase that serves content, and the user holds non-resource verb `access`
 //! on `/` there (through the cluster's own RBAC or the bootstrap policy). Whatever its reason, a
-//! refusal reaches the client anonymized as [`ANONYMIZED_DENY_REASON`]; the reasons here are for
-//! audit and logs.
+//! refusal reaches the client anonymized as [`WORKSPACE_ACCESS_NOT_PERMITTED`], the reason the
+//! front-proxy gives for a path it does not know (upstream's shards say `access denied` there,
+//! which tells a client that the workspace exists); the reasons here are for audit and logs.
 
 use kcp_apimachinery::gofmt::quote;
 use serde_json::Value;
@@ -14,9 +15,8 @@ use serde_json::Value;
 use crate::paths::SYSTEM_PREFIX;
 use crate::workspace::Phase;
 
-/// The reason every refused request carries in its 403 (upstream anonymizes the chain's reasons).
-pub const ANONYMIZED_DENY_REASON: &str = "access denied";
-/// The reason the front proxy and home-workspace handler give when a workspace cannot be entered.
+/// The reason the content authorizer, the front proxy and the home-workspace handler give when a
+/// workspace cannot be entered (or does not exist: the answers are the same).
 pub const WORKSPACE_ACCESS_NOT_PERMITTED: &str = "workspace access not permitted";
 /// Members pass the gate and are decided by RBAC alone (the workspace scheduler).
 pub const LOGICAL_CLUSTER_ADMIN_GROUP: &str = "system:kcp:logical-cluster-admin";

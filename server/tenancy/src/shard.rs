@@ -20,6 +20,8 @@ pub const RESOURCE: &str = "shards";
 pub const VERSION: &str = "v1alpha1";
 /// The shard name label every shard sets on its own object, as upstream.
 pub const NAME_LABEL: &str = "name";
+/// The root shard's name (`kcp start --shard-name`'s default): the shard that holds `root`.
+pub const ROOT_SHARD_NAME: &str = "root";
 /// Which process holds the shard name (ours): host, process id and start time.
 pub const PROCESS_ANNOTATION: &str = "internal.core.kcp.io/shard-process";
 /// Upstream's condition type and reason for a Workspace no shard takes.

@@ -15,7 +15,8 @@ use std::collections::{HashMap, HashSet};
 use std::mem::size_of;
 use std::sync::Arc;
 
-use kcp_tenancy::paths::{self, SEPARATOR};
+use kcp_tenancy::paths::{self, ROOT, SEPARATOR, SYSTEM_PREFIX};
+use kcp_tenancy::shard::ROOT_SHARD_NAME;
 
 use crate::route::{Route, Unroutable};
 
@@ -187,9 +188,23 @@ impl State {
         (started, removed)
     }
 
+    /// Whether `cluster`, reported by `feed`'s shard, may be routed to it: `system:` logical
+    /// clusters are every shard's own and never routable through the proxy, and `root` belongs
+    /// to the root shard (every kcp-rs shard bootstraps a `root` of its own; upstream's only
+    /// exists on the root shard).
+    fn routable(&self, feed: Feed, cluster: &str) -> bool {
+        if cluster.starts_with(SYSTEM_PREFIX) {
+            return false;
+        }
+        cluster != ROOT
+            || self
+                .slot(feed.shard)
+                .is_some_and(|slot| &*slot.name == ROOT_SHARD_NAME)
+    }
+
     /// Records a LogicalCluster reported by `feed`'s shard.
     pub fn upsert_logical_cluster(&mut self, feed: Feed, cluster: &str) {
-        if !self.accepts(feed) {
+        if !self.accepts(feed) || !self.routable(feed, cluster) {
             return;
         }
         match self.clusters.get_mut(cluster) {

@@ -123,23 +123,33 @@ async fn list_then_watch<T: DeserializeOwned>(
     let mut pending: Vec<u8> = Vec::new();
     while let Some(chunk) = watch.chunk().await? {
         pending.extend_from_slice(&chunk);
-        let mut consumed = 0;
-        while let Some(end) = pending[consumed..].iter().position(|b| *b == b'\n') {
-            let line = &pending[consumed..consumed + end];
-            consumed += end + 1;
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice(line)? {
-                Event::Added(object) | Event::Modified(object) => apply(Update::Upserted(object)),
-                Event::Deleted(object) => apply(Update::Deleted(object)),
-                Event::Bookmark(_) => {}
-                Event::Error(status) => return Err(answered(status)),
-            }
-        }
-        pending.drain(..consumed);
+        apply_lines(&mut pending, apply)?;
     }
     Err(WatchError::Ended)
+}
+
+/// Applies every complete line of `pending` (a watch's bytes so far) and keeps the incomplete
+/// rest; an `ERROR` event or an undecodable line ends the watch.
+fn apply_lines<T: DeserializeOwned>(
+    pending: &mut Vec<u8>,
+    apply: &impl Fn(Update<T>),
+) -> Result<(), WatchError> {
+    let mut consumed = 0;
+    while let Some(end) = pending[consumed..].iter().position(|b| *b == b'\n') {
+        let line = &pending[consumed..consumed + end];
+        consumed += end + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice(line)? {
+            Event::Added(object) | Event::Modified(object) => apply(Update::Upserted(object)),
+            Event::Deleted(object) => apply(Update::Deleted(object)),
+            Event::Bookmark(_) => {}
+            Event::Error(status) => return Err(answered(status)),
+        }
+    }
+    pending.drain(..consumed);
+    Ok(())
 }
 
 /// The response when it is a success, else its `Status` as an error.
@@ -194,6 +204,53 @@ mod tests {
             }
             _ => panic!("not an error"),
         }
+    }
+
+    /// What `apply_lines` applied, as `+a`/`-a`, after each chunk in turn.
+    fn applied(chunks: &[&str]) -> (Vec<String>, Result<(), WatchError>) {
+        let seen = std::cell::RefCell::new(Vec::new());
+        let apply = |update: Update<Thing>| {
+            seen.borrow_mut().push(match update {
+                Update::Upserted(t) => format!("+{}", t.a),
+                Update::Deleted(t) => format!("-{}", t.a),
+                Update::Listed(_) => "listed".into(),
+            })
+        };
+        let mut pending = Vec::new();
+        let mut result = Ok(());
+        for chunk in chunks {
+            pending.extend_from_slice(chunk.as_bytes());
+            result = apply_lines(&mut pending, &apply);
+            if result.is_err() {
+                break;
+            }
+        }
+        (seen.into_inner(), result)
+    }
+
+    #[test]
+    fn lines_are_cut_across_chunks() {
+        let (seen, result) = applied(&[
+            "{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n{\"type\":\"DEL",
+            "ETED\",\"object\":{\"a\":1}}",
+            "\n\n{\"type\":\"MODIFIED\",\"object\":{\"a\":2}}\n{\"type\"",
+        ]);
+        assert_eq!(seen, ["+1", "-1", "+2"]);
+        assert!(result.is_ok());
+    }
+
+    #[test]
+    fn an_error_event_ends_the_watch_with_its_code() {
+        let (seen, result) = applied(&[
+            "{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n",
+            "{\"type\":\"ERROR\",\"object\":{\"code\":410,\"message\":\"gone\"}}\n",
+            "{\"type\":\"ADDED\",\"object\":{\"a\":2}}\n",
+        ]);
+        assert_eq!(seen, ["+1"]);
+        assert!(matches!(
+            result,
+            Err(WatchError::Answered { code: 410, .. })
+        ));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::*;
 fn expect_access_denied(what: &str, response: &Response) {
     let message = expect_forbidden(what, response);
     assert!(
-        message.contains("access denied"),
+        message.contains("workspace access not permitted"),
         "{what}: message is not the content authorizer's: {message}"
     );
 }
@@ -263,7 +263,10 @@ async fn home_workspace_flow() {
         );
         let response = dave.get(&namespaces).await;
         let message = expect_forbidden(&format!("dave GET {namespaces}"), &response);
-        assert!(message.contains("access denied"), "{message}");
+        assert!(
+            message.contains("workspace access not permitted"),
+            "{message}"
+        );
     }
     carol
         .create(

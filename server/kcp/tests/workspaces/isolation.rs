@@ -109,7 +109,10 @@ async fn sibling_workspaces_are_isolated() {
     // RBAC of iso-a does not reach iso-b.
     let response = frank.get(&format!("{}/api/v1/namespaces", at(b))).await;
     let message = expect_forbidden("frank in iso-b", &response);
-    assert!(message.contains("access denied"), "{message}");
+    assert!(
+        message.contains("workspace access not permitted"),
+        "{message}"
+    );
     // Even with access in iso-b, iso-a's view binding does not count there.
     admin.create(&crbs(b), &access_binding("frank")).await;
     SETTLED
@@ -123,7 +126,9 @@ async fn sibling_workspaces_are_isolated() {
             } else {
                 String::new()
             };
-            if message.contains("User \"frank\"") && !message.contains("access denied") {
+            if message.contains("User \"frank\"")
+                && !message.contains("workspace access not permitted")
+            {
                 Ok(())
             } else {
                 Err(format!("{} {}", response.status, response.text()))

@@ -19,6 +19,7 @@ use kcp_apimachinery::ApiError;
 use kcp_rbac::{Attributes, Decision, MASTERS_GROUP, Policy, ResourceAttributes, User};
 
 use crate::request::RequestInfo;
+use crate::request::query::Query;
 use kcp_controllers::TenancyIndex;
 use kcp_registry::{ClusterTarget, LogicalClusterName};
 use kcp_tenancy::access;
@@ -75,11 +76,15 @@ impl Authorizer {
                 let layers = policy.layers();
                 match self.content_gate(name, attributes, layers.as_slice()) {
                     access::Decision::Allow(reason) => return Ok(Decision::Allow(reason)),
+                    // Refused at the gate: the same reason the front-proxy gives for a path it
+                    // does not know, so neither tells whether the workspace exists.
                     access::Decision::Deny(_) => {
-                        return Ok(Decision::Deny(access::ANONYMIZED_DENY_REASON.into()));
+                        return Ok(Decision::Deny(
+                            access::WORKSPACE_ACCESS_NOT_PERMITTED.into(),
+                        ));
                     }
                     access::Decision::NoOpinion(_) => {
-                        Decision::NoOpinion(access::ANONYMIZED_DENY_REASON.into())
+                        Decision::NoOpinion(access::WORKSPACE_ACCESS_NOT_PERMITTED.into())
                     }
                     access::Decision::Delegate(_) => layers.as_slice().authorize(attributes),
                 }
@@ -158,6 +163,20 @@ pub fn attributes(user: User, info: &RequestInfo, method: &Method, path: &str) -
     )
 }
 
+/// The 403 a shard answers when `user` may not enter the workspace of a request (`method`, `path`
+/// after `/clusters/<cluster>`, `query`): servers in front of the shards (the front-proxy) answer
+/// exactly this for a path they do not know, so that no answer tells whether a workspace exists.
+pub fn workspace_access_not_permitted(
+    user: &kcp_authn::UserInfo,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+) -> ApiError {
+    let info = RequestInfo::parse(method, path, Query::parse(query).is_watch());
+    let user = crate::filters::authentication::rbac_user(user);
+    attributes(user, &info, method, path).forbidden_error(access::WORKSPACE_ACCESS_NOT_PERMITTED)
+}
+
 /// `--authorization-always-allow-paths` entries are exact paths or prefixes ending in `*`.
 fn path_matches(pattern: &str, path: &str) -> bool {
     match pattern.strip_suffix('*') {
@@ -174,6 +193,38 @@ fn path_matches(pattern: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workspace_access_not_permitted_reads_like_the_shards_refusal() {
+        let alice = kcp_authn::UserInfo {
+            name: "alice".into(),
+            ..kcp_authn::UserInfo::anonymous()
+        };
+        let list = workspace_access_not_permitted(&alice, &Method::GET, "/api/v1/namespaces", None);
+        assert_eq!(list.code, 403);
+        assert_eq!(
+            list.message,
+            "namespaces is forbidden: User \"alice\" cannot list resource \"namespaces\" in API \
+             group \"\" at the cluster scope: workspace access not permitted"
+        );
+        let watch = workspace_access_not_permitted(
+            &alice,
+            &Method::GET,
+            "/apis/apps/v1/namespaces/default/deployments",
+            Some("watch=1"),
+        );
+        assert!(
+            watch.message.contains("cannot watch resource \"deployments\" in API group \"apps\" in the namespace \"default\""),
+            "{}",
+            watch.message
+        );
+        let version = workspace_access_not_permitted(&alice, &Method::GET, "/version", None);
+        assert!(
+            version.message.contains("cannot get path \"/version\""),
+            "{}",
+            version.message
+        );
+    }
 
     #[test]
     fn always_allow_paths() {

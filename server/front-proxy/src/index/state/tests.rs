@@ -277,3 +277,21 @@ fn entries_stay_small() {
     let per_workspace = (state.heap_bytes() - before) / 1000;
     assert!(per_workspace > 64 && per_workspace < 512, "{per_workspace}");
 }
+
+#[test]
+fn root_is_the_root_shards_and_system_clusters_are_never_routed() {
+    let (mut state, root, shard_1) = tree();
+    // Every kcp-rs shard has a `root` of its own and `system:` clusters: only the root shard's
+    // `root` counts, in whichever order the shards report them.
+    state.upsert_logical_cluster(shard_1, "root");
+    state.upsert_logical_cluster(shard_1, "system:admin");
+    state.upsert_logical_cluster(root, "system:admin");
+    assert_eq!(state.resolve("root"), Ok(route("root", ROOT_URL, "root")));
+    assert_eq!(state.resolve("system:admin"), Err(Unroutable::Unknown));
+    state.relist_logical_clusters(shard_1, &["root", "orgcluster"]);
+    assert_eq!(state.resolve("root"), Ok(route("root", ROOT_URL, "root")));
+    assert_eq!(
+        state.resolve("root:org"),
+        Ok(route("shard-1", SHARD_1_URL, "orgcluster"))
+    );
+}
