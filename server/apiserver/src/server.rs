@@ -383,11 +383,11 @@ impl crate::listener::Handler for App {
 }
 
 /// The access log line of one request (every server of the binary writes the same fields).
-pub fn access_log<B>(
+pub fn access_log(
     method: &Method,
     uri: &http::Uri,
     user_name: &str,
-    response: &Response<B>,
+    response: &Response<Body>,
     started: Instant,
 ) {
     tracing::info!(
