@@ -57,6 +57,13 @@ pub enum StartError {
     ShardClient(#[from] ShardClientError),
     #[error(transparent)]
     Cache(#[from] CacheSetupError),
+    #[error("reading the shard's identity {}: {source}", path.display())]
+    ShardIdentity {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    File(#[from] crate::private_file::PrivateFileError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -124,7 +131,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         .local_addr()
         .map_or(options.secure_port, |a| a.port());
     let context = server.controller_context();
-    let registration = std::sync::Arc::new(registration(&options, port));
+    let registration = std::sync::Arc::new(registration(&options, port)?);
     let cache_links = cache::connect(
         &options,
         &context.store,
@@ -222,8 +229,9 @@ async fn cross_shard(
 /// Who this shard is: its name, its URLs (upstream's defaults: the base URL is the server's own
 /// address, the others default to it), its limit, and the identity of the process holding the
 /// name. Replicas under one Lease share an identity (the Lease decides which of them works);
-/// otherwise each process has its own, so a second process with the same name is refused.
-fn registration(options: &ValidatedOptions, port: u16) -> Registration {
+/// otherwise each root directory has its own, so a second process with the same name elsewhere
+/// is refused while a process restarted on the same directory after a crash is not.
+fn registration(options: &ValidatedOptions, port: u16) -> Result<Registration, StartError> {
     let url = |uri: &http::Uri| uri.to_string().trim_end_matches('/').to_string();
     let host = options
         .external_hostname
@@ -233,11 +241,12 @@ fn registration(options: &ValidatedOptions, port: u16) -> Registration {
         .shard_base_url
         .as_ref()
         .map_or_else(|| format!("https://{host}:{port}"), url);
-    let process = match &options.leader_election {
-        Some((namespace, name)) => format!("lease:{namespace}/{name}"),
-        None => process_identity(),
+    let process = match (&options.leader_election, &options.root_directory) {
+        (Some((namespace, name)), _) => format!("lease:{namespace}/{name}"),
+        (None, Some(dir)) => directory_identity(dir)?,
+        (None, None) => process_identity(),
     };
-    Registration {
+    Ok(Registration {
         name: options.shard_name.clone(),
         process,
         urls: Urls::with_defaults(
@@ -246,8 +255,27 @@ fn registration(options: &ValidatedOptions, port: u16) -> Registration {
             options.shard_virtual_workspace_url.as_ref().map(url),
         ),
         max_logical_clusters: options.max_logical_clusters,
-    }
+    })
 }
+
+/// The identity kept in `<root-directory>/shard-identity`, made once (from the first process's
+/// [`process_identity`]): a shard restarted on its directory after a crash takes its name back at
+/// once instead of waiting for its last heartbeat to go stale.
+fn directory_identity(dir: &std::path::Path) -> Result<String, StartError> {
+    let path = dir.join(SHARD_IDENTITY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(kept) if !kept.trim().is_empty() => return Ok(kept.trim().to_owned()),
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(StartError::ShardIdentity { path, source }),
+    }
+    let identity = process_identity();
+    crate::private_file::write(&path, identity.as_bytes())?;
+    Ok(identity)
+}
+
+/// Where a shard keeps the identity it registers its name with.
+const SHARD_IDENTITY_FILE: &str = "shard-identity";
 
 /// Unique per process, like client-go's leader election identities: host, process id, start time.
 fn process_identity() -> String {

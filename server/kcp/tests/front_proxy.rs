@@ -7,7 +7,7 @@
 //! not access and one that does not exist are both 403; the same token gets the same user,
 //! groups and access decisions directly and through the proxy; a watch stays open while objects
 //! are created; an upgrade request reaches a backend (a tiny HTTP server that switches protocols
-//! and echoes) and bytes flow both ways. A shard that goes away (stopped): requests for its
+//! and echoes) and bytes flow both ways. A shard that goes away (killed): requests for its
 //! workspaces fail at once with a 503 `Status` and open watches end; once it is back on its
 //! address, its workspaces answer again and a workspace created after the restart becomes
 //! routable (the index listed the shard again).
@@ -291,10 +291,10 @@ async fn a_shard_that_goes_away_and_comes_back() {
     assert_eq!(watch.status(), 200);
     let mut watch = watch.bytes_stream();
 
-    // Stopped (a crash would do the same to the proxy, but a crashed shard's name stays claimed
-    // by its last heartbeat for 90 s: see docs/server.md, "Shards").
-    topology.shard.stop_cleanly().await;
-    // The open watch ends (the proxy does not keep a client hanging on a gone backend).
+    // A crash: no graceful end of anything.
+    topology.shard.kill();
+    // The open watch ends, here broken as its backend's was (the proxy neither keeps a client
+    // hanging on a dead backend nor passes a cut stream off as complete).
     let ended = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(Ok(_)) = watch.next().await {}
     })

@@ -254,6 +254,22 @@ async fn a_second_live_process_cannot_take_a_shard_name() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_shard_restarted_on_its_directory_takes_its_name_back_at_once() {
+    let mut root = KcpProcess::start(binary(), "shards-crash", &[]).await;
+    let holder =
+        shard(&root).await["metadata"]["annotations"]["internal.core.kcp.io/shard-process"].clone();
+    // Killed with a fresh heartbeat: another directory's process would be refused for 90 s,
+    // this one's restart is the same shard.
+    root.kill();
+    root.start_again().await;
+    let after = shard(&root).await;
+    assert_eq!(
+        after["metadata"]["annotations"]["internal.core.kcp.io/shard-process"],
+        holder
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_non_root_shard_registers_itself_in_the_root_shard() {
     let root = KcpProcess::start(binary(), "shards-registry-root", &[]).await;
     let root_kubeconfig = root.kubeconfig().display().to_string();
