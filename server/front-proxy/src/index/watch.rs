@@ -2,8 +2,9 @@
 //! client-go informer does for upstream's index): a list gives every object and a
 //! resourceVersion, a watch from there gives every change; when the watch ends (the server
 //! closed it, an `ERROR` event such as `410 Gone`, a dropped connection, an unreachable server)
-//! the collection is listed again after a second, so the consumer always ends up with the
-//! server's state.
+//! the collection is listed again, so the consumer always ends up with the server's state: at
+//! once after a `410 Gone` (the server is there, only the resourceVersion was too old), after a
+//! second otherwise (a server that is down is not hammered).
 //!
 //! kcp-rs has two such clients already, both decoding into `serde_json::Value`: the workspace
 //! scheduler's watch of remote LogicalClusters (in the kcp binary, which depends on this crate,
@@ -87,16 +88,25 @@ pub(crate) async fn follow<T: DeserializeOwned>(
     stop: &CancellationToken,
 ) {
     loop {
-        tokio::select! {
+        let error = tokio::select! {
             _ = stop.cancelled() => return,
-            result = list_then_watch(http, url, &apply) => if let Err(error) = result {
-                tracing::debug!(%url, %error, "index watch ended, listing again");
-            },
+            ended = list_then_watch(http, url, &apply) => ended.err().unwrap_or(WatchError::Ended),
+        };
+        tracing::debug!(%url, %error, "index watch ended, listing again");
+        if error.is_expired() {
+            continue;
         }
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(RELIST_AFTER) => {}
         }
+    }
+}
+
+impl WatchError {
+    /// `410 Gone`: the watch's resourceVersion is older than the server keeps.
+    fn is_expired(&self) -> bool {
+        matches!(self, WatchError::Answered { code: 410, .. })
     }
 }
 
@@ -207,6 +217,17 @@ mod tests {
     }
 
     /// What `apply_lines` applied, as `+a`/`-a`, after each chunk in turn.
+    #[test]
+    fn only_gone_relists_at_once() {
+        let answered = |code| WatchError::Answered {
+            code,
+            message: String::new(),
+        };
+        assert!(answered(410).is_expired());
+        assert!(!answered(500).is_expired());
+        assert!(!WatchError::Ended.is_expired());
+    }
+
     fn applied(chunks: &[&str]) -> (Vec<String>, Result<(), WatchError>) {
         let seen = std::cell::RefCell::new(Vec::new());
         let apply = |update: Update<Thing>| {
