@@ -22,6 +22,8 @@ const NS: &str = "/api/v1/namespaces/kcp";
 const APPS: &str = "/apis/apps/v1/namespaces/kcp";
 const EVENTS: &str = "POST /apis/events.k8s.io/v1/namespaces/kcp/events";
 const APPLY: &str = "?&force=true&fieldManager=kcp-operator";
+/// The query of every merge patch (status, finalizers): the operator names itself.
+const MERGE: &str = "?&fieldManager=kcp-operator";
 
 /// The in-memory API server and the log of requests it served.
 #[derive(Clone, Default)]
@@ -272,7 +274,7 @@ fn expected_create() -> Vec<String> {
     expected.extend(apply(&format!("{NS}/services/c-cacheserver")));
     expected.extend(apply(&format!("{APPS}/deployments/c-cacheserver")));
     expected.push(EVENTS.into());
-    expected.push(format!("PATCH {CACHE_PATH}/status"));
+    expected.push(format!("PATCH {CACHE_PATH}/status{MERGE}"));
     expected
 }
 
@@ -309,6 +311,23 @@ async fn create_applies_certificates_then_workload_then_reports() {
     assert_eq!(ca["metadata"]["ownerReferences"][0]["kind"], "CacheServer");
 }
 
+/// Upstream's CacheServer sample: an empty `spec:` (defaulted to `{}` by the CRD) runs with
+/// defaults.
+#[tokio::test]
+async fn a_cache_server_with_an_empty_spec_runs_with_defaults() {
+    let fake = FakeApi::default();
+    let mut object = cache_server_value();
+    object["spec"] = json!({});
+    fake.put(CACHE_PATH, object);
+    assert_eq!(reconcile_cache(&fake).await, expected_create());
+    let deployment = fake.get(&format!("{APPS}/deployments/c-cacheserver"));
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .expect("image");
+    assert!(image.starts_with("ghcr.io/kcp-rs/kcp:"), "{image}");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+}
+
 #[tokio::test]
 async fn a_second_reconcile_with_nothing_changed_writes_nothing() {
     let fake = FakeApi::default();
@@ -327,7 +346,7 @@ async fn an_available_deployment_makes_the_component_running_at_its_version() {
     deployment["status"] = json!({"observedGeneration": 0, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1});
     fake.put(&path, deployment);
     let mut expected = expected_quiet();
-    expected.push(format!("PATCH {CACHE_PATH}/status"));
+    expected.push(format!("PATCH {CACHE_PATH}/status{MERGE}"));
     assert_eq!(reconcile_cache(&fake).await, expected);
     let status = &fake.get(CACHE_PATH)["status"];
     assert_eq!(status["phase"], "Running");
@@ -431,7 +450,11 @@ async fn a_missing_root_shard_is_a_condition_and_one_event_not_an_error() {
     };
     assert_eq!(
         run().await,
-        [root.clone(), EVENTS.into(), format!("PATCH {path}/status")]
+        [
+            root.clone(),
+            EVENTS.into(),
+            format!("PATCH {path}/status{MERGE}")
+        ]
     );
     let status = &fake.get(path)["status"];
     assert_eq!(status["phase"], "Degraded");
@@ -525,7 +548,7 @@ async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
     expected.push(format!("GET {}", secret("root-rootshard-server-ca")));
     expected.extend(apply(&cert));
     expected.extend(apply(&output));
-    expected.push(format!("PATCH {path}/status"));
+    expected.push(format!("PATCH {path}/status{MERGE}"));
     assert_eq!(run().await, expected);
 
     for stored in [fake.get(&cert), fake.get(&output)] {
@@ -758,7 +781,7 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
     let log = scene.host.take_log();
     assert_eq!(
         log[0],
-        format!("PATCH {SHARD_PATH}"),
+        format!("PATCH {SHARD_PATH}{MERGE}"),
         "the finalizer goes on first"
     );
     assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
@@ -779,7 +802,7 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
             format!("GET {}", secret("root-rootshard-server-ca")),
             format!("GET {}", secret("root-rootshard-kcp-operator")),
             EVENTS.into(),
-            format!("PATCH {SHARD_PATH}"),
+            format!("PATCH {SHARD_PATH}{MERGE}"),
         ]
     );
     assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
@@ -805,13 +828,17 @@ async fn an_unreachable_root_shard_releases_the_shard_after_bounded_attempts() {
         .api
         .unavailable
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    scene.delete_shard();
     let key = "Shard/kcp/s";
+    // Reconciles that failed before the deletion do not count towards the cleanup's attempts.
+    for _ in 0..finalizer::MAX_ATTEMPTS {
+        scene.ctx.backoff.retry(key);
+    }
+    scene.delete_shard();
     for _ in 1..finalizer::MAX_ATTEMPTS {
         let error = scene.reconcile().await.expect_err("kcp is unavailable");
         assert_eq!(error.reason(), "KcpRequestFailed");
         // What the controller's error policy does after a failed reconcile.
-        scene.ctx.backoff.failed(key);
+        scene.ctx.backoff.retry(key);
         assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
     }
     scene.reconcile().await.expect("gives up");
@@ -839,7 +866,7 @@ async fn a_shard_whose_root_shard_is_gone_is_released_at_once() {
         [
             format!("GET {ROOT_PATH}"),
             EVENTS.into(),
-            format!("PATCH {SHARD_PATH}")
+            format!("PATCH {SHARD_PATH}{MERGE}")
         ]
     );
     assert_eq!(scene.host.body_of(EVENTS)["reason"], "RootShardGone");
@@ -889,7 +916,7 @@ async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig(
     run().await;
     assert_eq!(
         scene.host.take_log()[0],
-        format!("PATCH {KUBECONFIG_PATH}"),
+        format!("PATCH {KUBECONFIG_PATH}{MERGE}"),
         "the finalizer goes on first"
     );
     assert_eq!(

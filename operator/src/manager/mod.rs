@@ -10,6 +10,7 @@
 pub mod health;
 pub mod http;
 pub mod leader;
+pub mod logs;
 pub mod options;
 
 use std::io;
