@@ -2,21 +2,21 @@
 //! controller sends is recorded as `METHOD path[?query]` and asserted in order, for create,
 //! no-op, certificate rotation, deletion and a broken reference.
 //!
-//! The mock keeps objects in memory: GET returns what was applied, server-side apply stores
-//! the applied object, a status merge patch replaces the status, and events are accepted.
+//! The mock (`support`) keeps objects in memory as a real API server returns them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use http::{Request, Response, StatusCode};
 use jiff::{SignedDuration, Timestamp};
 use kcp_operator::api::{CacheServer, FrontProxy};
 use kcp_operator::controller::kcp::{Connector, Endpoint};
 use kcp_operator::controller::{Context, cacheserver, finalizer, frontproxy, server};
 use kcp_operator::pki::{Authority, CertificateRequest, TlsMaterial};
-use kube::client::Body;
 use serde_json::{Value, json};
+use support::FakeApi;
 
 const NS: &str = "/api/v1/namespaces/kcp";
 const APPS: &str = "/apis/apps/v1/namespaces/kcp";
@@ -24,203 +24,6 @@ const EVENTS: &str = "POST /apis/events.k8s.io/v1/namespaces/kcp/events";
 const APPLY: &str = "?&force=true&fieldManager=kcp-operator";
 /// The query of every merge patch (status, finalizers): the operator names itself.
 const MERGE: &str = "?&fieldManager=kcp-operator";
-
-/// The in-memory API server and the log of requests it served.
-#[derive(Clone, Default)]
-struct FakeApi {
-    objects: Arc<Mutex<BTreeMap<String, Value>>>,
-    log: Arc<Mutex<Vec<String>>>,
-    bodies: Arc<Mutex<Vec<(String, Value)>>>,
-    /// Answer every request with 503, like a server that cannot be reached.
-    unavailable: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl FakeApi {
-    fn put(&self, path: &str, object: Value) {
-        self.objects
-            .lock()
-            .expect("lock")
-            .insert(path.to_owned(), object);
-    }
-
-    fn get(&self, path: &str) -> Value {
-        self.objects
-            .lock()
-            .expect("lock")
-            .get(path)
-            .cloned()
-            .expect("stored")
-    }
-
-    fn take_log(&self) -> Vec<String> {
-        std::mem::take(&mut *self.log.lock().expect("lock"))
-    }
-
-    fn body_of(&self, entry: &str) -> Value {
-        self.bodies
-            .lock()
-            .expect("lock")
-            .iter()
-            .rev()
-            .find(|(logged, _)| logged == entry)
-            .map(|(_, body)| body.clone())
-            .expect("request was sent")
-    }
-
-    fn respond(
-        &self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: Value,
-    ) -> (StatusCode, Value) {
-        if self.unavailable.load(std::sync::atomic::Ordering::SeqCst) {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}),
-            );
-        }
-        let mut objects = self.objects.lock().expect("lock");
-        let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404});
-        match method {
-            "GET" => match objects.get(path) {
-                Some(object) => (StatusCode::OK, object.clone()),
-                None => (StatusCode::NOT_FOUND, not_found),
-            },
-            "PATCH" if path.ends_with("/status") => {
-                let object_path = path.trim_end_matches("/status");
-                match objects.get_mut(object_path) {
-                    Some(object) => {
-                        object["status"] = body["status"].clone();
-                        (StatusCode::OK, object.clone())
-                    }
-                    None => (StatusCode::NOT_FOUND, not_found),
-                }
-            }
-            "PATCH" if content_type == "application/merge-patch+json" => {
-                match objects.get_mut(path) {
-                    Some(object) => {
-                        merge(object, &body);
-                        (StatusCode::OK, object.clone())
-                    }
-                    None => (StatusCode::NOT_FOUND, not_found),
-                }
-            }
-            "PATCH" => {
-                objects.insert(path.to_owned(), body.clone());
-                (StatusCode::OK, body)
-            }
-            "DELETE" => match objects.remove(path) {
-                Some(object) => (StatusCode::OK, object),
-                None => (StatusCode::NOT_FOUND, not_found),
-            },
-            "POST" => (StatusCode::CREATED, body),
-            _ => (StatusCode::METHOD_NOT_ALLOWED, not_found),
-        }
-    }
-
-    /// The objects below collection `path` that carry the `key=value` label of the query.
-    fn list(&self, path: &str, query: &str) -> (StatusCode, Value) {
-        let selector = query
-            .trim_start_matches('?')
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("labelSelector="))
-            .map(|s| s.replace("%3D", "=").replace("%2F", "/"))
-            .unwrap_or_default();
-        let (key, value) = selector.split_once('=').unwrap_or_default();
-        let objects = self.objects.lock().expect("lock");
-        let items: Vec<Value> = objects
-            .iter()
-            .filter(|(stored, object)| {
-                stored.starts_with(&format!("{path}/"))
-                    && object["metadata"]["labels"][key] == value
-            })
-            .map(|(_, object)| object.clone())
-            .collect();
-        (
-            StatusCode::OK,
-            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
-        )
-    }
-
-    /// A client whose requests this fake serves until the client is dropped.
-    fn client(&self) -> kube::Client {
-        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let fake = self.clone();
-        tokio::spawn(async move {
-            while let Some((request, send)) = handle.next_request().await {
-                let method = request.method().to_string();
-                let path = request.uri().path().to_owned();
-                let content_type = request
-                    .headers()
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|value| value.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned();
-                let query = request
-                    .uri()
-                    .query()
-                    .map(|q| format!("?{q}"))
-                    .unwrap_or_default();
-                let bytes = request.into_body().collect_bytes().await.expect("body");
-                let body: Value = if bytes.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&bytes).expect("JSON body")
-                };
-                let entry = format!("{method} {path}{}", normalise_query(&query));
-                fake.log.lock().expect("lock").push(entry.clone());
-                fake.bodies
-                    .lock()
-                    .expect("lock")
-                    .push((entry, body.clone()));
-                let (status, response) = if method == "GET" && query.contains("labelSelector=") {
-                    fake.list(&path, &query)
-                } else {
-                    fake.respond(&method, &path, &content_type, body)
-                };
-                let response = Response::builder()
-                    .status(status)
-                    .body(Body::from(
-                        serde_json::to_vec(&response).expect("serialises"),
-                    ))
-                    .expect("response");
-                send.send_response(response);
-            }
-        });
-        kube::Client::new(service, "default")
-    }
-}
-
-/// JSON merge patch (RFC 7386).
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                if value.is_null() {
-                    target.remove(key);
-                } else {
-                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
-                }
-            }
-        }
-        (target, patch) => *target = patch.clone(),
-    }
-}
-
-/// Query parameters sorted, so the log does not depend on their order.
-fn normalise_query(query: &str) -> String {
-    let mut pairs: Vec<&str> = query
-        .trim_start_matches('?')
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .collect();
-    if pairs.is_empty() {
-        return String::new();
-    }
-    pairs.sort_by(|a, b| b.cmp(a));
-    format!("?&{}", pairs.join("&"))
-}
 
 fn cache_server_value() -> Value {
     json!({
@@ -971,4 +774,87 @@ async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig(
         json!([])
     );
     scene.kcp.api.get(&format!("{BINDINGS}/other"));
+}
+
+/// The requests in `log` that write (anything but a read).
+fn writes(log: Vec<String>) -> Vec<String> {
+    log.into_iter()
+        .filter(|entry| !entry.starts_with("GET "))
+        .collect()
+}
+
+const FRONT_PROXY_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/frontproxies/f";
+
+/// Reconciles every kind twice against a server that stores what it is given as a real one
+/// does (`support::as_stored`): the second pass of each kind must write nothing, in the host
+/// cluster or in kcp.
+#[tokio::test]
+async fn nothing_changed_means_no_write_for_every_kind() {
+    let scene = Scene::new();
+    put_root_shard(&scene.host);
+    scene.host.put(CACHE_PATH, cache_server_value());
+    scene.host.put(SHARD_PATH, shard_value());
+    scene.host.put(
+        FRONT_PROXY_PATH,
+        json!({
+            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "FrontProxy",
+            "metadata": {"name": "f", "namespace": "kcp", "uid": "u-f", "generation": 1},
+            "spec": {"rootShard": {"ref": {"name": "root"}}, "replicas": 2}
+        }),
+    );
+    scene.host.put(
+        KUBECONFIG_PATH,
+        json!({
+            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
+            "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
+            "spec": {"target": {"frontProxyRef": {"name": "f"}}, "username": "alice",
+                     "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
+                     "authorization": {"clusterRoleBindings": {"clusterRoles": ["view"]}}}
+        }),
+    );
+    let ctx = scene.ctx.clone();
+    for kind in [
+        "CacheServer",
+        "RootShard",
+        "Shard",
+        "FrontProxy",
+        "Kubeconfig",
+    ] {
+        for pass in ["first", "second"] {
+            match kind {
+                "CacheServer" => {
+                    let object = serde_json::from_value(scene.host.get(CACHE_PATH)).expect(kind);
+                    cacheserver::reconcile(Arc::new(object), ctx.clone()).await
+                }
+                "RootShard" => {
+                    let object = serde_json::from_value(scene.host.get(ROOT_PATH)).expect(kind);
+                    server::reconcile_root_shard(Arc::new(object), ctx.clone()).await
+                }
+                "Shard" => {
+                    let object = serde_json::from_value(scene.host.get(SHARD_PATH)).expect(kind);
+                    server::reconcile_shard(Arc::new(object), ctx.clone()).await
+                }
+                "FrontProxy" => {
+                    let object =
+                        serde_json::from_value(scene.host.get(FRONT_PROXY_PATH)).expect(kind);
+                    frontproxy::reconcile(Arc::new(object), ctx.clone()).await
+                }
+                _ => {
+                    let object =
+                        serde_json::from_value(scene.host.get(KUBECONFIG_PATH)).expect(kind);
+                    kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), ctx.clone())
+                        .await
+                }
+            }
+            .unwrap_or_else(|error| panic!("{kind} ({pass} pass): {error}"));
+            let host = writes(scene.host.take_log());
+            let kcp = writes(scene.kcp.api.take_log());
+            if pass == "first" {
+                assert!(!host.is_empty(), "{kind} created nothing");
+            } else {
+                assert_eq!(host, Vec::<String>::new(), "{kind} wrote to the host again");
+                assert_eq!(kcp, Vec::<String>::new(), "{kind} wrote to kcp again");
+            }
+        }
+    }
 }
