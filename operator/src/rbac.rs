@@ -305,9 +305,9 @@ pub fn uses() -> Vec<Use> {
             "controller/certificates.rs",
             "Api<Secret>",
             vec![GroupResource::of::<Secret>()],
-            get,
+            &["get", "create"],
             Cluster,
-            "existing certificates and CAs",
+            "existing certificates and CAs; a missing one is created (409: another reconcile won)",
         ),
         entry(
             "controller/component.rs",

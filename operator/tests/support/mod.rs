@@ -1,7 +1,8 @@
 //! The in-memory API server the reconcile tests run against (`tower_test::mock::pair`): every
 //! request is recorded as `METHOD path[?query]`; GET returns what was stored, server-side apply
 //! stores the applied object as a real API server returns it (see [`as_stored`]), a status merge
-//! patch replaces the status, a merge patch merges, and events are accepted.
+//! patch replaces the status, a merge patch merges, and a create stores (409 when the name is
+//! taken).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -101,7 +102,17 @@ impl FakeApi {
                 Some(object) => (StatusCode::OK, object),
                 None => (StatusCode::NOT_FOUND, not_found),
             },
-            "POST" => (StatusCode::CREATED, body),
+            "POST" => {
+                let name = body["metadata"]["name"].as_str().unwrap_or_default();
+                let object_path = format!("{path}/{name}");
+                if objects.contains_key(&object_path) {
+                    let exists = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "AlreadyExists", "code": 409});
+                    return (StatusCode::CONFLICT, exists);
+                }
+                let stored = as_stored(&body);
+                objects.insert(object_path, stored.clone());
+                (StatusCode::CREATED, stored)
+            }
             _ => (StatusCode::METHOD_NOT_ALLOWED, not_found),
         }
     }
