@@ -839,11 +839,9 @@ fn writes(log: Vec<String>) -> Vec<String> {
 
 const FRONT_PROXY_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/frontproxies/f";
 
-/// Reconciles every kind twice against a server that stores what it is given as a real one
-/// does (`support::as_stored`): the second pass of each kind must write nothing, in the host
-/// cluster or in kcp.
-#[tokio::test]
-async fn nothing_changed_means_no_write_for_every_kind() {
+/// A scene with one object of every kind: a CacheServer, a RootShard, a Shard, a FrontProxy
+/// with two replicas (a PDB) and a Kubeconfig for it with bindings in kcp.
+fn every_kind() -> Scene {
     let scene = Scene::new();
     put_root_shard(&scene.host);
     scene.host.put(CACHE_PATH, cache_server_value());
@@ -866,41 +864,57 @@ async fn nothing_changed_means_no_write_for_every_kind() {
                      "authorization": {"clusterRoleBindings": {"clusterRoles": ["view"]}}}
         }),
     );
+    scene
+}
+
+const KINDS: [&str; 5] = [
+    "CacheServer",
+    "RootShard",
+    "Shard",
+    "FrontProxy",
+    "Kubeconfig",
+];
+
+/// Runs the reconciler of `kind` on its object in `scene`.
+async fn reconcile_kind(scene: &Scene, kind: &str) -> Result<(), kcp_operator::controller::Error> {
     let ctx = scene.ctx.clone();
-    for kind in [
-        "CacheServer",
-        "RootShard",
-        "Shard",
-        "FrontProxy",
-        "Kubeconfig",
-    ] {
+    let stored = |path: &str| scene.host.get(path);
+    match kind {
+        "CacheServer" => {
+            let object = serde_json::from_value(stored(CACHE_PATH)).expect(kind);
+            cacheserver::reconcile(Arc::new(object), ctx).await
+        }
+        "RootShard" => {
+            let object = serde_json::from_value(stored(ROOT_PATH)).expect(kind);
+            server::reconcile_root_shard(Arc::new(object), ctx).await
+        }
+        "Shard" => {
+            let object = serde_json::from_value(stored(SHARD_PATH)).expect(kind);
+            server::reconcile_shard(Arc::new(object), ctx).await
+        }
+        "FrontProxy" => {
+            let object = serde_json::from_value(stored(FRONT_PROXY_PATH)).expect(kind);
+            frontproxy::reconcile(Arc::new(object), ctx).await
+        }
+        _ => {
+            let object = serde_json::from_value(stored(KUBECONFIG_PATH)).expect(kind);
+            kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), ctx).await
+        }
+    }
+    .map(|_| ())
+}
+
+/// Reconciles every kind twice against a server that stores what it is given as a real one
+/// does (`support::as_stored`): the second pass of each kind must write nothing, in the host
+/// cluster or in kcp.
+#[tokio::test]
+async fn nothing_changed_means_no_write_for_every_kind() {
+    let scene = every_kind();
+    for kind in KINDS {
         for pass in ["first", "second"] {
-            match kind {
-                "CacheServer" => {
-                    let object = serde_json::from_value(scene.host.get(CACHE_PATH)).expect(kind);
-                    cacheserver::reconcile(Arc::new(object), ctx.clone()).await
-                }
-                "RootShard" => {
-                    let object = serde_json::from_value(scene.host.get(ROOT_PATH)).expect(kind);
-                    server::reconcile_root_shard(Arc::new(object), ctx.clone()).await
-                }
-                "Shard" => {
-                    let object = serde_json::from_value(scene.host.get(SHARD_PATH)).expect(kind);
-                    server::reconcile_shard(Arc::new(object), ctx.clone()).await
-                }
-                "FrontProxy" => {
-                    let object =
-                        serde_json::from_value(scene.host.get(FRONT_PROXY_PATH)).expect(kind);
-                    frontproxy::reconcile(Arc::new(object), ctx.clone()).await
-                }
-                _ => {
-                    let object =
-                        serde_json::from_value(scene.host.get(KUBECONFIG_PATH)).expect(kind);
-                    kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), ctx.clone())
-                        .await
-                }
-            }
-            .unwrap_or_else(|error| panic!("{kind} ({pass} pass): {error}"));
+            reconcile_kind(&scene, kind)
+                .await
+                .unwrap_or_else(|error| panic!("{kind} ({pass} pass): {error}"));
             let host = writes(scene.host.take_log());
             let kcp = writes(scene.kcp.api.take_log());
             if pass == "first" {
@@ -910,5 +924,40 @@ async fn nothing_changed_means_no_write_for_every_kind() {
                 assert_eq!(kcp, Vec::<String>::new(), "{kind} wrote to kcp again");
             }
         }
+    }
+}
+
+/// Everything the reconcilers of every kind write (children, Secrets, Events, bindings in kcp)
+/// is a valid object of its k8s-openapi type (a round trip through the type keeps every field)
+/// within kube's limits (names, labels, annotations, Event notes).
+#[tokio::test]
+async fn every_written_object_is_valid_for_kubernetes() {
+    let scene = every_kind();
+    for kind in KINDS {
+        reconcile_kind(&scene, kind)
+            .await
+            .unwrap_or_else(|error| panic!("{kind}: {error}"));
+    }
+    let mut checked = BTreeMap::new();
+    for api in [&scene.host, &scene.kcp.api] {
+        let objects = api.objects.lock().expect("lock").clone();
+        for (path, object) in objects {
+            if let Some(kind) = support::limits::check(&path, &object) {
+                *checked.entry(kind).or_insert(0) += 1;
+            }
+        }
+    }
+    for kind in [
+        "Secret",
+        "Service",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Event",
+        "ClusterRoleBinding",
+    ] {
+        assert!(
+            checked.contains_key(kind),
+            "no {kind} was written: {checked:?}"
+        );
     }
 }

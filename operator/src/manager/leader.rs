@@ -370,7 +370,12 @@ mod tests {
                 };
                 let (code, answer) = if method == "GET" {
                     stored.clone().map_or_else(
-                        || (404, json!({"kind": "Status", "code": 404, "reason": "NotFound"})),
+                        || {
+                            (
+                                404,
+                                json!({"kind": "Status", "code": 404, "reason": "NotFound"}),
+                            )
+                        },
                         |lease| (200, lease),
                     )
                 } else if writes {

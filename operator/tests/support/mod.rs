@@ -5,6 +5,8 @@
 //! taken).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod limits;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
