@@ -739,21 +739,24 @@ fn binding(name: &str, uid: &str) -> Value {
            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "x"}})
 }
 
+/// The Kubeconfig `alice` for `target`, binding `roles` inside kcp.
+fn alice(target: Value, roles: &[&str]) -> Value {
+    json!({
+        "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
+        "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
+        "spec": {"target": target, "username": "alice",
+                 "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
+                 "authorization": {"clusterRoleBindings": {"clusterRoles": roles}}}
+    })
+}
+
 #[tokio::test]
 async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig() {
     let scene = Scene::new();
     put_root_shard(&scene.host);
-    scene.host.put(
-        KUBECONFIG_PATH,
-        json!({
-            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
-            "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
-            "spec": {"target": {"rootShardRef": {"name": "root"}}, "username": "alice",
-                     "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
-                     "targetWorkspace": "root:team",
-                     "authorization": {"clusterRoleBindings": {"clusterRoles": ["view", "edit"]}}}
-        }),
-    );
+    let mut kubeconfig = alice(json!({"rootShardRef": {"name": "root"}}), &["view", "edit"]);
+    kubeconfig["spec"]["targetWorkspace"] = json!("root:team");
+    scene.host.put(KUBECONFIG_PATH, kubeconfig);
     // A binding this Kubeconfig made for a role it no longer wants, and somebody else's.
     scene.kcp.api.put(
         &format!("{BINDINGS}/u-k:admin"),
@@ -856,13 +859,7 @@ fn every_kind() -> Scene {
     );
     scene.host.put(
         KUBECONFIG_PATH,
-        json!({
-            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
-            "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
-            "spec": {"target": {"frontProxyRef": {"name": "f"}}, "username": "alice",
-                     "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
-                     "authorization": {"clusterRoleBindings": {"clusterRoles": ["view"]}}}
-        }),
+        alice(json!({"frontProxyRef": {"name": "f"}}), &["view"]),
     );
     scene
 }
