@@ -842,6 +842,51 @@ fn writes(log: Vec<String>) -> Vec<String> {
 
 const FRONT_PROXY_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/frontproxies/f";
 
+/// The Kubeconfig's cleanup gets its 5 attempts however many reconciles failed before it was
+/// deleted (earlier, one cleanup attempt after unrelated failures gave the finalizer up).
+#[tokio::test]
+async fn a_kubeconfig_cleanup_gets_all_its_attempts_after_earlier_failures() {
+    let scene = Scene::new();
+    put_root_shard(&scene.host);
+    let mut kubeconfig = alice(json!({"rootShardRef": {"name": "root"}}), &["view"]);
+    kubeconfig["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-rbac"]);
+    scene.host.put(KUBECONFIG_PATH, kubeconfig);
+    scene
+        .kcp
+        .api
+        .unavailable
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let key = "Kubeconfig/kcp/alice";
+    let run = || async {
+        let object: kcp_operator::api::Kubeconfig =
+            serde_json::from_value(scene.host.get(KUBECONFIG_PATH)).expect("kubeconfig");
+        kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), scene.ctx.clone()).await
+    };
+    // Reconciles that fail while kcp is down, before anybody deletes the Kubeconfig.
+    for _ in 0..finalizer::MAX_ATTEMPTS {
+        run().await.expect_err("kcp is unavailable");
+        scene.ctx.backoff.retry(key);
+    }
+    let mut deleted = scene.host.get(KUBECONFIG_PATH);
+    deleted["metadata"]["deletionTimestamp"] = json!("2030-01-01T00:00:00Z");
+    scene.host.put(KUBECONFIG_PATH, deleted);
+    for attempt in 1..finalizer::MAX_ATTEMPTS {
+        run().await.expect_err("the cleanup fails");
+        scene.ctx.backoff.retry(key);
+        assert_eq!(
+            scene.host.get(KUBECONFIG_PATH)["metadata"]["finalizers"],
+            json!(["operator.kcp.io/cleanup-rbac"]),
+            "given up after {attempt} cleanup attempts"
+        );
+    }
+    run().await.expect("gives up");
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "CleanupAbandoned");
+    assert_eq!(
+        scene.host.get(KUBECONFIG_PATH)["metadata"]["finalizers"],
+        json!([])
+    );
+}
+
 /// A scene with one object of every kind: a CacheServer, a RootShard, a Shard, a FrontProxy
 /// with two replicas (a PDB) and a Kubeconfig for it with bindings in kcp.
 fn every_kind() -> Scene {

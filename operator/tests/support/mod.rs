@@ -63,12 +63,6 @@ impl FakeApi {
         content_type: &str,
         body: Value,
     ) -> (StatusCode, Value) {
-        if self.unavailable.load(std::sync::atomic::Ordering::SeqCst) {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}),
-            );
-        }
         let mut objects = self.objects.lock().expect("lock");
         let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404});
         match method {
@@ -174,7 +168,15 @@ impl FakeApi {
                     .lock()
                     .expect("lock")
                     .push((entry, body.clone()));
-                let (status, response) = if method == "GET" && query.contains("labelSelector=") {
+                let (status, response) = if fake
+                    .unavailable
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}),
+                    )
+                } else if method == "GET" && query.contains("labelSelector=") {
                     fake.list(&path, &query)
                 } else {
                     fake.respond(&method, &path, &content_type, body)
