@@ -117,3 +117,38 @@ fn a_cache_server_needs_no_spec() {
         spec.required
     );
 }
+
+/// Upstream's CacheServer sample (`spec:` with nothing under it) through the CacheServer CRD's
+/// structural schema as this project's API server applies it (prune, default, validate, CEL):
+/// accepted, its spec defaulted to an object, and it validates with every default.
+#[test]
+fn upstreams_cache_server_sample_is_accepted_and_valid() {
+    let sample: serde_json::Value = yaml_serde::from_str(
+        "apiVersion: operator.kcp.io/v1alpha1\nkind: CacheServer\nmetadata:\n  name: cache\n  namespace: default\nspec:\n",
+    )
+    .expect("sample parses");
+    assert!(sample["spec"].is_null(), "the sample's spec is null");
+    let crd = crds::definitions()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "CacheServer")
+        .expect("CacheServer CRD");
+    let schema = serde_json::to_value(
+        crd.spec.versions[0]
+            .schema
+            .as_ref()
+            .and_then(|schema| schema.open_api_v3_schema.as_ref())
+            .expect("schema"),
+    )
+    .expect("serialises");
+    let schema = kcp_apiextensions::StructuralSchema::new(&schema).expect("structural");
+    let mut object = sample;
+    schema.prune(&mut object);
+    schema.apply_defaults(&mut object);
+    assert_eq!(schema.validate(&object), Vec::new(), "{object}");
+    assert_eq!(schema.validate_cel(&object, None), Vec::new(), "{object}");
+    assert!(object["spec"].is_object(), "spec defaulted: {object}");
+    object["metadata"]["uid"] = serde_json::json!("u-cache"); // what the server assigns
+    let cache: kcp_operator::api::CacheServer =
+        serde_json::from_value(object).expect("a CacheServer");
+    kcp_operator::validate::cache_server(&cache).expect("valid with defaults");
+}
