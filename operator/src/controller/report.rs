@@ -68,9 +68,22 @@ conditioned!(
 );
 
 /// The conditions of `object` with `Degraded` set for `error` (the others kept as they are).
+/// A `Degraded` condition that already names the same reason is kept as it is: each status
+/// write triggers another reconcile, so a message that differs on every failure (a server's
+/// message naming a resourceVersion) must not turn the backoff into a hot loop.
 pub fn degraded<K: Conditioned>(object: &K, error: &Error, now: Timestamp) -> Vec<Condition> {
     let previous = object.conditions();
-    let wanted = Wanted::new(DEGRADED, true, error.reason(), summary(error));
+    let reason = error.reason();
+    let known = previous.iter().any(|condition| {
+        condition.type_ == DEGRADED
+            && condition.status == "True"
+            && condition.reason == reason
+            && condition.observed_generation == object.meta().generation
+    });
+    if known {
+        return previous.to_vec();
+    }
+    let wanted = Wanted::new(DEGRADED, true, reason, summary(error));
     let mut next: Vec<Condition> = previous
         .iter()
         .filter(|condition| condition.type_ != DEGRADED)
@@ -144,9 +157,11 @@ mod tests {
             status.conditions = next.clone();
         }
         assert_eq!(
-            degraded(&shard, &api_error("boom".into()), now),
+            degraded(&shard, &api_error("boom again".into()), now),
             next,
-            "the same failure again changes nothing"
+            "another failure of the same reason changes nothing"
         );
+        let other = Error::Invalid("bad".into());
+        assert_eq!(degraded(&shard, &other, now)[1].reason, "InvalidSpec");
     }
 }
