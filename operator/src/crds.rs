@@ -2,8 +2,14 @@
 //!
 //! The checked-in files are what users `kubectl apply`; a test compares them with this rendering
 //! so they can never drift from the Rust types.
+//!
+//! Like upstream kcp-operator's CRDs, a CacheServer needs no spec at all: upstream's sample has an
+//! empty `spec:` (null, which the API server prunes), so its `spec` is optional and defaults to
+//! `{}` (every field of `CacheServerSpec` has a default).
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSON,
+};
 use kube::CustomResourceExt;
 
 use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
@@ -23,9 +29,33 @@ pub fn definitions() -> Vec<CustomResourceDefinition> {
         RootShard::crd(),
         Shard::crd(),
         FrontProxy::crd(),
-        CacheServer::crd(),
+        optional_spec(CacheServer::crd()),
         Kubeconfig::crd(),
     ]
+}
+
+/// `crd` with a `spec` that may be left out (or null): not required, defaulted to `{}`.
+fn optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        let Some(root) = version
+            .schema
+            .as_mut()
+            .and_then(|schema| schema.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        if let Some(required) = root.required.as_mut() {
+            required.retain(|field| field != "spec");
+        }
+        if let Some(spec) = root
+            .properties
+            .as_mut()
+            .and_then(|properties| properties.get_mut("spec"))
+        {
+            spec.default = Some(JSON(serde_json::json!({})));
+        }
+    }
+    crd
 }
 
 /// The file name kubebuilder would use: `<group>_<plural>.yaml`.

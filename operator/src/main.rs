@@ -84,13 +84,19 @@ fn print_rbac(namespace: &str) -> ExitCode {
 async fn run(options: &kcp_operator::manager::Options) -> ExitCode {
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
+        .with_env_filter(kcp_operator::manager::logs::filter(
+            std::env::var("RUST_LOG").ok().as_deref(),
+        ))
         .init();
-    let client = match kube::Client::try_default().await {
-        Ok(client) => client,
+    let client = match kube::Config::infer().await.map(|mut config| {
+        kcp_operator::controller::kcp::identify(&mut config);
+        kube::Client::try_from(config)
+    }) {
+        Ok(Ok(client)) => client,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "no Kubernetes client");
+            return ExitCode::FAILURE;
+        }
         Err(error) => {
             tracing::error!(%error, "no Kubernetes client configuration");
             return ExitCode::FAILURE;

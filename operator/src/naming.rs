@@ -16,8 +16,10 @@ pub const DEFAULT_IMAGE_TAG: &str = concat!("v", env!("CARGO_PKG_VERSION"));
 /// Image of managed etcd members.
 pub const DEFAULT_ETCD_IMAGE: &str = "quay.io/coreos/etcd:v3.5.21";
 pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
-/// Field manager of every server-side apply.
+/// Field manager of every server-side apply and merge patch.
 pub const FIELD_MANAGER: &str = "kcp-operator";
+/// The User-Agent of every request the operator sends (to the host cluster and to kcp).
+pub const USER_AGENT: &str = concat!("kcp-operator/", env!("CARGO_PKG_VERSION"));
 /// The Lease the operator's replicas elect their leader with (in the operator's namespace).
 pub const LEADER_LEASE: &str = "kcp-operator";
 /// Longest accepted name of a RootShard, Shard, FrontProxy or CacheServer.

@@ -10,7 +10,7 @@
 //! - the client calls of a file (`get_opt`, `list`, `patch`, `patch_status`, `delete`,
 //!   server-side apply, the controller's list+watch, ...) ask for a verb its entries do not
 //!   grant, or its entries grant one no call asks for,
-//! - a library that talks to the API on its own (the event recorder, the lease manager) or a
+//! - a library that talks to the API on its own (the event recorder) or a
 //!   raw request appears in a file without an entry.
 //!
 //! Generic helpers (`Api<K>` in `apply`, `status`, `finalizer`, `run`) are expanded here: the
@@ -23,7 +23,7 @@
 //! finalizers the operator adds are a merge patch of `metadata.finalizers`, so only Shards and
 //! Kubeconfigs (the kinds with a finalizer) get `patch`; server-side apply needs `create` too
 //! because it creates missing objects. The leader Lease lives in the operator's own namespace,
-//! so it is a Role there, with `get`/`patch` limited to the Lease by name. What the operator
+//! so it is a Role there, with `get`/`update` limited to the Lease by name. What the operator
 //! does inside kcp (ClusterRoleBindings, shard registrations) uses its own client certificate
 //! and is listed only for the source check.
 
@@ -175,22 +175,13 @@ pub fn uses() -> Vec<Use> {
     let watch = &["list", "watch"][..];
     let mut lease_by_name = entry(
         "manager/leader.rs",
-        "LeaseManager::new",
-        vec![GroupResource::of::<Lease>()],
-        &["get", "patch"],
-        OwnNamespace,
-        "kube-lease-manager reads and renews (strategic merge or server-side apply) the leader Lease",
-    );
-    lease_by_name.names = vec![LEADER_LEASE];
-    let mut watchdog = entry(
-        "manager/leader.rs",
         "Api<Lease>",
         vec![GroupResource::of::<Lease>()],
-        get,
+        &["get", "update"],
         OwnNamespace,
-        "the renew-deadline watchdog reads the leader Lease",
+        "a standby reads the leader Lease; taking, renewing (one update each) and releasing it are updates with the held resourceVersion",
     );
-    watchdog.names = vec![LEADER_LEASE];
+    lease_by_name.names = vec![LEADER_LEASE];
     vec![
         // The controllers: list+watch of every reconciled, owned and followed kind.
         entry(
@@ -305,9 +296,9 @@ pub fn uses() -> Vec<Use> {
             "controller/certificates.rs",
             "Api<Secret>",
             vec![GroupResource::of::<Secret>()],
-            get,
+            &["get", "create"],
             Cluster,
-            "existing certificates and CAs",
+            "existing certificates and CAs; a missing one is created (409: another reconcile won)",
         ),
         entry(
             "controller/component.rs",
@@ -416,14 +407,13 @@ pub fn uses() -> Vec<Use> {
         ),
         entry(
             "manager/leader.rs",
-            "LeaseManager::new",
+            "Api<Lease>",
             vec![GroupResource::of::<Lease>()],
             &["create"],
             OwnNamespace,
-            "kube-lease-manager creates the leader Lease when it is missing",
+            "the first candidate creates the leader Lease when it is missing",
         ),
         lease_by_name,
-        watchdog,
         // Inside kcp, as the operator's client certificate.
         entry(
             "controller/bindings.rs",
@@ -588,7 +578,6 @@ mod tests {
     /// entry with that evidence in the same file.
     const LIBRARIES: &[&str] = &[
         "Recorder::new",
-        "LeaseManager::new",
         "Controller::new_with",
         "watcher::watcher",
         "metadata_watcher",
@@ -1019,7 +1008,7 @@ mod tests {
             "create cannot be limited by name"
         );
         let named = &rules[1];
-        assert_eq!(named.verbs, vec!["get", "patch"]);
+        assert_eq!(named.verbs, vec!["get", "update"]);
         assert_eq!(named.resource_names, Some(vec![LEADER_LEASE.to_owned()]));
         for rule in &rules {
             assert_eq!(

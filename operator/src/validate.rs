@@ -412,15 +412,15 @@ pub fn front_proxy(
     let owner = owner(proxy, Kind::FrontProxy, Some(&facts.names.cluster_domain))?;
     let (external_hostname, external_port) =
         match (&proxy.spec.external, &proxy.spec.external_hostname) {
-            (Some(external), _) => (external.hostname.clone(), external.port as i32),
+            (Some(external), _) => (external.hostname.clone(), external.port),
             (None, Some(deprecated)) => match deprecated
                 .rsplit_once(':')
                 .map(|(host, port)| (host, port.parse::<i32>()))
             {
                 Some((host, Ok(port))) => (host.to_owned(), port),
-                _ => (deprecated.clone(), facts.external.port as i32),
+                _ => (deprecated.clone(), facts.external.port),
             },
-            (None, None) => (facts.external.hostname.clone(), facts.external.port as i32),
+            (None, None) => (facts.external.hostname.clone(), facts.external.port),
         };
     let mut warnings = cert_manager_warnings(&proxy.spec.certificate_templates);
     if proxy.spec.external_hostname.is_some() {

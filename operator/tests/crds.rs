@@ -46,3 +46,109 @@ fn every_kind_is_namespaced_with_a_status_subresource() {
         );
     }
 }
+
+/// Every `format` in `schema` (recursively), with the path it is at.
+fn formats(schema: &serde_json::Value, path: &str, found: &mut Vec<(String, String)>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                if key == "format"
+                    && let Some(format) = value.as_str()
+                {
+                    found.push((path.to_owned(), format.to_owned()));
+                }
+                formats(value, &format!("{path}.{key}"), found);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                formats(item, path, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A real API server warns `unrecognized format "uint32"` on install: only formats Kubernetes
+/// knows may appear.
+#[test]
+fn schemas_use_only_formats_kubernetes_knows() {
+    const KNOWN: [&str; 6] = ["int32", "int64", "double", "float", "byte", "date-time"];
+    for crd in crds::definitions() {
+        let mut found = Vec::new();
+        formats(
+            &serde_json::to_value(&crd.spec.versions).expect("serialises"),
+            &crd.spec.names.kind,
+            &mut found,
+        );
+        let unknown: Vec<_> = found
+            .iter()
+            .filter(|(_, format)| !KNOWN.contains(&format.as_str()))
+            .collect();
+        assert!(unknown.is_empty(), "unknown formats: {unknown:?}");
+    }
+}
+
+/// Upstream's CacheServer sample has an empty `spec:`; the server prunes the null, so the CRD
+/// must neither require `spec` nor leave it absent (it defaults to `{}`).
+#[test]
+fn a_cache_server_needs_no_spec() {
+    let crd = crds::definitions()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "CacheServer")
+        .expect("CacheServer CRD");
+    let root = crd.spec.versions[0]
+        .schema
+        .as_ref()
+        .and_then(|schema| schema.open_api_v3_schema.as_ref())
+        .expect("schema");
+    assert!(
+        !root.required.iter().flatten().any(|field| field == "spec"),
+        "spec is required"
+    );
+    let spec = &root.properties.as_ref().expect("properties")["spec"];
+    assert_eq!(
+        spec.default.as_ref().map(|default| &default.0),
+        Some(&serde_json::json!({}))
+    );
+    assert!(
+        spec.required.iter().flatten().next().is_none(),
+        "an empty spec must be valid: {:?}",
+        spec.required
+    );
+}
+
+/// Upstream's CacheServer sample (`spec:` with nothing under it) through the CacheServer CRD's
+/// structural schema as this project's API server applies it (prune, default, validate, CEL):
+/// accepted, its spec defaulted to an object, and it validates with every default.
+#[test]
+fn upstreams_cache_server_sample_is_accepted_and_valid() {
+    let sample: serde_json::Value = yaml_serde::from_str(
+        "apiVersion: operator.kcp.io/v1alpha1\nkind: CacheServer\nmetadata:\n  name: cache\n  namespace: default\nspec:\n",
+    )
+    .expect("sample parses");
+    assert!(sample["spec"].is_null(), "the sample's spec is null");
+    let crd = crds::definitions()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "CacheServer")
+        .expect("CacheServer CRD");
+    let schema = serde_json::to_value(
+        crd.spec.versions[0]
+            .schema
+            .as_ref()
+            .and_then(|schema| schema.open_api_v3_schema.as_ref())
+            .expect("schema"),
+    )
+    .expect("serialises");
+    let schema = kcp_apiextensions::StructuralSchema::new(&schema).expect("structural");
+    let mut object = sample;
+    schema.prune(&mut object);
+    schema.apply_defaults(&mut object);
+    assert_eq!(schema.validate(&object), Vec::new(), "{object}");
+    assert_eq!(schema.validate_cel(&object, None), Vec::new(), "{object}");
+    assert!(object["spec"].is_object(), "spec defaulted: {object}");
+    object["metadata"]["uid"] = serde_json::json!("u-cache"); // what the server assigns
+    let cache: kcp_operator::api::CacheServer =
+        serde_json::from_value(object).expect("a CacheServer");
+    kcp_operator::validate::cache_server(&cache).expect("valid with defaults");
+}

@@ -2,223 +2,28 @@
 //! controller sends is recorded as `METHOD path[?query]` and asserted in order, for create,
 //! no-op, certificate rotation, deletion and a broken reference.
 //!
-//! The mock keeps objects in memory: GET returns what was applied, server-side apply stores
-//! the applied object, a status merge patch replaces the status, and events are accepted.
+//! The mock (`support`) keeps objects in memory as a real API server returns them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use http::{Request, Response, StatusCode};
 use jiff::{SignedDuration, Timestamp};
 use kcp_operator::api::{CacheServer, FrontProxy};
 use kcp_operator::controller::kcp::{Connector, Endpoint};
 use kcp_operator::controller::{Context, cacheserver, finalizer, frontproxy, server};
 use kcp_operator::pki::{Authority, CertificateRequest, TlsMaterial};
-use kube::client::Body;
 use serde_json::{Value, json};
+use support::FakeApi;
 
 const NS: &str = "/api/v1/namespaces/kcp";
 const APPS: &str = "/apis/apps/v1/namespaces/kcp";
 const EVENTS: &str = "POST /apis/events.k8s.io/v1/namespaces/kcp/events";
 const APPLY: &str = "?&force=true&fieldManager=kcp-operator";
-
-/// The in-memory API server and the log of requests it served.
-#[derive(Clone, Default)]
-struct FakeApi {
-    objects: Arc<Mutex<BTreeMap<String, Value>>>,
-    log: Arc<Mutex<Vec<String>>>,
-    bodies: Arc<Mutex<Vec<(String, Value)>>>,
-    /// Answer every request with 503, like a server that cannot be reached.
-    unavailable: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl FakeApi {
-    fn put(&self, path: &str, object: Value) {
-        self.objects
-            .lock()
-            .expect("lock")
-            .insert(path.to_owned(), object);
-    }
-
-    fn get(&self, path: &str) -> Value {
-        self.objects
-            .lock()
-            .expect("lock")
-            .get(path)
-            .cloned()
-            .expect("stored")
-    }
-
-    fn take_log(&self) -> Vec<String> {
-        std::mem::take(&mut *self.log.lock().expect("lock"))
-    }
-
-    fn body_of(&self, entry: &str) -> Value {
-        self.bodies
-            .lock()
-            .expect("lock")
-            .iter()
-            .rev()
-            .find(|(logged, _)| logged == entry)
-            .map(|(_, body)| body.clone())
-            .expect("request was sent")
-    }
-
-    fn respond(
-        &self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: Value,
-    ) -> (StatusCode, Value) {
-        if self.unavailable.load(std::sync::atomic::Ordering::SeqCst) {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}),
-            );
-        }
-        let mut objects = self.objects.lock().expect("lock");
-        let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404});
-        match method {
-            "GET" => match objects.get(path) {
-                Some(object) => (StatusCode::OK, object.clone()),
-                None => (StatusCode::NOT_FOUND, not_found),
-            },
-            "PATCH" if path.ends_with("/status") => {
-                let object_path = path.trim_end_matches("/status");
-                match objects.get_mut(object_path) {
-                    Some(object) => {
-                        object["status"] = body["status"].clone();
-                        (StatusCode::OK, object.clone())
-                    }
-                    None => (StatusCode::NOT_FOUND, not_found),
-                }
-            }
-            "PATCH" if content_type == "application/merge-patch+json" => {
-                match objects.get_mut(path) {
-                    Some(object) => {
-                        merge(object, &body);
-                        (StatusCode::OK, object.clone())
-                    }
-                    None => (StatusCode::NOT_FOUND, not_found),
-                }
-            }
-            "PATCH" => {
-                objects.insert(path.to_owned(), body.clone());
-                (StatusCode::OK, body)
-            }
-            "DELETE" => match objects.remove(path) {
-                Some(object) => (StatusCode::OK, object),
-                None => (StatusCode::NOT_FOUND, not_found),
-            },
-            "POST" => (StatusCode::CREATED, body),
-            _ => (StatusCode::METHOD_NOT_ALLOWED, not_found),
-        }
-    }
-
-    /// The objects below collection `path` that carry the `key=value` label of the query.
-    fn list(&self, path: &str, query: &str) -> (StatusCode, Value) {
-        let selector = query
-            .trim_start_matches('?')
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("labelSelector="))
-            .map(|s| s.replace("%3D", "=").replace("%2F", "/"))
-            .unwrap_or_default();
-        let (key, value) = selector.split_once('=').unwrap_or_default();
-        let objects = self.objects.lock().expect("lock");
-        let items: Vec<Value> = objects
-            .iter()
-            .filter(|(stored, object)| {
-                stored.starts_with(&format!("{path}/"))
-                    && object["metadata"]["labels"][key] == value
-            })
-            .map(|(_, object)| object.clone())
-            .collect();
-        (
-            StatusCode::OK,
-            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
-        )
-    }
-
-    /// A client whose requests this fake serves until the client is dropped.
-    fn client(&self) -> kube::Client {
-        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let fake = self.clone();
-        tokio::spawn(async move {
-            while let Some((request, send)) = handle.next_request().await {
-                let method = request.method().to_string();
-                let path = request.uri().path().to_owned();
-                let content_type = request
-                    .headers()
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|value| value.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned();
-                let query = request
-                    .uri()
-                    .query()
-                    .map(|q| format!("?{q}"))
-                    .unwrap_or_default();
-                let bytes = request.into_body().collect_bytes().await.expect("body");
-                let body: Value = if bytes.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&bytes).expect("JSON body")
-                };
-                let entry = format!("{method} {path}{}", normalise_query(&query));
-                fake.log.lock().expect("lock").push(entry.clone());
-                fake.bodies
-                    .lock()
-                    .expect("lock")
-                    .push((entry, body.clone()));
-                let (status, response) = if method == "GET" && query.contains("labelSelector=") {
-                    fake.list(&path, &query)
-                } else {
-                    fake.respond(&method, &path, &content_type, body)
-                };
-                let response = Response::builder()
-                    .status(status)
-                    .body(Body::from(
-                        serde_json::to_vec(&response).expect("serialises"),
-                    ))
-                    .expect("response");
-                send.send_response(response);
-            }
-        });
-        kube::Client::new(service, "default")
-    }
-}
-
-/// JSON merge patch (RFC 7386).
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                if value.is_null() {
-                    target.remove(key);
-                } else {
-                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
-                }
-            }
-        }
-        (target, patch) => *target = patch.clone(),
-    }
-}
-
-/// Query parameters sorted, so the log does not depend on their order.
-fn normalise_query(query: &str) -> String {
-    let mut pairs: Vec<&str> = query
-        .trim_start_matches('?')
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .collect();
-    if pairs.is_empty() {
-        return String::new();
-    }
-    pairs.sort_by(|a, b| b.cmp(a));
-    format!("?&{}", pairs.join("&"))
-}
+/// The query of every merge patch (status, finalizers): the operator names itself.
+const MERGE: &str = "?&fieldManager=kcp-operator";
 
 fn cache_server_value() -> Value {
     json!({
@@ -263,16 +68,21 @@ fn cert_secrets() -> Vec<String> {
     .collect()
 }
 
+/// A missing certificate is read, then created (never applied over a concurrent creator's).
+fn create_secret(path: &str) -> [String; 2] {
+    [format!("GET {path}"), format!("POST {NS}/secrets{MERGE}")]
+}
+
 fn expected_create() -> Vec<String> {
-    let mut expected = read(&cert_secrets());
+    let mut expected = Vec::new();
     for path in cert_secrets() {
-        expected.extend(apply(&path));
+        expected.extend(create_secret(&path));
     }
     expected.extend(apply(&secret("c-cacheserver-client-kubeconfig")));
     expected.extend(apply(&format!("{NS}/services/c-cacheserver")));
     expected.extend(apply(&format!("{APPS}/deployments/c-cacheserver")));
     expected.push(EVENTS.into());
-    expected.push(format!("PATCH {CACHE_PATH}/status"));
+    expected.push(format!("PATCH {CACHE_PATH}/status{MERGE}"));
     expected
 }
 
@@ -309,6 +119,71 @@ async fn create_applies_certificates_then_workload_then_reports() {
     assert_eq!(ca["metadata"]["ownerReferences"][0]["kind"], "CacheServer");
 }
 
+/// Upstream's CacheServer sample: an empty `spec:` (defaulted to `{}` by the CRD) runs with
+/// defaults.
+#[tokio::test]
+async fn a_cache_server_with_an_empty_spec_runs_with_defaults() {
+    let fake = FakeApi::default();
+    let mut object = cache_server_value();
+    object["spec"] = json!({});
+    fake.put(CACHE_PATH, object);
+    assert_eq!(reconcile_cache(&fake).await, expected_create());
+    let deployment = fake.get(&format!("{APPS}/deployments/c-cacheserver"));
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .expect("image");
+    assert!(image.starts_with("ghcr.io/kcp-rs/kcp:"), "{image}");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+}
+
+/// Two reconciles that both find the certificates missing (RootShard, Shard and FrontProxy
+/// applied together) issue each one once: the loser of the create uses the winner's Secret.
+#[tokio::test]
+async fn concurrent_reconciles_issue_each_certificate_once() {
+    let fake = FakeApi::default();
+    fake.put(CACHE_PATH, cache_server_value());
+    let run = || async {
+        let object: CacheServer = serde_json::from_value(fake.get(CACHE_PATH)).expect("cache");
+        let ctx = Arc::new(Context::new(fake.client()));
+        cacheserver::reconcile(Arc::new(object), ctx).await
+    };
+    let (first, second) = tokio::join!(run(), run());
+    first.expect("first reconciles");
+    second.expect("second reconciles");
+    let log = fake.take_log();
+    let creates = log
+        .iter()
+        .filter(|entry| entry.starts_with(&format!("POST {NS}/secrets")))
+        .count();
+    assert!(
+        creates > cert_secrets().len(),
+        "the reconciles did not race for a certificate: {log:#?}"
+    );
+    for path in cert_secrets() {
+        assert!(
+            !log.contains(&format!("PATCH {path}{APPLY}")),
+            "{path} was issued again over the stored one: {log:#?}"
+        );
+    }
+    // The stored leaves are signed by the stored CA: the loser issued nothing of its own.
+    let material = |name: &str| {
+        let data: BTreeMap<String, k8s_openapi::ByteString> =
+            serde_json::from_value(fake.get(&secret(name))["data"].clone()).expect("data");
+        TlsMaterial::from_secret_data(&data).expect("material")
+    };
+    let ca = Authority::load(material("c-cacheserver-ca")).expect("CA");
+    for leaf in ["c-cacheserver-server", "c-cacheserver-client"] {
+        let pem = material(leaf).cert_pem;
+        let (_, child) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("PEM");
+        let (_, parent) = x509_parser::pem::parse_x509_pem(ca.cert_pem().as_bytes()).expect("PEM");
+        let child = child.parse_x509().expect("leaf");
+        let parent = parent.parse_x509().expect("CA");
+        child
+            .verify_signature(Some(parent.public_key()))
+            .unwrap_or_else(|error| panic!("{leaf} is not signed by the stored CA: {error}"));
+    }
+}
+
 #[tokio::test]
 async fn a_second_reconcile_with_nothing_changed_writes_nothing() {
     let fake = FakeApi::default();
@@ -327,7 +202,7 @@ async fn an_available_deployment_makes_the_component_running_at_its_version() {
     deployment["status"] = json!({"observedGeneration": 0, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1});
     fake.put(&path, deployment);
     let mut expected = expected_quiet();
-    expected.push(format!("PATCH {CACHE_PATH}/status"));
+    expected.push(format!("PATCH {CACHE_PATH}/status{MERGE}"));
     assert_eq!(reconcile_cache(&fake).await, expected);
     let status = &fake.get(CACHE_PATH)["status"];
     assert_eq!(status["phase"], "Running");
@@ -431,7 +306,11 @@ async fn a_missing_root_shard_is_a_condition_and_one_event_not_an_error() {
     };
     assert_eq!(
         run().await,
-        [root.clone(), EVENTS.into(), format!("PATCH {path}/status")]
+        [
+            root.clone(),
+            EVENTS.into(),
+            format!("PATCH {path}/status{MERGE}")
+        ]
     );
     let status = &fake.get(path)["status"];
     assert_eq!(status["phase"], "Degraded");
@@ -522,10 +401,10 @@ async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
     let output = secret("alice-kubeconfig");
     let mut expected = vec![format!("GET {roots}"), format!("GET {cert}")];
     expected.push(format!("GET {}", secret("root-rootshard-client-ca")));
+    expected.push(format!("POST {NS}/secrets{MERGE}"));
     expected.push(format!("GET {}", secret("root-rootshard-server-ca")));
-    expected.extend(apply(&cert));
     expected.extend(apply(&output));
-    expected.push(format!("PATCH {path}/status"));
+    expected.push(format!("PATCH {path}/status{MERGE}"));
     assert_eq!(run().await, expected);
 
     for stored in [fake.get(&cert), fake.get(&output)] {
@@ -546,7 +425,8 @@ async fn a_kubeconfig_owns_its_certificate_and_embeds_it() {
     );
     assert_eq!(fake.get(path)["status"]["phase"], "Ready");
 
-    let mut quiet = expected[..4].to_vec();
+    let mut quiet = expected[..3].to_vec();
+    quiet.push(format!("GET {}", secret("root-rootshard-server-ca")));
     quiet.push(format!("GET {output}"));
     assert_eq!(run().await, quiet, "a second pass only reads");
 }
@@ -758,7 +638,7 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
     let log = scene.host.take_log();
     assert_eq!(
         log[0],
-        format!("PATCH {SHARD_PATH}"),
+        format!("PATCH {SHARD_PATH}{MERGE}"),
         "the finalizer goes on first"
     );
     assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
@@ -779,7 +659,7 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
             format!("GET {}", secret("root-rootshard-server-ca")),
             format!("GET {}", secret("root-rootshard-kcp-operator")),
             EVENTS.into(),
-            format!("PATCH {SHARD_PATH}"),
+            format!("PATCH {SHARD_PATH}{MERGE}"),
         ]
     );
     assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
@@ -805,13 +685,17 @@ async fn an_unreachable_root_shard_releases_the_shard_after_bounded_attempts() {
         .api
         .unavailable
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    scene.delete_shard();
     let key = "Shard/kcp/s";
+    // Reconciles that failed before the deletion do not count towards the cleanup's attempts.
+    for _ in 0..finalizer::MAX_ATTEMPTS {
+        scene.ctx.backoff.retry(key);
+    }
+    scene.delete_shard();
     for _ in 1..finalizer::MAX_ATTEMPTS {
         let error = scene.reconcile().await.expect_err("kcp is unavailable");
         assert_eq!(error.reason(), "KcpRequestFailed");
         // What the controller's error policy does after a failed reconcile.
-        scene.ctx.backoff.failed(key);
+        scene.ctx.backoff.retry(key);
         assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
     }
     scene.reconcile().await.expect("gives up");
@@ -839,7 +723,7 @@ async fn a_shard_whose_root_shard_is_gone_is_released_at_once() {
         [
             format!("GET {ROOT_PATH}"),
             EVENTS.into(),
-            format!("PATCH {SHARD_PATH}")
+            format!("PATCH {SHARD_PATH}{MERGE}")
         ]
     );
     assert_eq!(scene.host.body_of(EVENTS)["reason"], "RootShardGone");
@@ -855,21 +739,24 @@ fn binding(name: &str, uid: &str) -> Value {
            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "x"}})
 }
 
+/// The Kubeconfig `alice` for `target`, binding `roles` inside kcp.
+fn alice(target: Value, roles: &[&str]) -> Value {
+    json!({
+        "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
+        "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
+        "spec": {"target": target, "username": "alice",
+                 "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
+                 "authorization": {"clusterRoleBindings": {"clusterRoles": roles}}}
+    })
+}
+
 #[tokio::test]
 async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig() {
     let scene = Scene::new();
     put_root_shard(&scene.host);
-    scene.host.put(
-        KUBECONFIG_PATH,
-        json!({
-            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "Kubeconfig",
-            "metadata": {"name": "alice", "namespace": "kcp", "uid": "u-k", "generation": 1},
-            "spec": {"target": {"rootShardRef": {"name": "root"}}, "username": "alice",
-                     "validity": "24h", "secretRef": {"name": "alice-kubeconfig"},
-                     "targetWorkspace": "root:team",
-                     "authorization": {"clusterRoleBindings": {"clusterRoles": ["view", "edit"]}}}
-        }),
-    );
+    let mut kubeconfig = alice(json!({"rootShardRef": {"name": "root"}}), &["view", "edit"]);
+    kubeconfig["spec"]["targetWorkspace"] = json!("root:team");
+    scene.host.put(KUBECONFIG_PATH, kubeconfig);
     // A binding this Kubeconfig made for a role it no longer wants, and somebody else's.
     scene.kcp.api.put(
         &format!("{BINDINGS}/u-k:admin"),
@@ -889,7 +776,7 @@ async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig(
     run().await;
     assert_eq!(
         scene.host.take_log()[0],
-        format!("PATCH {KUBECONFIG_PATH}"),
+        format!("PATCH {KUBECONFIG_PATH}{MERGE}"),
         "the finalizer goes on first"
     );
     assert_eq!(
@@ -944,4 +831,175 @@ async fn kubeconfig_bindings_are_created_in_kcp_and_removed_with_the_kubeconfig(
         json!([])
     );
     scene.kcp.api.get(&format!("{BINDINGS}/other"));
+}
+
+/// The requests in `log` that write (anything but a read).
+fn writes(log: Vec<String>) -> Vec<String> {
+    log.into_iter()
+        .filter(|entry| !entry.starts_with("GET "))
+        .collect()
+}
+
+const FRONT_PROXY_PATH: &str = "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/frontproxies/f";
+
+/// The Kubeconfig's cleanup gets its 5 attempts however many reconciles failed before it was
+/// deleted (earlier, one cleanup attempt after unrelated failures gave the finalizer up).
+#[tokio::test]
+async fn a_kubeconfig_cleanup_gets_all_its_attempts_after_earlier_failures() {
+    let scene = Scene::new();
+    put_root_shard(&scene.host);
+    let mut kubeconfig = alice(json!({"rootShardRef": {"name": "root"}}), &["view"]);
+    kubeconfig["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-rbac"]);
+    scene.host.put(KUBECONFIG_PATH, kubeconfig);
+    scene
+        .kcp
+        .api
+        .unavailable
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let key = "Kubeconfig/kcp/alice";
+    let run = || async {
+        let object: kcp_operator::api::Kubeconfig =
+            serde_json::from_value(scene.host.get(KUBECONFIG_PATH)).expect("kubeconfig");
+        kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), scene.ctx.clone()).await
+    };
+    // Reconciles that fail while kcp is down, before anybody deletes the Kubeconfig.
+    for _ in 0..finalizer::MAX_ATTEMPTS {
+        run().await.expect_err("kcp is unavailable");
+        scene.ctx.backoff.retry(key);
+    }
+    let mut deleted = scene.host.get(KUBECONFIG_PATH);
+    deleted["metadata"]["deletionTimestamp"] = json!("2030-01-01T00:00:00Z");
+    scene.host.put(KUBECONFIG_PATH, deleted);
+    for attempt in 1..finalizer::MAX_ATTEMPTS {
+        run().await.expect_err("the cleanup fails");
+        scene.ctx.backoff.retry(key);
+        assert_eq!(
+            scene.host.get(KUBECONFIG_PATH)["metadata"]["finalizers"],
+            json!(["operator.kcp.io/cleanup-rbac"]),
+            "given up after {attempt} cleanup attempts"
+        );
+    }
+    run().await.expect("gives up");
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "CleanupAbandoned");
+    assert_eq!(
+        scene.host.get(KUBECONFIG_PATH)["metadata"]["finalizers"],
+        json!([])
+    );
+}
+
+/// A scene with one object of every kind: a CacheServer, a RootShard, a Shard, a FrontProxy
+/// with two replicas (a PDB) and a Kubeconfig for it with bindings in kcp.
+fn every_kind() -> Scene {
+    let scene = Scene::new();
+    put_root_shard(&scene.host);
+    scene.host.put(CACHE_PATH, cache_server_value());
+    scene.host.put(SHARD_PATH, shard_value());
+    scene.host.put(
+        FRONT_PROXY_PATH,
+        json!({
+            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "FrontProxy",
+            "metadata": {"name": "f", "namespace": "kcp", "uid": "u-f", "generation": 1},
+            "spec": {"rootShard": {"ref": {"name": "root"}}, "replicas": 2}
+        }),
+    );
+    scene.host.put(
+        KUBECONFIG_PATH,
+        alice(json!({"frontProxyRef": {"name": "f"}}), &["view"]),
+    );
+    scene
+}
+
+const KINDS: [&str; 5] = [
+    "CacheServer",
+    "RootShard",
+    "Shard",
+    "FrontProxy",
+    "Kubeconfig",
+];
+
+/// Runs the reconciler of `kind` on its object in `scene`.
+async fn reconcile_kind(scene: &Scene, kind: &str) -> Result<(), kcp_operator::controller::Error> {
+    let ctx = scene.ctx.clone();
+    let stored = |path: &str| scene.host.get(path);
+    match kind {
+        "CacheServer" => {
+            let object = serde_json::from_value(stored(CACHE_PATH)).expect(kind);
+            cacheserver::reconcile(Arc::new(object), ctx).await
+        }
+        "RootShard" => {
+            let object = serde_json::from_value(stored(ROOT_PATH)).expect(kind);
+            server::reconcile_root_shard(Arc::new(object), ctx).await
+        }
+        "Shard" => {
+            let object = serde_json::from_value(stored(SHARD_PATH)).expect(kind);
+            server::reconcile_shard(Arc::new(object), ctx).await
+        }
+        "FrontProxy" => {
+            let object = serde_json::from_value(stored(FRONT_PROXY_PATH)).expect(kind);
+            frontproxy::reconcile(Arc::new(object), ctx).await
+        }
+        _ => {
+            let object = serde_json::from_value(stored(KUBECONFIG_PATH)).expect(kind);
+            kcp_operator::controller::kubeconfig::reconcile(Arc::new(object), ctx).await
+        }
+    }
+    .map(|_| ())
+}
+
+/// Reconciles every kind twice against a server that stores what it is given as a real one
+/// does (`support::as_stored`): the second pass of each kind must write nothing, in the host
+/// cluster or in kcp.
+#[tokio::test]
+async fn nothing_changed_means_no_write_for_every_kind() {
+    let scene = every_kind();
+    for kind in KINDS {
+        for pass in ["first", "second"] {
+            reconcile_kind(&scene, kind)
+                .await
+                .unwrap_or_else(|error| panic!("{kind} ({pass} pass): {error}"));
+            let host = writes(scene.host.take_log());
+            let kcp = writes(scene.kcp.api.take_log());
+            if pass == "first" {
+                assert!(!host.is_empty(), "{kind} created nothing");
+            } else {
+                assert_eq!(host, Vec::<String>::new(), "{kind} wrote to the host again");
+                assert_eq!(kcp, Vec::<String>::new(), "{kind} wrote to kcp again");
+            }
+        }
+    }
+}
+
+/// Everything the reconcilers of every kind write (children, Secrets, Events, bindings in kcp)
+/// is a valid object of its k8s-openapi type (a round trip through the type keeps every field)
+/// within kube's limits (names, labels, annotations, Event notes).
+#[tokio::test]
+async fn every_written_object_is_valid_for_kubernetes() {
+    let scene = every_kind();
+    for kind in KINDS {
+        reconcile_kind(&scene, kind)
+            .await
+            .unwrap_or_else(|error| panic!("{kind}: {error}"));
+    }
+    let mut checked = BTreeMap::new();
+    for api in [&scene.host, &scene.kcp.api] {
+        let objects = api.objects.lock().expect("lock").clone();
+        for (path, object) in objects {
+            if let Some(kind) = support::limits::check(&path, &object) {
+                *checked.entry(kind).or_insert(0) += 1;
+            }
+        }
+    }
+    for kind in [
+        "Secret",
+        "Service",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Event",
+        "ClusterRoleBinding",
+    ] {
+        assert!(
+            checked.contains_key(kind),
+            "no {kind} was written: {checked:?}"
+        );
+    }
 }

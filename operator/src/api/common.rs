@@ -92,12 +92,12 @@ pub struct EtcdStorage {
 pub struct ExternalConfig {
     pub hostname: String,
     #[schemars(range(min = 1, max = 65535))]
-    pub port: u32,
+    pub port: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private_hostname: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65535))]
-    pub private_port: Option<u32>,
+    pub private_port: Option<i32>,
 }
 
 /// Source of a root CA: generated (default), or brought along in a Secret of any name.

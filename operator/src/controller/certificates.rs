@@ -3,13 +3,21 @@
 //!
 //! CAs are never replaced while their Secret exists: a broken CA Secret is an error for a person
 //! to fix, not something to paper over by minting a CA that invalidates every credential.
+//!
+//! A missing certificate is created, not applied: two reconciles that both found it missing
+//! (RootShard, Shard and FrontProxy applied together) would otherwise each issue one and the
+//! later apply would replace the first, so a certificate already handed out changed (upstream
+//! kcp-operator leaves this to cert-manager, which issues once). The create is the claim: a 409
+//! AlreadyExists means another reconcile won, and its Secret is read and used as the truth.
 
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
+use kube::api::PostParams;
 use kube::{Api, Client};
 
+use crate::naming::FIELD_MANAGER;
 use crate::pki::catalog::{CertificateSpec, Issuer};
 use crate::pki::{self, Authority, IssueReason, TlsMaterial, renewal};
 use crate::render::pod;
@@ -21,7 +29,10 @@ use super::Error;
 #[derive(Debug, Default)]
 pub struct Certificates {
     pub materials: BTreeMap<String, TlsMaterial>,
+    /// Re-issued certificates, to apply over their Secrets.
     pub issued: Vec<(Secret, IssueReason)>,
+    /// `Secret/<name>` of every missing certificate this pass created.
+    pub created: Vec<String>,
     /// The earliest time a kept certificate becomes due.
     pub next_renewal: Option<Timestamp>,
 }
@@ -101,15 +112,50 @@ pub async fn ensure(
                         .clone(),
                 };
                 tracing::info!(secret = %spec.secret, %reason, "issuing certificate");
-                result
-                    .issued
-                    .push((tls_secret(owner, &spec.secret, &material), reason));
-                material
+                let secret = tls_secret(owner, &spec.secret, &material);
+                if existing.is_some() {
+                    result.issued.push((secret, reason));
+                    material
+                } else {
+                    create(client, namespace, &secret, &mut result)
+                        .await?
+                        .unwrap_or(material)
+                }
             }
         };
         result.materials.insert(spec.secret.clone(), material);
     }
     Ok(result)
+}
+
+/// Creates the Secret of a missing certificate. `Ok(None)`: created, the new material holds;
+/// `Ok(Some(stored))`: another reconcile created it first, and its material holds.
+async fn create(
+    client: &Client,
+    namespace: &str,
+    secret: &Secret,
+    result: &mut Certificates,
+) -> Result<Option<TlsMaterial>, Error> {
+    let name = secret.metadata.name.clone().unwrap_or_default();
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PostParams::default()
+    };
+    match api.create(&params, secret).await {
+        Ok(_) => {
+            result.created.push(format!("Secret/{name}"));
+            Ok(None)
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            tracing::info!(secret = %name, "certificate created concurrently; using the stored one");
+            let (_, stored) = read_material(client, namespace, &name)
+                .await?
+                .ok_or_else(|| Error::MissingSecret(name.clone()))?;
+            stored.map(Some).ok_or(Error::BrokenCa(name))
+        }
+        Err(error) => Err(Error::Kube(error)),
+    }
 }
 
 /// The CA in Secret `name`: issued in this pass, or read (a brought CA, or another resource's).

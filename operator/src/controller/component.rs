@@ -153,13 +153,19 @@ async fn publish_changes<K: Resource<DynamicType = ()>>(
     applied: &AppliedChildren,
     certs: &Certificates,
 ) {
-    if !applied.created.is_empty() {
+    let created: Vec<&str> = certs
+        .created
+        .iter()
+        .chain(&applied.created)
+        .map(String::as_str)
+        .collect();
+    if !created.is_empty() {
         ctx.publish(
             object,
             Event {
                 type_: EventType::Normal,
                 reason: "Created".into(),
-                note: Some(format!("created {}", applied.created.join(", "))),
+                note: Some(format!("created {}", created.join(", "))),
                 action: "Create".into(),
                 secondary: None,
             },

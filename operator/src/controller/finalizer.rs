@@ -4,16 +4,18 @@
 //! concurrent change to the finalizer list is a conflict (retried) rather than overwritten.
 //! Cleanups reach into kcp, which may be gone or broken; a finalizer that waited for it forever
 //! would wedge the deletion of the object (and of its namespace), so after [`MAX_ATTEMPTS`]
-//! failed reconciles (with the usual backoff in between) the finalizer is removed anyway, with a
-//! Warning event that says what may have been left behind.
+//! failed cleanups (with the usual backoff in between) the finalizer is removed anyway, with a
+//! Warning event that says what may have been left behind. Only failures of the cleanup itself
+//! count: reconciles that failed before the deletion (say, while kcp was still starting) never
+//! use up its attempts.
 
-use kube::api::{Patch, PatchParams};
+use kube::api::Patch;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use super::{Context, Error, Watched, backoff};
+use super::{Context, Error, Watched, backoff, merge_params};
 
 /// Failed cleanups of a deleted object before its finalizer is removed regardless.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -38,14 +40,15 @@ where
 {
     let (type_, reason, note) = match cleanup {
         Ok(Cleaned { reason, note }) => (EventType::Normal, reason, note),
-        Err(error) if ctx.backoff.failures(&backoff::key(object)) + 1 >= MAX_ATTEMPTS => {
+        Err(error) if ctx.backoff.cleanup_failed(&backoff::key(object)) >= MAX_ATTEMPTS => {
             let chain = super::error_chain(&error);
             tracing::warn!(object = %backoff::key(object), %finalizer, error = %chain, "giving up the cleanup");
             (
                 EventType::Warning,
                 "CleanupAbandoned",
                 format!(
-                    "removing finalizer {finalizer} after {MAX_ATTEMPTS} failed attempts; what it cleans up may remain in kcp: {chain}"
+                    "removing finalizer {finalizer} after {MAX_ATTEMPTS} failed attempts; what it cleans up may remain in kcp: {}",
+                    error.reason()
                 ),
             )
         }
@@ -109,12 +112,8 @@ where
         "finalizers": finalizers,
         "resourceVersion": object.resource_version(),
     }});
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map_err(Error::Kube)?;
+    api.patch(&object.name_any(), &merge_params(), &Patch::Merge(&patch))
+        .await
+        .map_err(Error::Kube)?;
     Ok(())
 }

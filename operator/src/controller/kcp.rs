@@ -62,6 +62,7 @@ impl Connector for Direct {
         .map_err(Error::Serialize)?;
         config.connect_timeout = Some(CONNECT_TIMEOUT);
         config.read_timeout = Some(READ_TIMEOUT);
+        identify(&mut config);
         Client::try_from(config).map_err(Error::Kube)
     }
 }
@@ -89,6 +90,17 @@ pub async fn endpoint(
         cert_pem: operator.cert_pem,
         key_pem: operator.key_pem,
     })
+}
+
+/// Makes every request of a client from `config` carry the operator's User-Agent.
+pub fn identify(config: &mut kube::Config) {
+    config
+        .headers
+        .retain(|(name, _)| name != http::header::USER_AGENT);
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(crate::naming::USER_AGENT),
+    ));
 }
 
 /// Whether a kcp answer means the object is not there (any more).
@@ -125,6 +137,46 @@ mod tests {
         let endpoint = endpoint("https://root.kcp.svc:6443/clusters/root");
         let client = Direct.connect(&endpoint).expect("client");
         assert_eq!(client.default_namespace(), "default");
+    }
+
+    /// Every request carries `kcp-operator/<version>`: a client from [`identify`]'s config sends
+    /// one request to a loopback listener that reads its headers.
+    #[tokio::test]
+    async fn requests_carry_the_operator_user_agent() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.expect("accept");
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let read = stream.read(&mut buffer).await.expect("read");
+                if read == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buffer[..read]);
+            }
+            let body = br#"{"kind":"Status","apiVersion":"v1","code":404,"message":"gone","reason":"NotFound","status":"Failure"}"#;
+            let answer = format!(
+                "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(answer.as_bytes()).await.expect("write");
+            stream.write_all(body).await.expect("write");
+            String::from_utf8_lossy(&head).to_lowercase()
+        });
+        let mut config = kube::Config::new(format!("http://{address}").parse().expect("url"));
+        identify(&mut config);
+        let client = Client::try_from(config).expect("client");
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, "kcp");
+        let _ = api.get_opt("x").await;
+        let head = server.await.expect("server");
+        let expected = format!("user-agent: kcp-operator/{}\r\n", env!("CARGO_PKG_VERSION"));
+        assert!(head.contains(&expected), "{head}");
     }
 
     #[tokio::test]

@@ -17,6 +17,7 @@ pub mod frontproxy;
 pub mod kcp;
 pub mod kubeconfig;
 pub mod metrics;
+pub mod report;
 pub mod run;
 pub mod server;
 pub mod status;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
+use kube::api::PatchParams;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
@@ -49,6 +51,15 @@ pub const INVALID_REQUEUE: Duration = Duration::from_secs(300);
 /// How soon an object naming a Secret or ConfigMap that does not exist looks again: creating it
 /// changes nothing the controller watches, and users expect the fix to take at once.
 pub const MISSING_REFERENCE_REQUEUE: Duration = Duration::from_secs(10);
+
+/// Parameters of the operator's merge patches (status, finalizers): they name the operator as
+/// field manager, so managedFields never show `unknown`.
+pub fn merge_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    }
+}
 
 /// Why a reconcile failed (and will be retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -168,8 +179,10 @@ impl Context {
         }
     }
 
-    /// Publishes an event about `object`; a failure to publish is logged, never fatal.
-    pub async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, event: Event) {
+    /// Publishes an event about `object` (its note on one line, within the server's limit); a
+    /// failure to publish is logged, never fatal.
+    pub async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, mut event: Event) {
+        event.note = event.note.as_deref().map(report::bounded);
         let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
         let reference = object.object_ref(&());
         if let Err(error) = recorder.publish(&event, &reference).await {
@@ -177,9 +190,9 @@ impl Context {
         }
     }
 
-    /// Warning event for a failed reconcile.
+    /// Warning event for a failed reconcile: one line (the log has the whole chain).
     pub async fn publish_failure<K: Resource<DynamicType = ()>>(&self, object: &K, error: &Error) {
-        let note = error_chain(error);
+        let note = report::summary(error);
         self.publish(
             object,
             Event {

@@ -24,20 +24,23 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 
 use super::backoff::key;
+use super::report::{self, Conditioned};
 use super::{Context, Error, Watched, cacheserver, frontproxy, kubeconfig, server};
 
 /// A reconcile function as the loops drive it.
 type Reconciler<K> =
     fn(Arc<K>, Arc<Context>) -> futures::future::BoxFuture<'static, Result<Action, Error>>;
 
-/// Runs `reconcile` and keeps the backoff, failure events and metrics in step with its outcome.
+/// Runs `reconcile` and keeps the backoff, failure reports and metrics in step with its outcome.
+/// A failure is logged once (with its whole chain), then written to the status (`Degraded`),
+/// then published as a short Warning event: neither report can keep the other from happening.
 async fn guarded<K, F, Fut>(
     object: Arc<K>,
     ctx: Arc<Context>,
     reconcile: F,
 ) -> Result<Action, Error>
 where
-    K: Resource<DynamicType = ()>,
+    K: Conditioned,
     F: FnOnce(Arc<K>, Arc<Context>) -> Fut,
     Fut: Future<Output = Result<Action, Error>>,
 {
@@ -53,6 +56,11 @@ where
         Ok(_) => ctx.backoff.succeeded(&key),
         Err(error) => {
             tracing::warn!(object = %key, error = %super::error_chain(error), "reconcile failed");
+            if let Err(status_error) =
+                super::status::write_failure(&ctx.client, &*object, error).await
+            {
+                tracing::warn!(object = %key, error = %report::summary(&status_error), "failed to write the failure to the status");
+            }
             ctx.publish_failure(&*object, error).await;
         }
     }
@@ -152,7 +160,7 @@ fn same_root<K: Links, P: Links>(object: &K, peer: &P) -> bool {
     object.root_shard().is_some() && object.root_shard() == peer.root_shard()
 }
 
-async fn drive<K: Watched>(
+async fn drive<K: Conditioned>(
     controller: Controller<K>,
     ctx: Arc<Context>,
     shutdown: CancellationToken,
@@ -243,20 +251,44 @@ mod tests {
 
     use super::*;
 
-    /// A context whose client answers every request (the failure event) with an empty object.
-    fn context() -> Arc<Context> {
+    /// A request as the mock saw it: `METHOD path?query` and its body.
+    type Seen = Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>;
+
+    /// A context whose client records every request; events are refused with a 422 like a real
+    /// server refuses a note over 1024 characters, everything else answers an empty object.
+    fn context() -> (Arc<Context>, Seen) {
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let seen = Seen::default();
+        let log = seen.clone();
         tokio::spawn(async move {
-            while let Some((_, send)) = handle.next_request().await {
+            while let Some((request, send)) = handle.next_request().await {
+                let entry = format!(
+                    "{} {}?{}",
+                    request.method(),
+                    request.uri().path(),
+                    request.uri().query().unwrap_or_default()
+                );
+                let bytes = request.into_body().collect_bytes().await.expect("body");
+                let body = serde_json::from_slice(&bytes).unwrap_or_default();
+                let refused = entry.contains("/events");
+                log.lock().expect("lock").push((entry, body));
+                let (status, answer) = if refused {
+                    (
+                        422,
+                        serde_json::json!({"kind": "Status", "code": 422, "message": "note: can have at most 1024 characters"}),
+                    )
+                } else {
+                    (200, serde_json::json!({}))
+                };
                 send.send_response(
                     Response::builder()
-                        .status(201)
-                        .body(Body::from(b"{}".to_vec()))
+                        .status(status)
+                        .body(Body::from(serde_json::to_vec(&answer).expect("json")))
                         .expect("response"),
                 );
             }
         });
-        Arc::new(Context::new(Client::new(service, "kcp")))
+        (Arc::new(Context::new(Client::new(service, "kcp"))), seen)
     }
 
     fn shard() -> Arc<Shard> {
@@ -273,7 +305,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_outcome_is_counted() {
-        let ctx = context();
+        let (ctx, _) = context();
         let requeue = Action::requeue(Duration::from_secs(60));
         for outcome in [Ok(requeue.clone()), Err(()), Ok(requeue)] {
             let failed = outcome.is_err();
@@ -293,5 +325,40 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_failure_reaches_the_status_although_its_event_is_refused() {
+        let (ctx, seen) = context();
+        let status = kube::core::Status {
+            code: 500,
+            message: "x".repeat(3000),
+            ..kube::core::Status::default()
+        };
+        let result = guarded(shard(), ctx, |_, _| async move {
+            Err::<Action, _>(Error::Kube(kube::Error::Api(Box::new(status))))
+        })
+        .await;
+        assert!(result.is_err());
+        let seen = seen.lock().expect("lock").clone();
+        let (entry, body) = &seen[0];
+        assert!(
+            entry.starts_with(
+                "PATCH /apis/operator.kcp.io/v1alpha1/namespaces/kcp/shards/beta/status?"
+            ) && entry.contains("fieldManager=kcp-operator"),
+            "{entry}"
+        );
+        let condition = &body["status"]["conditions"][0];
+        assert_eq!(condition["type"], "Degraded");
+        assert_eq!(condition["reason"], "ApiError");
+        let (entry, event) = &seen[1];
+        assert!(entry.starts_with("POST /apis/events.k8s.io/v1/namespaces/kcp/events"));
+        let note = event["note"].as_str().expect("note");
+        assert!(
+            note.chars().count() <= report::MAX_NOTE,
+            "{} characters",
+            note.len()
+        );
+        assert!(!note.contains("Status {"), "{note}");
     }
 }

@@ -6,8 +6,8 @@
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
+use kube::api::Patch;
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
 use crate::api::common::{ComponentStatus, Phase};
@@ -17,7 +17,8 @@ use crate::api::conditions::{
 };
 use crate::upgrade::Decision;
 
-use super::{Error, Watched};
+use super::report::{Conditioned, degraded};
+use super::{Error, Watched, merge_params};
 
 /// How far a Deployment's rollout has come.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -295,18 +296,31 @@ where
     if previous == status {
         return Ok(());
     }
-    let meta = object.meta();
-    let api: Api<K> = Api::namespaced(
-        client.clone(),
-        meta.namespace.as_deref().unwrap_or_default(),
-    );
-    let body = json!({ "status": status });
-    api.patch_status(
-        meta.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Merge(&body),
-    )
-    .await
-    .map_err(Error::Kube)?;
+    patch(client, object, json!({ "status": status })).await
+}
+
+/// Writes the `Degraded` condition for a failed reconcile unless the status already says so.
+pub async fn write_failure<K: Conditioned>(
+    client: &Client,
+    object: &K,
+    error: &Error,
+) -> Result<(), Error> {
+    let next = degraded(object, error, Timestamp::now());
+    if next.as_slice() == object.conditions() {
+        return Ok(());
+    }
+    patch(client, object, json!({"status": {"conditions": next}})).await
+}
+
+/// A merge patch of the status subresource.
+async fn patch<K: Watched>(
+    client: &Client,
+    object: &K,
+    body: serde_json::Value,
+) -> Result<(), Error> {
+    let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
+    api.patch_status(&object.name_any(), &merge_params(), &Patch::Merge(&body))
+        .await
+        .map_err(Error::Kube)?;
     Ok(())
 }

@@ -10,6 +10,7 @@
 pub mod health;
 pub mod http;
 pub mod leader;
+pub mod logs;
 pub mod options;
 
 use std::io;
@@ -129,9 +130,7 @@ async fn lead(
     timing: Timing,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
-    let Some(election) = join_election(&ctx.client, namespace, timing, &shutdown).await else {
-        return Ok(());
-    };
+    let election = Election::new(ctx.client.clone(), namespace, leader::identity(), timing);
     health.set(Phase::Standby);
     tracing::info!(
         identity = election.identity(),
@@ -159,32 +158,6 @@ async fn lead(
         lost = election.hold() => {
             metrics.set_leader(false);
             Err(Error::LeaseLost(lost))
-        }
-    }
-}
-
-/// Creates the Lease if needed, retrying failures until `shutdown`.
-async fn join_election(
-    client: &Client,
-    namespace: &str,
-    timing: Timing,
-    shutdown: &CancellationToken,
-) -> Option<Election> {
-    let identity = leader::identity();
-    loop {
-        let attempt = Election::new(client.clone(), namespace, identity.clone(), timing);
-        tokio::select! {
-            joined = attempt => match joined {
-                Ok(election) => return Some(election),
-                Err(error) => {
-                    tracing::warn!(error = %crate::controller::error_chain(&error), "failed to set up the leader lease");
-                }
-            },
-            () = shutdown.cancelled() => return None,
-        }
-        tokio::select! {
-            () = tokio::time::sleep(timing.retry_period) => {}
-            () = shutdown.cancelled() => return None,
         }
     }
 }

@@ -106,16 +106,6 @@ pub struct Timing {
     pub retry_period: Duration,
 }
 
-impl Timing {
-    /// Seconds between the leader's renewals, before the lease runs out (kube-lease-manager's
-    /// `grace`): the leader renews every retry period.
-    pub fn grace_seconds(self) -> u64 {
-        self.lease_duration
-            .as_secs()
-            .saturating_sub(self.retry_period.as_secs())
-    }
-}
-
 impl Options {
     /// The lease timings, or why they cannot work.
     pub fn timing(&self) -> Result<Timing, TimingError> {
@@ -195,7 +185,6 @@ mod tests {
                 retry_period: Duration::from_secs(2),
             }
         );
-        assert_eq!(timing.grace_seconds(), 13);
     }
 
     #[test]
@@ -220,7 +209,6 @@ mod tests {
         );
         let timing = options.timing().expect("valid");
         assert_eq!(timing.lease_duration, Duration::from_secs(60));
-        assert_eq!(timing.grace_seconds(), 55);
 
         assert!(parse(&["--leader-elect"]).expect("parses").leader_elect);
         assert!(

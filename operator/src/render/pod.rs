@@ -116,7 +116,9 @@ pub fn volumes(
         .map(|mount| VolumeMount {
             name: mount.volume.clone(),
             mount_path: mount.path.clone(),
-            read_only: Some(mount.source != Source::EmptyDir),
+            // `readOnly: false` is Go's zero value: a real server drops it, so rendering it
+            // would make every reconcile see a change.
+            read_only: (mount.source != Source::EmptyDir).then_some(true),
             ..Default::default()
         })
         .collect();
