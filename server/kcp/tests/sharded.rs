@@ -1,6 +1,6 @@
-//! `kcp sharded` (issue 19, item 5) as people run it: a real `kcp sharded --shards 2
-//! --secure-port 0` process (`kcp_testing::ShardedKcp`) whose admin kubeconfig reaches both shards
-//! with kubectl (`--context root get shards` shows root and shard-1 Ready, `--context shard-1 get
+//! `kcp sharded` (issues 19 and 20) as people run it: a real `kcp sharded --shards 2
+//! --secure-port 0` process (`kcp_testing::ShardedKcp`) whose admin kubeconfig (context
+//! `front-proxy` current, and one per shard) reaches both shards with kubectl (`--context root get shards` shows root and shard-1 Ready, `--context shard-1 get
 //! --raw /readyz`), that stops every process it printed on SIGTERM and exits 0, keeps PKI and data
 //! across a re-run on the same directory, fails naming a child that dies (after stopping the
 //! others) or cannot start, stops on SIGINT (Ctrl-C) as on SIGTERM, puts every shard under its own prefix on one etcd with `--etcd-servers`, and starts the
@@ -63,9 +63,12 @@ async fn two_shards_answer_stop_on_sigterm_and_come_back_with_their_data() {
             .ok(&["config", "get-contexts", "-o", "name"])
             .lines()
             .collect::<Vec<_>>(),
-        ["root", "shard-1"]
+        ["front-proxy", "root", "shard-1"]
     );
-    assert_eq!(kubectl.ok(&["config", "current-context"]).trim(), "root");
+    assert_eq!(
+        kubectl.ok(&["config", "current-context"]).trim(),
+        "front-proxy"
+    );
     shards_ready(&kubectl).await;
     assert_eq!(
         kubectl.ok(&["--context", "shard-1", "get", "--raw", "/readyz"]),
@@ -85,7 +88,10 @@ async fn two_shards_answer_stop_on_sigterm_and_come_back_with_their_data() {
     ]);
     let pids = pids(&sharded);
     let names: Vec<&str> = pids.iter().map(|(name, _)| name.as_str()).collect();
-    assert!(names.ends_with(&["root", "shard-1"]), "{names:?}");
+    assert!(
+        names.ends_with(&["root", "shard-1", "front-proxy"]),
+        "{names:?}"
+    );
     assert!(pids.iter().all(|(_, pid)| alive(*pid)), "{pids:?}");
     let ca = std::fs::read(sharded.directory().join("pki/ca.crt")).unwrap();
 
@@ -261,7 +267,12 @@ async fn the_standalone_cache_server_is_started() {
 async fn in_process_the_root_shard_serves_the_cache() {
     let mut sharded = start("sharded-in-process", &["--cache=in-process".to_owned()]).await;
     let names: Vec<String> = sharded.children().into_iter().map(|c| c.name).collect();
-    assert_eq!(names, ["root", "shard-1"], "{}", sharded.output());
+    assert_eq!(
+        names,
+        ["root", "shard-1", "front-proxy"],
+        "{}",
+        sharded.output()
+    );
     shards_ready(&Kubectl::new(KUBECTL, &sharded.kubeconfig())).await;
     let cache =
         AdminCredentials::read_cluster(&sharded.directory().join("cache.kubeconfig"), "cache")
