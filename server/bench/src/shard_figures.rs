@@ -5,9 +5,9 @@
 //! For each shard also the Ready latency of the workspaces it holds (where a slow path shows
 //! itself), and for each process its CPU time during the create phase.
 //!
-//! A Workspace's `spec.URL` is its shard's external URL (`Shard.spec.baseURL`) followed by
-//! `/clusters/<logical cluster>`, as upstream sets it when scheduling; the shard is the process
-//! whose URL that starts with.
+//! A Workspace's shard is the one its annotation `core.kcp.io/shard` names, as the scheduler
+//! records it (its `spec.URL` names the shard's external URL, which is the front-proxy's in a
+//! topology with one, so it tells nothing about placement).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -20,7 +20,7 @@ use crate::server::Memory;
 use crate::sharded::{Process, Reading};
 use crate::stats::Latency;
 
-/// Workspaces whose `spec.URL` names no process of the topology (or that have none yet).
+/// Workspaces whose shard annotation names no process of the topology (or that have none yet).
 pub const UNPLACED: &str = "(no shard)";
 
 /// The process holding each listed Workspace named `prefix…`, from a list of root's Workspaces;
@@ -33,13 +33,13 @@ pub fn placement(list: &Value, processes: &[Process], prefix: &str) -> HashMap<S
         let Some(name) = name.filter(|name| name.starts_with(prefix)) else {
             continue;
         };
-        let url = item
-            .pointer("/spec/URL")
+        let scheduled_to = item
+            .pointer(SHARD_ANNOTATION)
             .and_then(Value::as_str)
             .unwrap_or("");
         let shard = processes
             .iter()
-            .find(|process| under(url, &process.url))
+            .find(|process| process.name == scheduled_to)
             .map_or(UNPLACED, |process| process.name.as_str());
         placed.insert(name.to_owned(), shard.to_owned());
     }
@@ -71,11 +71,8 @@ pub fn ready_on(
     Latency::of(latencies)
 }
 
-/// Whether `url` is `base` or below it.
-fn under(url: &str, base: &str) -> bool {
-    url.strip_prefix(base.trim_end_matches('/'))
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
+/// Where a Workspace names the shard it was scheduled to (JSON pointer of `core.kcp.io/shard`).
+const SHARD_ANNOTATION: &str = "/metadata/annotations/core.kcp.io~1shard";
 
 /// One process of a sharded run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -181,19 +178,22 @@ mod tests {
     }
 
     #[test]
-    fn placement_counts_by_url_prefix() {
+    fn placement_counts_by_the_shard_annotation() {
         let processes = [process("root", 6443), process("shard-1", 6444)];
-        let ws = |name: &str, url: Option<&str>| match url {
-            Some(url) => json!({"metadata": {"name": name}, "spec": {"URL": url}}),
+        // Every URL names the front-proxy: only the annotation tells the shard.
+        let ws = |name: &str, shard: Option<&str>| match shard {
+            Some(shard) => json!({"metadata": {"name": name,
+                "annotations": {"core.kcp.io/shard": shard}},
+                "spec": {"URL": format!("https://127.0.0.1:6446/clusters/root:{name}")}}),
             None => json!({"metadata": {"name": name}, "spec": {}}),
         };
         let list = json!({"items": [
-            ws("ws-1", Some("https://127.0.0.1:6443/clusters/a")),
-            ws("ws-2", Some("https://127.0.0.1:6444/clusters/b")),
-            ws("ws-3", Some("https://127.0.0.1:6444/clusters/c")),
-            ws("ws-4", Some("https://127.0.0.1:64440/clusters/d")),
+            ws("ws-1", Some("root")),
+            ws("ws-2", Some("shard-1")),
+            ws("ws-3", Some("shard-1")),
+            ws("ws-4", Some("shard-9")),
             ws("ws-5", None),
-            ws("other", Some("https://127.0.0.1:6443/clusters/e")),
+            ws("other", Some("root")),
         ]});
         let placed = placement(&list, &processes, "ws-");
         assert_eq!(placed["ws-2"], "shard-1");
