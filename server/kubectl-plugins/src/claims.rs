@@ -117,22 +117,15 @@ pub fn parse_claim_flags(values: &[String], state: ClaimState) -> Result<Vec<Cla
 /// The claims an APIExport asks for (`spec.permissionClaims`), all answered with `state`:
 /// `--accept-all-permission-claims` and `--reject-all-permission-claims`.
 pub fn export_claims(export: &Value, state: ClaimState) -> Vec<Claim> {
-    let field = |claim: &Value, key: &str| {
-        claim
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     export
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .map(|claim| Claim {
-            group: field(claim, "group"),
-            resource: field(claim, "resource"),
-            identity_hash: field(claim, "identityHash"),
+            group: text(claim, "group").to_owned(),
+            resource: text(claim, "resource").to_owned(),
+            identity_hash: text(claim, "identityHash").to_owned(),
             state,
         })
         .collect()
@@ -170,20 +163,13 @@ pub fn with_claim_state(binding: &Value, target: &ClaimTarget, state: ClaimState
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let text = |claim: &Value, key: &str| {
-        claim
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     let mut changed = false;
     for claim in &mut claims {
         let matches = match target {
             ClaimTarget::Resource { group, resource } => {
-                text(claim, "group") == *group && text(claim, "resource") == *resource
+                text(claim, "group") == group && text(claim, "resource") == resource
             }
-            ClaimTarget::IdentityHash(hash) => text(claim, "identityHash") == *hash,
+            ClaimTarget::IdentityHash(hash) => text(claim, "identityHash") == hash,
         };
         if matches {
             claim["state"] = json!(state.as_str());
@@ -196,10 +182,15 @@ pub fn with_claim_state(binding: &Value, target: &ClaimTarget, state: ClaimState
     changed.then_some(Value::Array(claims))
 }
 
+/// A string field of a claim or binding, empty when absent.
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
 /// `kubectl kcp claims get apibinding`: one row per claim in the bindings' specs, aligned like
 /// kubectl's printers (tabwriter with padding 3); v1alpha1 has no verbs column.
 pub fn claims_table(bindings: &[Value], version: BindingVersion) -> String {
-    let mut text = match version {
+    let mut table = match version {
         BindingVersion::V1alpha2 => "APIBINDING\tGROUP-RESOURCE\tVERBS\tSTATUS\n",
         BindingVersion::V1alpha1 => "APIBINDING\tGROUP-RESOURCE\tSTATUS\n",
     }
@@ -215,7 +206,7 @@ pub fn claims_table(bindings: &[Value], version: BindingVersion) -> String {
             .into_iter()
             .flatten();
         for claim in claims {
-            let get = |key: &str| claim.get(key).and_then(Value::as_str).unwrap_or_default();
+            let get = |key: &str| text(claim, key);
             let group_resource = match get("group") {
                 "" => get("resource").to_owned(),
                 group => format!("{}.{group}", get("resource")),
@@ -231,15 +222,15 @@ pub fn claims_table(bindings: &[Value], version: BindingVersion) -> String {
                         .filter_map(Value::as_str)
                         .collect();
                     let verbs = verbs.join(",");
-                    text.push_str(&format!("{name}\t{group_resource}\t{verbs}\t{state}\n"));
+                    table.push_str(&format!("{name}\t{group_resource}\t{verbs}\t{state}\n"));
                 }
                 BindingVersion::V1alpha1 => {
-                    text.push_str(&format!("{name}\t{group_resource}\t{state}\n"));
+                    table.push_str(&format!("{name}\t{group_resource}\t{state}\n"));
                 }
             }
         }
     }
-    align_tabs_padded(&text, 3)
+    align_tabs_padded(&table, 3)
 }
 
 #[cfg(test)]

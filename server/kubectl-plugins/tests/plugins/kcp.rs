@@ -14,9 +14,26 @@ fn writes(fake: &Fake) -> Vec<(String, String, String, Value)> {
     fake.apis(|apis| apis.writes.clone())
 }
 
+/// The body of write `index`, after checking its `METHOD URI` and content type.
+#[track_caller]
+fn write_at(fake: &Fake, index: usize, request: &str, content_type: &str) -> Value {
+    let (method, uri, sent_type, body) = writes(fake).swap_remove(index);
+    assert_eq!(format!("{method} {uri}"), request);
+    assert_eq!(sent_type, content_type);
+    body
+}
+
 fn binding_gets(fake: &Fake, version: &str, name: &str) -> usize {
     let path = format!("GET /clusters/root:org/apis/apis.kcp.io/{version}/apibindings/{name}");
     fake.requests().iter().filter(|r| **r == path).count()
+}
+
+/// The fake serving apis.kcp.io with APIBindings in `versions` (discovery order), `preferred`
+/// first.
+fn with_apis(versions: Vec<&'static str>, preferred: &'static str) -> Fake {
+    let fake = Fake::start(true);
+    fake.serve_apis(versions, preferred);
+    fake
 }
 
 /// Runs `kubectl kcp args` expecting exit code 1 and exactly `error: <expected>` on stderr.
@@ -29,8 +46,7 @@ fn fails(fake: &Fake, args: &[&str], expected: &str) {
 
 #[test]
 fn bind_creates_a_v1alpha2_binding_with_claims_and_waits_until_bound() {
-    let fake = Fake::start(true);
-    fake.serve_apis(vec!["v1alpha2", "v1alpha1"], "v1alpha2");
+    let fake = with_apis(vec!["v1alpha2", "v1alpha1"], "v1alpha2");
     let out = fake.kcp(&[
         "bind",
         "apiexport",
@@ -45,16 +61,12 @@ fn bind_creates_a_v1alpha2_binding_with_claims_and_waits_until_bound() {
         ok(&out),
         "apibinding widgets created. Waiting to successfully bind ...\nwidgets created and bound.\n"
     );
-    let writes = writes(&fake);
-    assert_eq!(writes.len(), 1);
-    let (method, uri, content_type, body) = &writes[0];
-    assert_eq!(
-        (method.as_str(), uri.as_str(), content_type.as_str()),
-        (
-            "POST",
-            "/clusters/root:org/apis/apis.kcp.io/v1alpha2/apibindings",
-            "application/json"
-        )
+    assert_eq!(writes(&fake).len(), 1);
+    let body = write_at(
+        &fake,
+        0,
+        "POST /clusters/root:org/apis/apis.kcp.io/v1alpha2/apibindings",
+        "application/json",
     );
     let claim = |group: &str, resource: &str, state: &str| {
         let mut claim = json!({"resource": resource, "verbs": ["*"], "selector": {"matchAll": true}, "state": state});
@@ -64,7 +76,7 @@ fn bind_creates_a_v1alpha2_binding_with_claims_and_waits_until_bound() {
         claim
     };
     assert_eq!(
-        *body,
+        body,
         json!({"kind": "APIBinding", "apiVersion": "apis.kcp.io/v1alpha2",
         "metadata": {"name": "widgets"},
         "spec": {"reference": {"export": {"path": "root:svc", "name": "widgets"}},
@@ -86,23 +98,7 @@ fn bind_creates_a_v1alpha2_binding_with_claims_and_waits_until_bound() {
 
 #[test]
 fn bind_speaks_v1alpha1_when_discovery_prefers_it() {
-    let fake = Fake::start(true);
-    fake.serve_apis(vec!["v1alpha1"], "v1alpha1");
-    let out = fake.kcp(&[
-        "bind",
-        "apiexport",
-        ":root:svc:widgets",
-        "--name",
-        "my-widgets",
-        "--reject-permission-claim",
-        "secrets.core",
-        "-w",
-        "team",
-    ]);
-    // a leading colon is part of the path as upstream reads it: it is not a valid path
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).starts_with("error: fully qualified reference to workspace"));
-
+    let fake = with_apis(vec!["v1alpha1"], "v1alpha1");
     let out = fake.kcp(&[
         "bind",
         "apiexport",
@@ -118,13 +114,14 @@ fn bind_speaks_v1alpha1_when_discovery_prefers_it() {
         ok(&out),
         "apibinding my-widgets created. Waiting to successfully bind ...\nmy-widgets created and bound.\n"
     );
-    let writes = writes(&fake);
-    assert_eq!(
-        writes[0].1,
-        "/clusters/root:org:team/apis/apis.kcp.io/v1alpha1/apibindings"
+    let body = write_at(
+        &fake,
+        0,
+        "POST /clusters/root:org:team/apis/apis.kcp.io/v1alpha1/apibindings",
+        "application/json",
     );
     assert_eq!(
-        writes[0].3,
+        body,
         json!({"kind": "APIBinding", "apiVersion": "apis.kcp.io/v1alpha1",
                "metadata": {"name": "my-widgets"},
                "spec": {"reference": {"export": {"path": "root:svc", "name": "widgets"}},
@@ -134,8 +131,7 @@ fn bind_speaks_v1alpha1_when_discovery_prefers_it() {
 
 #[test]
 fn bind_accept_all_takes_the_exports_claims() {
-    let fake = Fake::start(true);
-    fake.serve_apis(vec!["v1alpha2", "v1alpha1"], "v1alpha2");
+    let fake = with_apis(vec!["v1alpha2", "v1alpha1"], "v1alpha2");
     // the provider's workspace, where the export is read
     fake.state
         .lock()
@@ -184,58 +180,61 @@ fn bind_accept_all_takes_the_exports_claims() {
 
 #[test]
 fn bind_errors() {
-    let fake = Fake::start(true);
-    fake.serve_apis(vec!["v1alpha2"], "v1alpha2");
-    fails(
-        &fake,
-        &["bind", "apiexport"],
-        "`root:ws:apiexport_object` reference to bind is required as an argument",
-    );
-    fails(
-        &fake,
-        &["bind", "apiexport", "widgets"],
-        "fully qualified reference to workspace where APIExport exists is required. The format is `<logical-cluster-name>:<apiexport>` or `<full>:<path>:<to>:<apiexport>`",
-    );
-    fails(
-        &fake,
-        &["bind", "apiexport", "root:svc:"],
-        "the APIExport name is missing in \"root:svc:\": the format is `<workspace path>:<apiexport>`",
-    );
-    fails(
-        &fake,
-        &[
-            "bind",
-            "apiexport",
-            "root:svc:w",
-            "--accept-permission-claim",
-            "secrets,pods.core,x.",
-        ],
-        "invalid accepted permission claims: [invalid permission claim \"secrets\" invalid permission claim \"x.\"]",
-    );
-    fails(
-        &fake,
-        &[
-            "bind",
-            "apiexport",
-            "root:svc:w",
-            "--accept-permission-claim",
-            "secrets.core",
-            "--reject-permission-claim",
-            "secrets.core",
-        ],
-        "accepted permission claim secrets.core conflicts with rejected permission claim secrets.core",
-    );
-    fails(
-        &fake,
-        &[
-            "bind",
-            "apiexport",
-            "root:svc:w",
-            "--accept-all-permission-claims",
-            "--reject-all-permission-claims",
-        ],
-        "cannot use both --accept-all-permission-claims and --reject-all-permission-claims",
-    );
+    let fake = with_apis(vec!["v1alpha2"], "v1alpha2");
+    // a leading colon is part of the path as upstream reads it: not a valid path
+    let bad_input: [(&[&str], &str); 7] = [
+        (
+            &["bind", "apiexport", ":root:svc:widgets"],
+            "fully qualified reference to workspace where APIExport exists is required. The format is `<logical-cluster-name>:<apiexport>` or `<full>:<path>:<to>:<apiexport>`",
+        ),
+        (
+            &["bind", "apiexport"],
+            "`root:ws:apiexport_object` reference to bind is required as an argument",
+        ),
+        (
+            &["bind", "apiexport", "widgets"],
+            "fully qualified reference to workspace where APIExport exists is required. The format is `<logical-cluster-name>:<apiexport>` or `<full>:<path>:<to>:<apiexport>`",
+        ),
+        (
+            &["bind", "apiexport", "root:svc:"],
+            "the APIExport name is missing in \"root:svc:\": the format is `<workspace path>:<apiexport>`",
+        ),
+        (
+            &[
+                "bind",
+                "apiexport",
+                "root:svc:w",
+                "--accept-permission-claim",
+                "secrets,pods.core,x.",
+            ],
+            "invalid accepted permission claims: [invalid permission claim \"secrets\" invalid permission claim \"x.\"]",
+        ),
+        (
+            &[
+                "bind",
+                "apiexport",
+                "root:svc:w",
+                "--accept-permission-claim",
+                "secrets.core",
+                "--reject-permission-claim",
+                "secrets.core",
+            ],
+            "accepted permission claim secrets.core conflicts with rejected permission claim secrets.core",
+        ),
+        (
+            &[
+                "bind",
+                "apiexport",
+                "root:svc:w",
+                "--accept-all-permission-claims",
+                "--reject-all-permission-claims",
+            ],
+            "cannot use both --accept-all-permission-claims and --reject-all-permission-claims",
+        ),
+    ];
+    for (args, expected) in bad_input {
+        fails(&fake, args, expected);
+    }
     // nothing was sent for bad input
     assert!(writes(&fake).is_empty());
 
@@ -292,8 +291,7 @@ fn claimed_binding(fake: &Fake) {
 
 #[test]
 fn claims_get_lists_the_bindings_claims() {
-    let fake = Fake::start(true);
-    fake.serve_apis(vec!["v1alpha2", "v1alpha1"], "v1alpha2");
+    let fake = with_apis(vec!["v1alpha2", "v1alpha1"], "v1alpha2");
     claimed_binding(&fake);
     let table = "\
 APIBINDING     GROUP-RESOURCE                 VERBS      STATUS
@@ -314,8 +312,7 @@ cert-manager   gateways.networking.istio.io   *          Accepted
 
 #[test]
 fn claims_accept_and_reject_patch_the_claims() {
-    let fake = Fake::start(true);
-    fake.serve_apis(vec!["v1alpha2"], "v1alpha2");
+    let fake = with_apis(vec!["v1alpha2"], "v1alpha2");
     claimed_binding(&fake);
     let rv = fake.apis(|apis| {
         apis.bindings[&("root:org".to_owned(), "cert-manager".to_owned())]["metadata"]["resourceVersion"].clone()
@@ -326,18 +323,14 @@ fn claims_accept_and_reject_patch_the_claims() {
         ok(&out),
         "claim \"secrets\" on APIBinding \"cert-manager\" is accepted\n"
     );
-    let writes_now = writes(&fake);
-    let (method, uri, content_type, patch) = &writes_now[0];
-    assert_eq!(
-        (method.as_str(), uri.as_str(), content_type.as_str()),
-        (
-            "PATCH",
-            "/clusters/root:org/apis/apis.kcp.io/v1alpha2/apibindings/cert-manager",
-            "application/merge-patch+json"
-        )
+    let patch = write_at(
+        &fake,
+        0,
+        "PATCH /clusters/root:org/apis/apis.kcp.io/v1alpha2/apibindings/cert-manager",
+        "application/merge-patch+json",
     );
     assert_eq!(
-        *patch,
+        patch,
         json!({"metadata": {"resourceVersion": rv}, "spec": {"permissionClaims": [
             {"resource": "secrets", "verbs": ["get", "list"], "selector": {"matchAll": true}, "state": "Accepted"},
             {"group": "networking.istio.io", "resource": "gateways", "identityHash": "h1",
