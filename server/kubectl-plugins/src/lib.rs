@@ -14,6 +14,7 @@ pub mod error;
 pub mod kubeconfig;
 pub mod output;
 pub mod path;
+pub mod schema_props;
 pub mod snapshot;
 
 use std::process::ExitCode;

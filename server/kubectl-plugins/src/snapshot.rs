@@ -11,15 +11,18 @@
 //!   points at a Service or has no URL;
 //! - each version keeps `name`, `served`, `storage`, `deprecated` (when true),
 //!   `deprecationWarning`, `additionalPrinterColumns`, `selectableFields`; its
-//!   `schema.openAPIV3Schema` becomes `schema` as-is (`null` without one) and `subresources` is
-//!   always present (`{}` without any).
+//!   `schema.openAPIV3Schema` becomes `schema` after the typed round trip of
+//!   [`crate::schema_props`] (`null` without one) and `subresources` is always present (`{}`
+//!   without any).
 //!
 //! Keys are emitted in upstream's field order (`kind` before `apiVersion`, as Go's TypeMeta), so
-//! `-o json` matches upstream's key order; the schema keeps the order of the input.
+//! `-o json` matches upstream's key order.
 
 use kcp_apimachinery::status::{FieldError, aggregate};
 use kcp_apimachinery::validation::is_dns1123_subdomain;
 use serde_json::{Map, Value, json};
+
+use crate::schema_props;
 
 /// Why a CRD cannot become an APIResourceSchema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -169,8 +172,8 @@ fn version(crd_version: &Value) -> Value {
     }
     let schema = crd_version
         .pointer("/schema/openAPIV3Schema")
-        .cloned()
-        .unwrap_or(Value::Null);
+        .filter(|s| !s.is_null())
+        .map_or(Value::Null, schema_props::normalize);
     out.insert("schema".into(), schema);
     let subresources = match from.get("subresources") {
         Some(Value::Object(map)) => Value::Object(map.clone()),
