@@ -148,7 +148,9 @@ pub struct CreateWorkspaceCli {
 #[derive(Parser, Debug)]
 #[command(
     name = "kubectl kcp",
+    bin_name = "kubectl kcp",
     version,
+    arg_required_else_help = true,
     about = "kubectl plugin for kcp",
     long_about = "kubectl plugin for kcp: binds APIExports into the current workspace, answers their permission claims and turns CRDs into APIResourceSchemas."
 )]
@@ -162,13 +164,13 @@ pub struct KcpCli {
 #[derive(Subcommand, Debug)]
 pub enum KcpCommand {
     /// Bind different types into current workspace.
-    #[command(subcommand)]
+    #[command(subcommand, arg_required_else_help = true)]
     Bind(BindCommand),
     /// Operations related to viewing or updating permission claims
-    #[command(subcommand, after_help = CLAIMS_EXAMPLES)]
+    #[command(subcommand, arg_required_else_help = true, after_help = CLAIMS_EXAMPLES)]
     Claims(ClaimsCommand),
     /// CRD related operations
-    #[command(subcommand)]
+    #[command(subcommand, arg_required_else_help = true)]
     Crd(CrdCommand),
 }
 
@@ -193,10 +195,14 @@ const BIND_EXAMPLES: &str = "Examples:
 #[derive(Args, Debug, Clone)]
 pub struct BindArgs {
     /// The APIExport to bind: <workspace_path:apiexport-name>
-    #[arg(value_name = "workspace_path:apiexport-name", default_value = "")]
+    #[arg(
+        value_name = "workspace_path:apiexport-name",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub export: String,
     /// Name of the APIBinding to create.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", hide_default_value = true)]
     pub name: String,
     /// Duration to wait for APIBinding to be created successfully.
     #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
@@ -235,7 +241,7 @@ const CLAIMS_EXAMPLES: &str = "Examples:
 #[derive(Subcommand, Debug)]
 pub enum ClaimsCommand {
     /// Operations related to fetching APIs with respect to permission claims
-    #[command(subcommand)]
+    #[command(subcommand, arg_required_else_help = true)]
     Get(ClaimsGetCommand),
     /// Accept permission claims of an APIBinding
     Accept(ClaimAnswerArgs),
@@ -259,13 +265,13 @@ pub enum ClaimsGetCommand {
 #[derive(Args, Debug, Clone)]
 pub struct ClaimAnswerArgs {
     /// The APIBinding whose claims change
-    #[arg(default_value = "")]
+    #[arg(default_value = "", hide_default_value = true)]
     pub name: String,
     /// Resource group of permission claim. Format: --resource resource.group
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", hide_default_value = true)]
     pub resource: String,
     /// Identity hash of the resource. Format: --identity-hash id
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", hide_default_value = true)]
     pub identity_hash: String,
     /// Workspace path to target instead of the current one
     #[arg(short = 'w', long)]
@@ -290,10 +296,10 @@ const SNAPSHOT_EXAMPLES: &str = "Examples:
 #[derive(Args, Debug, Clone)]
 pub struct SnapshotArgs {
     /// Path to a file containing the CRD to convert to an APIResourceSchema, or - for stdin
-    #[arg(short = 'f', long, default_value = "")]
+    #[arg(short = 'f', long, default_value = "", hide_default_value = true)]
     pub filename: String,
     /// Prefix to use for the APIResourceSchema's name, before <resource>.<group>
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", hide_default_value = true)]
     pub prefix: String,
     /// Output format. Valid values are 'json' and 'yaml'
     #[arg(short = 'o', long, default_value = "yaml")]

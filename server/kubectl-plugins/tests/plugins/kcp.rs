@@ -254,6 +254,10 @@ fn bind_errors() {
         "could not bind slow: context deadline exceeded",
     );
     assert!(binding_gets(&fake, "v1alpha2", "slow") >= 2);
+    // a command without its subcommand shows its help and succeeds, as upstream's
+    let help = fake.kcp(&["claims"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(stdout(&help).contains("Accept permission claims of an APIBinding"));
     // a usage error exits 1 like upstream's cobra, not clap's 2
     let out = fake.kcp(&["bind", "apiexport", "root:svc:x", "--timeout", "soon"]);
     assert_eq!(out.status.code(), Some(1));
