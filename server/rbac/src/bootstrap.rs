@@ -31,6 +31,12 @@ pub const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
 pub const BOOTSTRAP_CLUSTER: &str = "system:admin";
 /// The ClusterRole granting entry into a workspace (non-resource verb `access` on `/`).
 pub const WORKSPACE_ACCESS_ROLE: &str = "system:kcp:workspace:access";
+/// The group (and role) of the workspace scheduler's credentials on other shards
+/// (`--logical-cluster-admin-kubeconfig`): creates LogicalClusters, follows their Workspaces.
+pub const LOGICAL_CLUSTER_ADMIN: &str = "system:kcp:logical-cluster-admin";
+/// The group (and role) of credentials that manage logical clusters from outside a shard
+/// (`--external-logical-cluster-admin-kubeconfig`, the operator's and the front-proxy's tools).
+pub const EXTERNAL_LOGICAL_CLUSTER_ADMIN: &str = "system:kcp:external-logical-cluster-admin";
 
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
@@ -395,5 +401,60 @@ pub fn system_admin_policy() -> Vec<Value> {
         "cluster-admin",
         &[KCP_ADMIN_GROUP],
     ));
+    policy.extend(logical_cluster_admins());
     policy
+}
+
+/// Upstream's roles for the two logical-cluster-admin groups, each bound to its group of the
+/// same name: a shard's scheduler creating LogicalClusters on another shard, and tools that
+/// manage logical clusters from outside.
+fn logical_cluster_admins() -> [Value; 4] {
+    let logical_clusters = ["logicalclusters", "logicalclusters/status"];
+    [
+        cluster_role(
+            LOGICAL_CLUSTER_ADMIN,
+            None,
+            vec![
+                rule(&["*"], &["core.kcp.io"], &logical_clusters),
+                rule(
+                    &["delete", "update", "get"],
+                    &["tenancy.kcp.io"],
+                    &["workspaces"],
+                ),
+            ],
+        ),
+        group_binding(
+            LOGICAL_CLUSTER_ADMIN,
+            LOGICAL_CLUSTER_ADMIN,
+            &[LOGICAL_CLUSTER_ADMIN],
+        ),
+        cluster_role(
+            EXTERNAL_LOGICAL_CLUSTER_ADMIN,
+            None,
+            vec![
+                rule(
+                    &["delete", "update", "get"],
+                    &["core.kcp.io"],
+                    &logical_clusters,
+                ),
+                rule(
+                    &["delete", "update", "patch", "get"],
+                    &["tenancy.kcp.io"],
+                    &["workspaces"],
+                ),
+                rule(&["get"], &[""], &["serviceaccounts", "secrets"]),
+                url_rule(&["access"], &["/"]),
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                ),
+            ],
+        ),
+        group_binding(
+            EXTERNAL_LOGICAL_CLUSTER_ADMIN,
+            EXTERNAL_LOGICAL_CLUSTER_ADMIN,
+            &[EXTERNAL_LOGICAL_CLUSTER_ADMIN],
+        ),
+    ]
 }

@@ -18,8 +18,12 @@ fn can(policy: &PolicyIndex, who: &User, verb: &str, resource: &str) -> bool {
 }
 
 fn get_path(policy: &PolicyIndex, who: &User, path: &str) -> bool {
+    get_path_with(policy, who, "get", path)
+}
+
+fn get_path_with(policy: &PolicyIndex, who: &User, verb: &str, path: &str) -> bool {
     policy
-        .authorize(&Attributes::non_resource(who.clone(), "get", path))
+        .authorize(&Attributes::non_resource(who.clone(), verb, path))
         .is_allowed()
 }
 
@@ -108,6 +112,59 @@ fn masters_hold_cluster_admin_and_kcp_admins_only_in_system_admin_policy() {
             .reason(),
         r#"RBAC: allowed by ClusterRoleBinding "system:kcp:admin:cluster-admin" of ClusterRole "cluster-admin" to Group "system:kcp:admin""#
     );
+}
+
+#[test]
+fn logical_cluster_admins_hold_upstreams_roles_everywhere() {
+    let scheduler = User::new("shard-1", &[bootstrap::LOGICAL_CLUSTER_ADMIN]);
+    let external = User::new("operator", &[bootstrap::EXTERNAL_LOGICAL_CLUSTER_ADMIN]);
+    let system_admin = index(&bootstrap::system_admin_policy());
+    assert!(can(
+        &system_admin,
+        &scheduler,
+        "create",
+        "core.kcp.io:logicalclusters"
+    ));
+    assert!(can(
+        &system_admin,
+        &scheduler,
+        "update",
+        "core.kcp.io:logicalclusters/status"
+    ));
+    assert!(can(
+        &system_admin,
+        &scheduler,
+        "get",
+        "tenancy.kcp.io:workspaces"
+    ));
+    assert!(!can(
+        &system_admin,
+        &scheduler,
+        "create",
+        "tenancy.kcp.io:workspaces"
+    ));
+    assert!(!can(&system_admin, &scheduler, "get", "secrets"));
+    assert!(can(&system_admin, &external, "get", "secrets"));
+    assert!(can(
+        &system_admin,
+        &external,
+        "patch",
+        "tenancy.kcp.io:workspaces"
+    ));
+    assert!(!can(
+        &system_admin,
+        &external,
+        "create",
+        "core.kcp.io:logicalclusters"
+    ));
+    assert!(get_path_with(&system_admin, &external, "access", "/"));
+    let defaults = defaults_with(Vec::new());
+    assert!(!can(
+        &defaults,
+        &scheduler,
+        "create",
+        "core.kcp.io:logicalclusters"
+    ));
 }
 
 /// Binds `role` to bob in namespace `team` and checks what he may and may not do there.
