@@ -278,6 +278,21 @@ fn bind_without_apis_kcp_io_fails_discovery() {
     );
 }
 
+/// A preferred version that does not serve apibindings: the first listed one that does wins,
+/// as client-go's `ServerPreferredResources` decides.
+#[test]
+fn bind_falls_back_to_a_version_serving_apibindings() {
+    let fake = with_apis(vec!["v1alpha1"], "v1alpha2");
+    ok(&fake.kcp(&["bind", "apiexport", "root:svc:widgets"]));
+    let body = write_at(
+        &fake,
+        0,
+        "POST /clusters/root:org/apis/apis.kcp.io/v1alpha1/apibindings",
+        "application/json",
+    );
+    assert_eq!(body["apiVersion"], "apis.kcp.io/v1alpha1");
+}
+
 fn claimed_binding(fake: &Fake) {
     fake.apis(|apis| {
         apis.add_binding(
