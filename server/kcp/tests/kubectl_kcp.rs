@@ -2,8 +2,8 @@
 //! (issue 21 item 5): a provider snapshots a CRD into an APIResourceSchema with
 //! `kubectl kcp crd snapshot` and exports it; a consumer binds it with `kubectl kcp bind
 //! apiexport`, which waits until the APIBinding is Bound, and then uses the bound resource; the
-//! consumer reads and changes its claims with `kubectl kcp claims`; binding again under a taken
-//! name fails with the server's Status message. Every wait has a deadline.
+//! consumer reads and changes its claims with `kubectl kcp claims`; binding a missing export or
+//! again under a taken name fails with the server's Status message. Every wait has a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -181,6 +181,22 @@ async fn snapshot_export_bind_and_answer_claims_with_the_plugin() {
         "jsonpath={.spec.permissionClaims[0].state}",
     ]);
     assert_eq!(state, "Rejected");
+
+    // A missing export in another workspace: refused by admission, the Status message printed
+    // after upstream's context, on one line.
+    let missing = kubectl.fails(&[
+        "kcp",
+        "bind",
+        "apiexport",
+        "root:plugin-provider:nothing-here",
+    ]);
+    assert!(
+        missing.starts_with("error: failed to create APIBinding: ")
+            && missing
+                .contains("no permission to bind to export root:plugin-provider:nothing-here")
+            && missing.lines().count() == 1,
+        "{missing}"
+    );
 
     // Binding the same export again under the same name: the server's Status message.
     let again = kubectl.fails(&["kcp", "bind", "apiexport", "root:plugin-provider:widgets"]);
