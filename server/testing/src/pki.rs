@@ -1,5 +1,5 @@
 //! Throwaway TLS material for a peer that demands client certificates (etcd with
-//! `--client-cert-auth`).
+//! `--client-cert-auth`, the node agent's kubelet port).
 
 use std::path::{Path, PathBuf};
 
@@ -8,8 +8,8 @@ use rcgen::{
     KeyPair, KeyUsagePurpose,
 };
 
-/// PEM files written into a directory: a CA, a server certificate for 127.0.0.1/localhost and a
-/// client certificate, all signed by the CA.
+/// PEM files written into a directory: a CA, a server certificate (for 127.0.0.1/localhost unless
+/// named otherwise) and a client certificate, all signed by the CA.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
     pub ca: PathBuf,
@@ -20,6 +20,11 @@ pub struct TlsFiles {
 }
 
 pub fn write_tls_files(dir: &Path) -> TlsFiles {
+    write_tls_files_for(dir, &["127.0.0.1", "localhost"])
+}
+
+/// Like [`write_tls_files`], with a server certificate for `server_names` (addresses or names).
+pub fn write_tls_files_for(dir: &Path, server_names: &[&str]) -> TlsFiles {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
@@ -38,8 +43,8 @@ pub fn write_tls_files(dir: &Path) -> TlsFiles {
         (cert.pem(), key.serialize_pem())
     };
     let server = leaf(
-        vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
-        "etcd",
+        server_names.iter().map(|name| (*name).to_owned()).collect(),
+        "server",
         ExtendedKeyUsagePurpose::ServerAuth,
     );
     let client = leaf(Vec::new(), "kcp", ExtendedKeyUsagePurpose::ClientAuth);

@@ -64,10 +64,24 @@ impl LocalHost {
         )?;
 
         narrator.step(&format!("host API: this repo's server on {address}"));
+        // The agent's kubelet port: its serving certificate, and the client certificate the
+        // server presents to it (pods/log, exec, port-forward), both of one CA.
+        let kubelet_tls = kcp_testing::write_tls_files_for(dir.path(), &[&address]);
         let server = KcpProcess::start(
             &kcp_binary,
             "e2e-host",
-            &[format!("--bind-address={address}")],
+            &[
+                format!("--bind-address={address}"),
+                format!(
+                    "--kubelet-client-certificate={}",
+                    kubelet_tls.client_cert.display()
+                ),
+                format!("--kubelet-client-key={}", kubelet_tls.client_key.display()),
+                format!(
+                    "--kubelet-certificate-authority={}",
+                    kubelet_tls.ca.display()
+                ),
+            ],
         )
         .await;
         let admin = Cluster::new(&server.kubeconfig());
@@ -118,6 +132,12 @@ impl LocalHost {
                 &format!("--subnet={subnet}"),
                 "--max-backoff=10s",
                 "--resync=1s",
+                &format!("--tls-cert-file={}", kubelet_tls.server_cert.display()),
+                &format!(
+                    "--tls-private-key-file={}",
+                    kubelet_tls.server_key.display()
+                ),
+                &format!("--client-ca-file={}", kubelet_tls.ca.display()),
             ]),
             &dir.path().join("agent.log"),
         );
