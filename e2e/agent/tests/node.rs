@@ -171,17 +171,10 @@ impl Host {
             &binary,
             "node-agent",
             &[
-                format!("--bind-address={gateway}"),
-                format!(
-                    "--kubelet-client-certificate={}",
-                    kubelet_tls.client_cert.display()
-                ),
-                format!("--kubelet-client-key={}", kubelet_tls.client_key.display()),
-                format!(
-                    "--kubelet-certificate-authority={}",
-                    kubelet_tls.ca.display()
-                ),
-            ],
+                vec![format!("--bind-address={gateway}")],
+                kubelet_tls.kubelet_client_flags(),
+            ]
+            .concat(),
         )
         .await;
         assert!(
@@ -258,12 +251,7 @@ impl Host {
                 &port,
             ])
             .args(["--max-backoff", "1s", "--resync", "1s"])
-            .arg("--tls-cert-file")
-            .arg(&self.kubelet_tls.server_cert)
-            .arg("--tls-private-key-file")
-            .arg(&self.kubelet_tls.server_key)
-            .arg("--client-ca-file")
-            .arg(&self.kubelet_tls.ca)
+            .args(self.kubelet_tls.kubelet_serving_flags())
             .env("RUST_BACKTRACE", "1");
         self.agent = Some(ChildGuard::spawn(
             "kcp-node-agent",

@@ -78,6 +78,24 @@ pub trait PodConnector: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Response<Body>, ApiError>>;
 }
 
+/// The connect subresources discovery lists for a type (name, kind, verbs), as kube-apiserver
+/// lists them for core/v1 pods; none for any other type.
+pub(crate) fn discovered(
+    group: &str,
+    version: &str,
+    plural: &str,
+) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
+    if (group, version, plural) != ("", "v1", "pods") {
+        return &[];
+    }
+    &[
+        ("attach", "PodAttachOptions", &["create", "get"]),
+        ("exec", "PodExecOptions", &["create", "get"]),
+        ("log", "Pod", &["get"]),
+        ("portforward", "PodPortForwardOptions", &["create", "get"]),
+    ]
+}
+
 /// The connect subresource a request addresses: `/api/v1/namespaces/<ns>/pods/<name>/<sub>`.
 fn addressed(info: &RequestInfo) -> Option<PodSubresource> {
     let plain_pod = info.is_resource_request
@@ -188,6 +206,14 @@ mod tests {
 
     fn info(path: &str) -> RequestInfo {
         RequestInfo::parse(&Method::GET, path, false)
+    }
+
+    #[test]
+    fn discovery_lists_the_connect_subresources_of_pods_only() {
+        let names: Vec<&str> = discovered("", "v1", "pods").iter().map(|d| d.0).collect();
+        assert_eq!(names, ["attach", "exec", "log", "portforward"]);
+        assert!(discovered("", "v1", "services").is_empty());
+        assert!(discovered("example.com", "v1", "pods").is_empty());
     }
 
     #[test]

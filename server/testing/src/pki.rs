@@ -19,6 +19,31 @@ pub struct TlsFiles {
     pub client_key: PathBuf,
 }
 
+impl TlsFiles {
+    /// kube-apiserver's flags for reaching kubelets with this material: the client certificate
+    /// and the CA of their serving certificates.
+    pub fn kubelet_client_flags(&self) -> Vec<String> {
+        vec![
+            format!(
+                "--kubelet-client-certificate={}",
+                self.client_cert.display()
+            ),
+            format!("--kubelet-client-key={}", self.client_key.display()),
+            format!("--kubelet-certificate-authority={}", self.ca.display()),
+        ]
+    }
+
+    /// kubelet's serving flags with this material: the server certificate, and the CA of the
+    /// client certificates it accepts.
+    pub fn kubelet_serving_flags(&self) -> Vec<String> {
+        vec![
+            format!("--tls-cert-file={}", self.server_cert.display()),
+            format!("--tls-private-key-file={}", self.server_key.display()),
+            format!("--client-ca-file={}", self.ca.display()),
+        ]
+    }
+}
+
 pub fn write_tls_files(dir: &Path) -> TlsFiles {
     write_tls_files_for(dir, &["127.0.0.1", "localhost"])
 }

@@ -117,6 +117,24 @@ async fn check_node(host: &Host) {
     );
     assert_eq!(status["conditions"][0]["type"], "Ready");
     assert_eq!(status["conditions"][0]["status"], "True");
+
+    // Discovery lists the connect subresources of pods, as kube-apiserver does.
+    let core = host.get("/api/v1").await;
+    let names: Vec<&str> = core["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    for name in [
+        "pods/log",
+        "pods/exec",
+        "pods/attach",
+        "pods/portforward",
+        "nodes/status",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
 }
 
 fn check_logs(kubectl: &Kubectl) {
@@ -167,28 +185,25 @@ fn check_logs(kubectl: &Kubectl) {
     assert!(run.stdout.contains("line-b"), "{version}: {run:?}");
 }
 
+/// `kubectl exec <flags> -n NS ticker -c main -- sh -c <script>`.
+fn exec_in_ticker<'a>(flags: &[&'a str], script: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["exec"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["-n", NS, "ticker", "-c", "main", "--", "sh", "-c", script]);
+    args
+}
+
 fn check_exec(kubectl: &Kubectl) {
     let version = kubectl.version();
-    let run = kubectl.run(&[
-        "exec",
-        "-n",
-        NS,
-        "ticker",
-        "-c",
-        "main",
-        "--",
-        "sh",
-        "-c",
+    let run = kubectl.run(&exec_in_ticker(
+        &[],
         "echo out; echo err >&2; hostname; exit 3",
-    ]);
+    ));
     assert_eq!(run.status.code(), Some(3), "{version}: {run:?}");
     assert_eq!(run.stdout, "out\nticker\n", "{version}: {run:?}");
     assert!(run.stderr.contains("err"), "{version}: {run:?}");
 
-    let mut cat = kubectl.command(
-        &["exec", "-i", "-n", NS, "ticker", "-c", "main", "--", "cat"],
-        &[],
-    );
+    let mut cat = kubectl.command(&exec_in_ticker(&["-i"], "cat"), &[]);
     let mut child = cat.stdin(Stdio::piped()).spawn().expect("kubectl exec -i");
     let mut stdin = child.stdin.take().expect("stdin");
     stdin
@@ -199,22 +214,7 @@ fn check_exec(kubectl: &Kubectl) {
     assert!(output.status.success(), "{version}: {output:?}");
     assert_eq!(output.stdout, b"hello through stdin\n", "{version}");
 
-    let (text, code) = in_terminal(
-        kubectl,
-        &[
-            "exec",
-            "-it",
-            "-n",
-            NS,
-            "ticker",
-            "-c",
-            "main",
-            "--",
-            "sh",
-            "-c",
-            "tty; stty size; exit 4",
-        ],
-    );
+    let (text, code) = in_terminal(kubectl, &exec_in_ticker(&["-it"], "tty; stty size; exit 4"));
     assert!(text.contains("/dev/pts/"), "{version}: {text:?}");
     assert!(
         text.contains("40 120"),

@@ -71,17 +71,10 @@ impl LocalHost {
             &kcp_binary,
             "e2e-host",
             &[
-                format!("--bind-address={address}"),
-                format!(
-                    "--kubelet-client-certificate={}",
-                    kubelet_tls.client_cert.display()
-                ),
-                format!("--kubelet-client-key={}", kubelet_tls.client_key.display()),
-                format!(
-                    "--kubelet-certificate-authority={}",
-                    kubelet_tls.ca.display()
-                ),
-            ],
+                vec![format!("--bind-address={address}")],
+                kubelet_tls.kubelet_client_flags(),
+            ]
+            .concat(),
         )
         .await;
         let admin = Cluster::new(&server.kubeconfig());
@@ -123,22 +116,18 @@ impl LocalHost {
         let state = dir.path().join("agent");
         let agent = ChildGuard::spawn(
             "kcp-node-agent",
-            Command::new(&agent_binary).args([
-                "run",
-                &format!("--kubeconfig={}", server.kubeconfig().display()),
-                &format!("--state-dir={}", state.display()),
-                &format!("--images={}", images.display()),
-                &format!("--bridge={bridge}"),
-                &format!("--subnet={subnet}"),
-                "--max-backoff=10s",
-                "--resync=1s",
-                &format!("--tls-cert-file={}", kubelet_tls.server_cert.display()),
-                &format!(
-                    "--tls-private-key-file={}",
-                    kubelet_tls.server_key.display()
-                ),
-                &format!("--client-ca-file={}", kubelet_tls.ca.display()),
-            ]),
+            Command::new(&agent_binary)
+                .args([
+                    "run",
+                    &format!("--kubeconfig={}", server.kubeconfig().display()),
+                    &format!("--state-dir={}", state.display()),
+                    &format!("--images={}", images.display()),
+                    &format!("--bridge={bridge}"),
+                    &format!("--subnet={subnet}"),
+                    "--max-backoff=10s",
+                    "--resync=1s",
+                ])
+                .args(kubelet_tls.kubelet_serving_flags()),
             &dir.path().join("agent.log"),
         );
         Ok(LocalHost {
