@@ -63,6 +63,20 @@ pub struct Running {
     _guard: oneshot::Sender<()>,
 }
 
+impl Running {
+    /// Output that another source produces (attach: a container's log as it is written); no
+    /// stdin, no terminal, nothing to kill.
+    pub fn from_events(events: mpsc::Receiver<Event>) -> Running {
+        let (guard, _) = oneshot::channel();
+        Running {
+            events,
+            stdin: None,
+            resize: None,
+            _guard: guard,
+        }
+    }
+}
+
 /// The environment of a process (`/proc/<pid>/environ`).
 pub fn environment(pid: u32) -> Vec<(String, String)> {
     std::fs::read(format!("/proc/{pid}/environ"))

@@ -1,5 +1,6 @@
 //! kubelet's `/exec/<namespace>/<pod>/<container>`: a command in a running container
-//! ([`crate::exec_process`]) over the streaming protocol the client's upgrade asks for and
+//! ([`crate::exec_process`]), and `/attach/...`: the container's own output
+//! ([`crate::attach`]), over the streaming protocol the client's upgrade asks for and
 //! kubelet offers: SPDY/3.1 with `v4.channel.k8s.io` ([`crate::exec_spdy`]) or a WebSocket
 //! with `v5.channel.k8s.io` ([`crate::exec_websocket`]). A request that cannot be served is
 //! answered before switching protocols, in kubelet's words: 404 for an unknown pod, 400 for a
@@ -12,14 +13,15 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::context::Ctx;
 use crate::exec::ExecSpec;
 use crate::exec_process::{self, Running};
-use crate::kubelet_logs::{container_status, has_container, pod_of_node};
+use crate::kubelet_logs::{container_status, has_container, pod_of_node, run_goes_on};
 use crate::kubelet_server::{Body, text};
 use crate::remote_command::ExecOptions;
-use crate::{exec_spdy, exec_websocket, probes};
+use crate::{attach, container_log, exec_spdy, exec_websocket, probes};
 
 /// The container's main process, when it runs (`containerID: kcp-node-agent://<pid>`).
 pub fn running_pid(ctx: &Ctx, namespace: &str, pod: &str, container: &str) -> Option<u32> {
@@ -124,13 +126,68 @@ pub fn switching(transport: Transport, spdy_protocol: &str, request: &HeaderMap)
     response
 }
 
+/// What the exchange does: run a command, or show the container's own output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Exec,
+    Attach,
+}
+
+/// How a command (or the attached output) is started once the client's streams are there.
+type Start = Box<dyn FnOnce(&ExecOptions) -> Result<Running, String> + Send>;
+
+/// Runs the request's command in the namespaces of the container's main process `pid`.
+fn exec_start(ctx: &Ctx, found: &Pod, target: (&str, &str, &str), pid: u32) -> Start {
+    let (namespace, pod, container) = target;
+    let image = found
+        .spec
+        .as_ref()
+        .and_then(|spec| {
+            spec.containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .find(|c| c.name == container)
+        })
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let image_commands = ctx
+        .settings
+        .images
+        .entry(&image)
+        .map(|entry| entry.commands.clone())
+        .unwrap_or_default();
+    let spec_dir = ctx.settings.pod_dir(namespace, pod).join("specs");
+    let agent_exe = ctx.settings.agent_exe.clone();
+    Box::new(move |options: &ExecOptions| -> Result<Running, String> {
+        let env = exec_process::environment(pid);
+        let spec = ExecSpec {
+            program: probes::exec_program(&options.command[0], &image_commands, &env),
+            argv: options.command.clone(),
+            env,
+            workdir: exec_process::working_directory(pid),
+            netns: None,
+            join_pid: Some(pid),
+            hostname: None,
+            mounts: Vec::new(),
+        };
+        exec_process::start(exec_process::Request {
+            agent_exe,
+            spec,
+            spec_file: spec_dir.join(format!("exec-{}.json", crate::names::random_suffix())),
+            stdin: options.stdin,
+            tty: options.tty,
+        })
+        .map_err(|e| format!("starting the command: {e}"))
+    })
+}
+
 pub fn serve(
     ctx: &Arc<Ctx>,
     mut request: Request<Incoming>,
-    namespace: &str,
-    pod: &str,
-    container: &str,
+    target: (&str, &str, &str),
+    mode: Mode,
 ) -> Response<Body> {
+    let (namespace, pod, container) = target;
     let Some(found) = pod_of_node(ctx, namespace, pod) else {
         return text(
             StatusCode::NOT_FOUND,
@@ -153,12 +210,37 @@ pub fn serve(
     if let Err(message) = options.validate() {
         return text(StatusCode::BAD_REQUEST, message);
     }
-    if options.command.is_empty() {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "you must specify at least one command for the container",
-        );
-    }
+    let start = match mode {
+        Mode::Exec if options.command.is_empty() => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "you must specify at least one command for the container",
+            );
+        }
+        Mode::Exec => exec_start(ctx, &found, (namespace, pod, container), pid),
+        Mode::Attach if options.stdin || options.tty => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "container {container} has no stdin or terminal to attach to: kcp-node-agent starts containers with stdin /dev/null"
+                ),
+            );
+        }
+        Mode::Attach => {
+            let Some(&run) =
+                container_log::runs(&ctx.settings.pod_dir(namespace, pod), container).last()
+            else {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    format!("container not found ({container:?})"),
+                );
+            };
+            let file =
+                container_log::run_log(&ctx.settings.pod_dir(namespace, pod), container, run);
+            let goes_on = run_goes_on(ctx, namespace, pod, container, run);
+            Box::new(move |_: &ExecOptions| Ok(attach::output(file, goes_on))) as Start
+        }
+    };
     let transport = match negotiate(
         request.headers(),
         exec_spdy::PROTOCOL,
@@ -167,47 +249,11 @@ pub fn serve(
         Ok(transport) => transport,
         Err(message) => return text(StatusCode::FORBIDDEN, message),
     };
-    let image = found
-        .spec
-        .as_ref()
-        .and_then(|spec| {
-            spec.containers
-                .iter()
-                .chain(spec.init_containers.iter().flatten())
-                .find(|c| c.name == container)
-        })
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default();
-    let image_commands = ctx
-        .settings
-        .images
-        .entry(&image)
-        .map(|entry| entry.commands.clone())
-        .unwrap_or_default();
-    let spec_dir = ctx.settings.pod_dir(namespace, pod).join("specs");
-    let agent_exe = ctx.settings.agent_exe.clone();
-    let start = move |options: &ExecOptions| -> Result<Running, String> {
-        let env = exec_process::environment(pid);
-        let spec = ExecSpec {
-            program: probes::exec_program(&options.command[0], &image_commands, &env),
-            argv: options.command.clone(),
-            env,
-            workdir: exec_process::working_directory(pid),
-            netns: None,
-            join_pid: Some(pid),
-            hostname: None,
-            mounts: Vec::new(),
-        };
-        exec_process::start(exec_process::Request {
-            agent_exe,
-            spec,
-            spec_file: spec_dir.join(format!("exec-{}.json", crate::names::random_suffix())),
-            stdin: options.stdin,
-            tty: options.tty,
-        })
-        .map_err(|e| format!("starting the command: {e}"))
+    let action = match mode {
+        Mode::Exec => "exec",
+        Mode::Attach => "attach",
     };
-    tracing::info!(pod = %format!("{namespace}/{pod}"), container, transport = %transport.name(), command = ?options.command, "exec");
+    tracing::info!(pod = %format!("{namespace}/{pod}"), container, transport = %transport.name(), command = ?options.command, "{action}");
     let response = switching(transport, exec_spdy::PROTOCOL, request.headers());
     let upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {

@@ -49,6 +49,28 @@ pub fn pod_of_node(ctx: &Ctx, namespace: &str, name: &str) -> Option<Arc<Pod>> {
     (node == Some(ctx.settings.node_name.as_str())).then_some(pod)
 }
 
+/// Whether run `run` of a container may still write: it is the latest run and the container
+/// runs.
+pub fn run_goes_on(
+    ctx: &Arc<Ctx>,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+    run: u32,
+) -> impl Fn() -> bool + Send + 'static {
+    let ctx = ctx.clone();
+    let (namespace, pod, container) = (namespace.to_owned(), pod.to_owned(), container.to_owned());
+    move || {
+        container_log::runs(&ctx.settings.pod_dir(&namespace, &pod), &container).last()
+            == Some(&run)
+            && pod_of_node(&ctx, &namespace, &pod).is_some_and(|pod| {
+                container_status(&pod, &container)
+                    .and_then(|c| c.state.as_ref())
+                    .is_some_and(|s| s.running.is_some())
+            })
+    }
+}
+
 pub fn serve(
     ctx: &Arc<Ctx>,
     namespace: &str,
@@ -90,29 +112,14 @@ pub fn serve(
         };
         return text(StatusCode::BAD_REQUEST, message);
     };
-    let running = {
-        let ctx = ctx.clone();
-        let (namespace, pod_name, container) = (
-            namespace.to_owned(),
-            pod_name.to_owned(),
-            container.to_owned(),
-        );
-        let current = !options.previous;
-        move || {
-            current
-                && container_log::runs(&ctx.settings.pod_dir(&namespace, &pod_name), &container)
-                    .last()
-                    == Some(&run)
-                && pod_of_node(&ctx, &namespace, &pod_name).is_some_and(|pod| {
-                    container_status(&pod, &container)
-                        .and_then(|c| c.state.as_ref())
-                        .is_some_and(|s| s.running.is_some())
-                })
-        }
+    let running: Box<dyn Fn() -> bool + Send> = if options.previous {
+        Box::new(|| false)
+    } else {
+        Box::new(run_goes_on(ctx, namespace, pod_name, container, run))
     };
     let source = Source {
         file: container_log::run_log(&pod_dir, container, run),
-        running: Box::new(running),
+        running,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(log_reader::send(source, options, tx));

@@ -7,9 +7,7 @@
 //! - `GET /containerLogs/<namespace>/<pod>/<container>` ([`crate::kubelet_logs`])
 //! - `GET|POST /exec/<namespace>/<pod>/<container>?command=...` ([`crate::kubelet_exec`])
 //! - `GET|POST /portForward/<namespace>/<pod>` ([`crate::kubelet_portforward`])
-//!
-//! `/attach` is answered 400: a container's stdout and stderr go to its logs, and its stdin is
-//! not kept open, so there is nothing to attach to yet.
+//! - `GET|POST /attach/<namespace>/<pod>/<container>` ([`crate::kubelet_exec`], output only)
 //!
 //! Connections are HTTP/1.1 with upgrades (the streaming protocols switch protocols).
 
@@ -35,7 +33,8 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::context::Ctx;
 use crate::error::{Error, Result, io};
-use crate::{kubelet_exec, kubelet_logs, kubelet_portforward};
+use crate::kubelet_exec::{self, Mode};
+use crate::{kubelet_logs, kubelet_portforward};
 
 /// The body of every answer of the kubelet port.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -149,22 +148,26 @@ async fn route(ctx: Arc<Ctx>, request: Request<Incoming>) -> Response<Body> {
             let query = request.uri().query().unwrap_or_default();
             kubelet_logs::serve(&ctx, namespace, pod, container, query)
         }
-        (&Method::GET | &Method::POST, ["exec", namespace, pod, container]) => {
+        (
+            &Method::GET | &Method::POST,
+            [action @ ("exec" | "attach"), namespace, pod, container],
+        ) => {
+            let mode = if *action == "exec" {
+                Mode::Exec
+            } else {
+                Mode::Attach
+            };
             let (namespace, pod, container) = (
                 namespace.to_string(),
                 pod.to_string(),
                 container.to_string(),
             );
-            kubelet_exec::serve(&ctx, request, &namespace, &pod, &container)
+            kubelet_exec::serve(&ctx, request, (&namespace, &pod, &container), mode)
         }
         (&Method::GET | &Method::POST, ["portForward", namespace, pod]) => {
             let (namespace, pod) = (namespace.to_string(), pod.to_string());
             kubelet_portforward::serve(&ctx, request, &namespace, &pod)
         }
-        (&Method::GET | &Method::POST, ["attach", ..]) => text(
-            StatusCode::BAD_REQUEST,
-            "attach is not supported by kcp-node-agent: use kubectl logs -f and kubectl exec",
-        ),
         _ => text(StatusCode::NOT_FOUND, "404 page not found"),
     }
 }

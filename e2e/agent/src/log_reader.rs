@@ -93,17 +93,19 @@ fn number(key: &str, value: &str) -> Result<i64, String> {
 
 /// One CRI log entry.
 #[derive(Debug, PartialEq, Eq)]
-struct Entry<'a> {
-    time: Timestamp,
-    partial: bool,
-    text: &'a [u8],
+pub struct Entry<'a> {
+    pub time: Timestamp,
+    /// `stdout` or `stderr`.
+    pub stream: &'a [u8],
+    pub partial: bool,
+    pub text: &'a [u8],
 }
 
 /// Parses `<time> <stream> <F|P> <text>` (without its newline).
-fn parse_entry(line: &[u8]) -> Option<Entry<'_>> {
+pub fn parse_entry(line: &[u8]) -> Option<Entry<'_>> {
     let mut fields = line.splitn(4, |&b| b == b' ');
     let time = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-    let _stream = fields.next()?;
+    let stream = fields.next()?;
     let partial = match fields.next()? {
         b"P" => true,
         b"F" => false,
@@ -111,6 +113,7 @@ fn parse_entry(line: &[u8]) -> Option<Entry<'_>> {
     };
     Some(Entry {
         time,
+        stream,
         partial,
         text: fields.next().unwrap_or_default(),
     })
@@ -270,7 +273,7 @@ async fn emit(
     }
 }
 
-async fn read_from(path: &Path, offset: u64) -> Vec<u8> {
+pub async fn read_from(path: &Path, offset: u64) -> Vec<u8> {
     let mut content = Vec::new();
     if let Ok(mut file) = tokio::fs::File::open(path).await
         && file.seek(std::io::SeekFrom::Start(offset)).await.is_ok()
@@ -319,6 +322,7 @@ mod tests {
     fn entries_parse_and_partials_join() {
         let entry = parse_entry(b"2026-01-01T00:00:01Z stdout F hello world").unwrap();
         assert_eq!(entry.text, b"hello world");
+        assert_eq!(entry.stream, b"stdout");
         assert!(!entry.partial);
         assert!(parse_entry(b"garbage").is_none());
 

@@ -6,6 +6,7 @@
 //! written for Kubernetes works unchanged against that host. See `docs/node-agent.md`.
 
 mod agent;
+mod attach;
 mod claims;
 mod cli;
 mod clock;

@@ -1,5 +1,6 @@
-//! `kubectl logs`, `exec` and `port-forward` against pods the agent runs, through the server's
-//! `pods/log`, `pods/exec` and `pods/portforward` and the agent's kubelet port, with the oldest
+//! `kubectl logs`, `exec`, `attach` and `port-forward` against pods the agent runs, through the
+//! server's `pods/log`, `pods/exec`, `pods/attach` and `pods/portforward` and the agent's kubelet
+//! port, with the oldest
 //! and newest kubectl this project supports: 1.27 speaks SPDY/3.1, 1.33 WebSockets (v5 for exec,
 //! SPDY tunnelled in a WebSocket for port-forward). Then the bad input of issue 23: a pod on no
 //! node, a container that does not exist, a port nothing listens on, a user who may read logs but
@@ -61,45 +62,59 @@ async fn create_pods(host: &Host) {
         ]),
         json!({}),
     );
-    let crasher = pod(
+    // Fails once (its previous run), then stays up (its current run).
+    let mut crasher = pod(
         "crasher",
         json!([shell(
             "main",
-            "echo line-a; echo line-b; sleep 1; echo bye >&2; exit 2"
+            "echo line-a; echo line-b; [ -f /data/ran ] && exec sleep 3600; touch /data/ran; echo bye >&2; exit 2"
         )]),
-        json!({ "restartPolicy": "Always" }),
+        json!({ "restartPolicy": "Always", "volumes": [{ "name": "data", "emptyDir": {} }] }),
+    );
+    crasher["spec"]["containers"][0]["volumeMounts"] =
+        json!([{ "name": "data", "mountPath": "/data" }]);
+    let finisher = pod(
+        "finisher",
+        json!([shell("main", "echo done-1; sleep 2; echo done-2")]),
+        json!({ "restartPolicy": "Never" }),
     );
     let unbound = pod(
         "unbound",
         json!([shell("main", "sleep 100")]),
         json!({ "schedulingGates": [{ "name": "e2e.kcp.io/never" }] }),
     );
-    for object in [ticker, crasher, unbound] {
+    for object in [ticker, crasher, finisher, unbound] {
         host.create(&format!("/api/v1/namespaces/{NS}/pods"), object)
             .await;
     }
-    host.eventually("ticker running and crasher restarted", || async {
-        let ticker = host
-            .get(&format!("/api/v1/namespaces/{NS}/pods/ticker"))
-            .await;
-        let crasher = host
-            .get(&format!("/api/v1/namespaces/{NS}/pods/crasher"))
-            .await;
-        let ready = ticker["status"]["containerStatuses"]
-            .as_array()
-            .is_some_and(|all| all.len() == 2 && all.iter().all(|c| c["ready"] == true));
-        let restarts = crasher["status"]["containerStatuses"][0]["restartCount"]
-            .as_i64()
-            .unwrap_or(0);
-        if ready && restarts >= 1 {
-            Ok(())
-        } else {
-            Err(format!(
-                "ticker {}, crasher restarts {restarts}",
-                ticker["status"]
-            ))
-        }
-    })
+    host.eventually(
+        "ticker running, crasher restarted, finisher done",
+        || async {
+            let ticker = host
+                .get(&format!("/api/v1/namespaces/{NS}/pods/ticker"))
+                .await;
+            let crasher = host
+                .get(&format!("/api/v1/namespaces/{NS}/pods/crasher"))
+                .await;
+            let ready = ticker["status"]["containerStatuses"]
+                .as_array()
+                .is_some_and(|all| all.len() == 2 && all.iter().all(|c| c["ready"] == true));
+            let restarts = crasher["status"]["containerStatuses"][0]["restartCount"]
+                .as_i64()
+                .unwrap_or(0);
+            let finisher = host
+                .get(&format!("/api/v1/namespaces/{NS}/pods/finisher"))
+                .await;
+            if ready && restarts >= 1 && finisher["status"]["phase"] == "Succeeded" {
+                Ok(())
+            } else {
+                Err(format!(
+                    "ticker {}, crasher restarts {restarts}",
+                    ticker["status"]
+                ))
+            }
+        },
+    )
     .await;
 }
 
@@ -139,10 +154,11 @@ async fn check_node(host: &Host) {
 
 fn check_logs(kubectl: &Kubectl) {
     let version = kubectl.version();
-    let all = kubectl.ok(&["logs", "-n", NS, "crasher"]);
-    assert!(all.starts_with("line-a\nline-b\n"), "{version}: {all:?}");
+    // The current run writes its two lines right after it started.
+    let current = ["logs", "-n", NS, "crasher"];
+    kubectl.wait_for_output(&current, "line-a\nline-b", Duration::from_secs(30));
     let tail = kubectl.ok(&["logs", "-n", NS, "crasher", "--tail=1"]);
-    assert_eq!(tail.lines().count(), 1, "{version}: {tail:?}");
+    assert_eq!(tail, "line-b\n", "{version}");
     let previous = kubectl.ok(&["logs", "-n", NS, "crasher", "--previous"]);
     assert_eq!(previous, "line-a\nline-b\nbye\n", "{version}");
     let stamped = kubectl.ok(&["logs", "-n", NS, "crasher", "--previous", "--timestamps"]);
@@ -179,10 +195,10 @@ fn check_logs(kubectl: &Kubectl) {
     });
     drop(follow);
 
-    // -f of a container that exits ends with it.
-    let run = kubectl.run(&["logs", "-f", "-n", NS, "crasher"]);
+    // -f of a container that has exited ends at once.
+    let run = kubectl.run(&["logs", "-f", "-n", NS, "finisher"]);
     assert!(run.status.success(), "{version}: {run:?}");
-    assert!(run.stdout.contains("line-b"), "{version}: {run:?}");
+    assert_eq!(run.stdout, "done-1\ndone-2\n", "{version}: {run:?}");
 }
 
 /// `kubectl exec <flags> -n NS ticker -c main -- sh -c <script>`.
@@ -334,6 +350,26 @@ async fn check_port_forward(kubectl: &Kubectl) {
     drop(nothing);
 }
 
+/// `kubectl attach` shows the container's output from the moment it attached.
+fn check_attach(kubectl: &Kubectl) {
+    let version = kubectl.version();
+    let mut attach = kubectl.background(&["attach", "-n", NS, "ticker", "-c", "main"]);
+    let number = |line: &str| {
+        line.trim_start_matches("tick ")
+            .parse::<u64>()
+            .expect("tick N")
+    };
+    let first = attach.wait_for_line("a tick", |line| line.starts_with("tick "));
+    assert!(
+        number(&first) > 5,
+        "{version}: attach replayed old output: {first}"
+    );
+    let start = number(&first);
+    attach.wait_for_line("a later tick", |line| {
+        line.starts_with("tick ") && number(line) >= start + 3
+    });
+}
+
 fn check_bad_input(kubectl: &Kubectl) {
     let version = kubectl.version();
     let unbound = kubectl.fails(&["exec", "-n", NS, "unbound", "--", "true"]);
@@ -402,10 +438,11 @@ pub async fn check(host: &Host) {
         check_logs(&kubectl);
         check_exec(&kubectl);
         check_port_forward(&kubectl).await;
+        check_attach(&kubectl);
         check_bad_input(&kubectl);
         // 1.27 can only speak SPDY; 1.33 must have used WebSockets, not fallen back.
         let log = host.agent_log_file();
-        for stream in ["exec", "port-forward"] {
+        for stream in ["exec", "attach", "port-forward"] {
             let websocket = log
                 .lines()
                 .filter(|l| l.contains(&format!(" {stream} ")) && l.contains("transport=websocket"))
