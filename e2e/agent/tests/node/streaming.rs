@@ -435,11 +435,26 @@ pub async fn check(host: &Host) {
     grant_viewer(&Kubectl::new(VERSIONS[0], &kubeconfig));
     for version in VERSIONS {
         let kubectl = Kubectl::new(version, &kubeconfig);
+        // Durations are printed for the record, never asserted.
+        let began = Instant::now();
+        let lap = |what: &str, since: &mut Instant| {
+            eprintln!(
+                "kubectl {version}: {what} in {:.1}s",
+                since.elapsed().as_secs_f64()
+            );
+            *since = Instant::now();
+        };
+        let mut since = began;
         check_logs(&kubectl);
+        lap("logs checks", &mut since);
         check_exec(&kubectl);
+        lap("exec checks (3 commands)", &mut since);
         check_port_forward(&kubectl).await;
+        lap("port-forward checks", &mut since);
         check_attach(&kubectl);
+        lap("attach check", &mut since);
         check_bad_input(&kubectl);
+        lap("bad input checks", &mut since);
         // 1.27 can only speak SPDY; 1.33 must have used WebSockets, not fallen back.
         let log = host.agent_log_file();
         for stream in ["exec", "attach", "port-forward"] {
