@@ -35,10 +35,11 @@ use crate::images::ImageMap;
 use crate::ipam::{Ipam, Subnet};
 use crate::kubelet::Kubelet;
 use crate::network::Network;
+use crate::node_registration::{self, NodeRecord};
 use crate::service_sync::ServiceSync;
 use crate::statefulset::Revisions;
 use crate::workloads::Workloads;
-use crate::{claims, names, probes};
+use crate::{claims, kubelet_server, names, probes};
 
 /// How long pods get to stop when the agent shuts down (beyond that they are killed).
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(90);
@@ -250,7 +251,30 @@ pub async fn run(args: RunArgs) -> Result<()> {
         services: ServiceSync::default(),
         workloads: Workloads::new(Revisions::load(state_dir.join("revisions.json"))),
     };
+    let node = NodeRecord {
+        name: args.node_name.clone(),
+        internal_ip: subnet.gateway(),
+        port: if args.kubelet_tls().is_some() {
+            args.port
+        } else {
+            0
+        },
+        since: jiff::Timestamp::now(),
+    };
+    let kubelet_port = match args.kubelet_tls() {
+        Some(tls) if !stopped_early => {
+            let address = std::net::SocketAddr::from((subnet.gateway(), args.port));
+            Some(kubelet_server::start(ctx.clone(), address, &tls).await?)
+        }
+        _ => None,
+    };
+    let mut heartbeat = None;
     if !stopped_early {
+        node_registration::register(&ctx.client, &node).await?;
+        heartbeat = Some(node_registration::heartbeat(
+            ctx.client.clone(),
+            node.clone(),
+        ));
         start_fresh(&ctx, &mut state).await;
         tracing::info!(node = %args.node_name, api = %format!("{}:{}", ctx.settings.api_host, api_port), "agent running");
         loop {
@@ -265,6 +289,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
         }
     }
     tracing::info!("shutting down: stopping every pod");
+    if let Some(heartbeat) = heartbeat {
+        heartbeat.abort();
+        node_registration::unregister(&ctx.client, node).await;
+    }
     state.kubelet.begin_shutdown();
     state
         .services
@@ -275,6 +303,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
         .finish_shutdown(&ctx, &mut state.ipam, SHUTDOWN_BOUND)
         .await;
     state.services.proxies.shutdown(&ctx.settings.network).await;
+    if let Some(kubelet_port) = kubelet_port {
+        kubelet_port.abort();
+    }
     save_ipam(&state.ipam, &state_dir);
     for watch in watches {
         watch.abort();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use kcp_apimachinery::duration::parse_or_seconds;
 
+use crate::kubelet_server::KubeletTls;
 use crate::logging::LogFormat;
 
 #[derive(Debug, Parser)]
@@ -80,6 +81,32 @@ pub struct RunArgs {
     /// Log lines as text or as JSON objects.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Port of the kubelet endpoints (container logs, exec, attach, port-forward), on the bridge
+    /// address.
+    #[arg(long, default_value_t = 10250)]
+    pub port: u16,
+    /// Serving certificate of the kubelet port (with --tls-private-key-file and --client-ca-file;
+    /// without them the kubelet endpoints are not served).
+    #[arg(long, requires_all = ["tls_private_key_file", "client_ca_file"])]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Key of --tls-cert-file.
+    #[arg(long, requires_all = ["tls_cert_file", "client_ca_file"])]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA of the client certificates the kubelet port accepts (the API server's
+    /// --kubelet-client-certificate); no other client is answered.
+    #[arg(long, requires_all = ["tls_cert_file", "tls_private_key_file"])]
+    pub client_ca_file: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// kubelet's serving files, when all three were given.
+    pub fn kubelet_tls(&self) -> Option<KubeletTls> {
+        Some(KubeletTls {
+            cert_file: self.tls_cert_file.clone()?,
+            key_file: self.tls_private_key_file.clone()?,
+            client_ca_file: self.client_ca_file.clone()?,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -131,5 +158,34 @@ mod tests {
         };
         assert_eq!(args.max_backoff, Duration::from_secs(2));
         assert_eq!(args.cluster_domain, "cluster.local");
+        assert_eq!(args.port, 10250);
+        assert!(args.kubelet_tls().is_none());
+    }
+
+    #[test]
+    fn kubelet_serving_files_come_together() {
+        let base = [
+            "kcp-node-agent",
+            "run",
+            "--kubeconfig=/k",
+            "--state-dir=/s",
+            "--images=/i",
+            "--bridge=b",
+            "--subnet=10.213.3.0/24",
+        ];
+        let alone = base.iter().copied().chain(["--tls-cert-file=/c"]);
+        assert!(Cli::try_parse_from(alone).is_err());
+        let all = base.iter().copied().chain([
+            "--tls-cert-file=/c",
+            "--tls-private-key-file=/k",
+            "--client-ca-file=/ca",
+            "--port=10300",
+        ]);
+        let Command::Run(args) = Cli::try_parse_from(all).expect("parses").command else {
+            panic!("not run")
+        };
+        let tls = args.kubelet_tls().expect("all three given");
+        assert_eq!(tls.client_ca_file, PathBuf::from("/ca"));
+        assert_eq!(args.port, 10300);
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Probe};
 use tokio::sync::{mpsc, watch};
 
+use crate::container_log::{self, LogFiles};
 use crate::env::{self, EnvInputs, ServiceLink};
 use crate::events::Regarding;
 use crate::exec::{BindMount, ExecSpec};
@@ -325,8 +326,16 @@ pub async fn run(
                 continue;
             }
         };
+        if restarts == 0 {
+            // A pod re-created under the same name (a StatefulSet pod) starts with no runs.
+            container_log::forget_runs(&run.pod_dir, &container.name);
+        }
+        let logs = LogFiles {
+            plain: log.clone(),
+            run: container_log::run_log(&run.pod_dir, &container.name, restarts),
+        };
         let mut process =
-            match Process::spawn(&ctx.settings.agent_exe, &prepared.spec, &spec_file, &log) {
+            match Process::spawn(&ctx.settings.agent_exe, &prepared.spec, &spec_file, &logs) {
                 Ok(process) => process,
                 Err(error) => {
                     let message = error.to_string();

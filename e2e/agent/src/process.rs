@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
+use crate::container_log::{self, LogFiles, Stream};
 use crate::error::{Result, io};
 use crate::exec::ExecSpec;
 
@@ -50,37 +51,38 @@ pub struct Process {
 }
 
 impl Process {
-    /// Writes `spec` to `spec_file` and starts `agent_exe exec --spec spec_file` with stdout and
-    /// stderr appended to `log`.
+    /// Writes `spec` to `spec_file` and starts `agent_exe exec --spec spec_file`; its stdout and
+    /// stderr are copied into `logs` (see [`container_log`]) until the container's processes
+    /// have all closed them.
     pub fn spawn(
         agent_exe: &Path,
         spec: &ExecSpec,
         spec_file: &Path,
-        log: &Path,
+        logs: &LogFiles,
     ) -> Result<Process> {
         let bytes = serde_json::to_vec_pretty(spec)?;
         std::fs::write(spec_file, bytes).map_err(io(format!("writing {}", spec_file.display())))?;
-        let open_log = || {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .map_err(io(format!("opening log {}", log.display())))
-        };
-        let stdout = open_log()?;
-        let stderr = open_log()?;
-        let child = Command::new(agent_exe)
+        if let Some(dir) = logs.run.parent() {
+            std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+        }
+        let mut child = Command::new(agent_exe)
             .arg("exec")
             .arg("--spec")
             .arg(spec_file)
             .env_clear()
             .stdin(Stdio::null())
-            .stdout(Stdio::from(stdout))
-            .stderr(Stdio::from(stderr))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false)
             .spawn()
             .map_err(io(format!("starting {}", agent_exe.display())))?;
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(container_log::copy(stdout, Stream::Stdout, logs.clone()));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(container_log::copy(stderr, Stream::Stderr, logs.clone()));
+        }
         let pid = child.id().unwrap_or(0);
         Ok(Process { child, pid })
     }

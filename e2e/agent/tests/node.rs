@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kcp_testing::{ChildGuard, KcpProcess, Patience};
+use kcp_testing::{ChildGuard, KcpProcess, Patience, TlsFiles, write_tls_files_for};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -26,6 +26,9 @@ const ROOT: &str = "/clusters/root";
 const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(100));
 const NS: &str = "apps";
 const FAULTS: &str = "faults";
+
+#[path = "node/streaming.rs"]
+mod streaming;
 
 fn python() -> PathBuf {
     let debian = PathBuf::from("/usr/bin/python3");
@@ -124,12 +127,16 @@ struct Host {
     subnet: String,
     gateway: Ipv4Addr,
     dir: tempfile::TempDir,
+    /// The kubelet port's CA, serving certificate (the agent's) and client certificate (the
+    /// server's `--kubelet-client-certificate`).
+    kubelet_tls: TlsFiles,
     kcp: Option<KcpProcess>,
     agent: Option<ChildGuard>,
 }
 
 impl Host {
-    async fn start() -> Host {
+    /// A host of its own: `slot` keeps the bridges and subnets of the tests of this binary apart.
+    async fn start(slot: u32) -> Host {
         // SAFETY: geteuid has no preconditions.
         assert_eq!(
             unsafe { libc::geteuid() },
@@ -137,8 +144,12 @@ impl Host {
             "the node agent test needs root"
         );
         let pid = std::process::id();
-        let bridge = format!("kna{}", pid % 1_000_000);
-        let subnet = format!("10.{}.{}.0/24", 150 + (pid >> 8) % 100, pid & 255);
+        let bridge = format!("kna{slot}{}", pid % 100_000);
+        let subnet = format!(
+            "10.{}.{}.0/24",
+            150 + ((pid >> 8) + slot * 50) % 100,
+            pid & 255
+        );
         let _ = agent_command(&["cleanup", "--bridge", &bridge]);
         let up = agent_command(&["network", "up", "--bridge", &bridge, "--subnet", &subnet]);
         assert!(
@@ -154,11 +165,16 @@ impl Host {
             .prefix("kcp-test-node-agent-")
             .tempdir()
             .expect("temp dir");
+        let kubelet_tls = write_tls_files_for(dir.path(), &[&gateway.to_string()]);
         let binary = kcp_testing::binaries::workspace_binary("kcp", "kcp");
         let kcp = KcpProcess::start(
             &binary,
             "node-agent",
-            &[format!("--bind-address={gateway}")],
+            &[
+                vec![format!("--bind-address={gateway}")],
+                kubelet_tls.kubelet_client_flags(),
+            ]
+            .concat(),
         )
         .await;
         assert!(
@@ -192,6 +208,7 @@ impl Host {
             subnet,
             gateway,
             dir,
+            kubelet_tls,
             kcp: Some(kcp),
             agent: None,
         }
@@ -234,12 +251,29 @@ impl Host {
                 &port,
             ])
             .args(["--max-backoff", "1s", "--resync", "1s"])
+            .args(self.kubelet_tls.kubelet_serving_flags())
             .env("RUST_BACKTRACE", "1");
         self.agent = Some(ChildGuard::spawn(
             "kcp-node-agent",
             &mut command,
             &self.dir.path().join("agent.log"),
         ));
+    }
+
+    /// Stops the agent with SIGTERM; it must exit 0.
+    async fn stop_agent(&mut self) {
+        let mut agent = self.agent.take().expect("agent");
+        let status = agent.stop(Duration::from_secs(120)).await;
+        assert!(
+            status.success(),
+            "agent exit {status}\n{}",
+            agent.log_tail()
+        );
+    }
+
+    /// Everything the agent logged (of its latest run).
+    fn agent_log_file(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
     }
 
     fn agent_log(&self) -> String {
@@ -995,7 +1029,7 @@ async fn check_deletion(host: &Host) {
 async fn node_agent_runs_workloads_on_the_host() {
     let began = Instant::now();
     let phase = |name: &str| eprintln!("[{:>6.1}s] {name}", began.elapsed().as_secs_f64());
-    let mut host = Host::start().await;
+    let mut host = Host::start(0).await;
     phase("server up, CRDs installed");
     host.start_agent();
     create_workloads(&host).await;
@@ -1031,13 +1065,7 @@ async fn node_agent_runs_workloads_on_the_host() {
         .iter()
         .map(|p| p["status"]["podIP"].to_string())
         .collect();
-    let mut agent = host.agent.take().expect("agent");
-    let status = agent.stop(Duration::from_secs(120)).await;
-    assert!(
-        status.success(),
-        "agent exit {status}\n{}",
-        agent.log_tail()
-    );
+    host.stop_agent().await;
     assert_no_pod_network(&host.bridge);
     assert!(
         pids.iter().all(|pid| !alive(*pid)),
@@ -1047,7 +1075,6 @@ async fn node_agent_runs_workloads_on_the_host() {
         host.pods(NS, "app=web").await.is_empty(),
         "pod mirrors are deleted"
     );
-    drop(agent);
     phase("graceful stop");
 
     // A new run picks the workloads up again; StatefulSet pods get their addresses back.
@@ -1126,4 +1153,17 @@ async fn node_agent_runs_workloads_on_the_host() {
         ip(&["link", "show", "dev", &host.bridge]).is_empty(),
         "bridge removed"
     );
+}
+
+/// The kubelet endpoints through the server, with kubectl 1.27 (SPDY) and 1.33 (WebSockets):
+/// logs, exec, port-forward, their errors, and that nothing is left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_agent_serves_pod_streams_through_the_server() {
+    let mut host = Host::start(1).await;
+    host.start_agent();
+    streaming::check(&host).await;
+    host.stop_agent().await;
+    let mut kcp = host.kcp.take().expect("kcp");
+    kcp.stop_cleanly().await;
+    let _ = agent_command(&["network", "down", "--bridge", &host.bridge]);
 }

@@ -14,6 +14,7 @@
 mod filters;
 mod handlers;
 pub mod listener;
+pub mod pod_connect;
 mod request;
 mod serve;
 mod server;

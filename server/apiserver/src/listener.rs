@@ -12,9 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response};
+use http::header::{CONNECTION, UPGRADE};
+use http::{HeaderMap, HeaderValue, Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
+use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -154,5 +156,57 @@ impl TlsListener {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
+    }
+}
+
+/// The protocol an upgrade request asks for (`Connection: Upgrade` and `Upgrade: <protocol>`).
+pub fn upgrade_protocol(headers: &HeaderMap) -> Option<HeaderValue> {
+    let asks = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    asks.then(|| headers.get(UPGRADE).cloned()).flatten()
+}
+
+/// Copies bytes both ways between two upgraded connections (a handler's client and the backend
+/// it proxies to) until one side closes: what a proxy does once both agreed to switch protocols.
+pub async fn splice(client_side: OnUpgrade, backend_side: OnUpgrade) {
+    let (client, backend) = match tokio::try_join!(client_side, backend_side) {
+        Ok(both) => both,
+        Err(error) => {
+            tracing::debug!(%error, "upgrade did not complete");
+            return;
+        }
+    };
+    let mut client = TokioIo::new(client);
+    let mut backend = TokioIo::new(backend);
+    if let Err(error) = tokio::io::copy_bidirectional(&mut client, &mut backend).await {
+        tracing::debug!(%error, "upgraded connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upgrade_requests_are_recognised() {
+        let mut spdy = HeaderMap::new();
+        spdy.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+        spdy.insert(UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+        assert_eq!(upgrade_protocol(&spdy).unwrap(), "SPDY/3.1");
+        let mut websocket = HeaderMap::new();
+        websocket.append(CONNECTION, HeaderValue::from_static("keep-alive"));
+        websocket.append(CONNECTION, HeaderValue::from_static("upgrade"));
+        websocket.insert(UPGRADE, HeaderValue::from_static("websocket"));
+        assert_eq!(upgrade_protocol(&websocket).unwrap(), "websocket");
+        let mut upgrade_alone = HeaderMap::new();
+        upgrade_alone.insert(UPGRADE, HeaderValue::from_static("websocket"));
+        assert!(upgrade_protocol(&upgrade_alone).is_none());
+        let mut connection_alone = HeaderMap::new();
+        connection_alone.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+        assert!(upgrade_protocol(&connection_alone).is_none());
     }
 }

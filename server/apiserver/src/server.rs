@@ -32,6 +32,7 @@ use crate::filters::impersonation;
 use crate::handlers::resource::{self, ResourceRequest};
 use crate::handlers::response::{self, Body};
 use crate::handlers::{self, Scope, discovery, elsewhere, health, openapi};
+use crate::pod_connect;
 use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
 use crate::request::path::percent_decode;
@@ -347,6 +348,16 @@ impl App {
             });
         }
 
+        let connect = pod_connect::Server {
+            connector: self.services.pod_connector(),
+            store: &self.store,
+            authorizer: &self.authorizer,
+        };
+        if let Some(answer) =
+            pod_connect::serve(connect, &cluster, &user, &info, &mut parts, &path).await
+        {
+            return answer;
+        }
         let body = read_body(&parts.headers, body).await?;
         let content_type = parts
             .headers

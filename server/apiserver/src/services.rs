@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::filters::UserInfo;
 use crate::handlers::response::Body;
+use crate::pod_connect::PodConnector;
 
 /// One request to a service, after authentication.
 #[derive(Debug, Clone)]
@@ -42,14 +43,24 @@ pub trait Service: Send + Sync + 'static {
     fn serve(self: Arc<Self>, request: ServiceRequest) -> BoxFuture<'static, Response<Body>>;
 }
 
-/// The services a server mounts, by name.
+/// The services a server mounts, by name, and the connector of the pods' connect
+/// subresources ([`crate::pod_connect`]), which the binary mounts the same way.
 #[derive(Clone, Default)]
-pub struct Services(BTreeMap<String, Arc<dyn Service>>);
+pub struct Services {
+    by_name: BTreeMap<String, Arc<dyn Service>>,
+    pods: Option<Arc<dyn PodConnector>>,
+}
 
 impl Services {
     /// Mounts `service` at `/services/<name>/`.
     pub fn with(mut self, name: &str, service: Arc<dyn Service>) -> Services {
-        self.0.insert(name.to_owned(), service);
+        self.by_name.insert(name.to_owned(), service);
+        self
+    }
+
+    /// Serves `pods/log`, `exec`, `attach` and `portforward` with `connector`.
+    pub fn with_pod_connector(mut self, connector: Arc<dyn PodConnector>) -> Services {
+        self.pods = Some(connector);
         self
     }
 
@@ -57,13 +68,20 @@ impl Services {
     pub(crate) fn find(&self, path: &str) -> Option<&Arc<dyn Service>> {
         let rest = path.strip_prefix("/services/")?;
         let name = rest.split('/').next()?;
-        self.0.get(name)
+        self.by_name.get(name)
+    }
+
+    pub(crate) fn pod_connector(&self) -> Option<&Arc<dyn PodConnector>> {
+        self.pods.as_ref()
     }
 }
 
 impl fmt::Debug for Services {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.keys()).finish()
+        f.debug_struct("Services")
+            .field("services", &self.by_name.keys().collect::<Vec<_>>())
+            .field("pod_connector", &self.pods.is_some())
+            .finish()
     }
 }
 

@@ -19,8 +19,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Ur
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
-use hyper::upgrade::OnUpgrade;
-use hyper_util::rt::TokioIo;
+use kcp_apiserver::listener::{splice, upgrade_protocol};
 
 use crate::backend::Backend;
 
@@ -63,17 +62,6 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
     for name in HOP_BY_HOP {
         headers.remove(name);
     }
-}
-
-/// The protocol an upgrade request asks for (`Connection: Upgrade` and `Upgrade: <protocol>`).
-pub fn upgrade_protocol(headers: &HeaderMap) -> Option<HeaderValue> {
-    let asks = headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
-    asks.then(|| headers.get(UPGRADE).cloned()).flatten()
 }
 
 /// Sends `request` to `target` and relays the answer; an error is the backend's (unreachable,
@@ -125,22 +113,6 @@ async fn forward_upgrade(
     Ok(Response::from_parts(parts, empty))
 }
 
-/// Copies bytes both ways between the upgraded connections until one side closes.
-async fn splice(client_side: OnUpgrade, backend_side: OnUpgrade) {
-    let (client, backend) = match tokio::try_join!(client_side, backend_side) {
-        Ok(both) => both,
-        Err(error) => {
-            tracing::debug!(%error, "upgrade did not complete");
-            return;
-        }
-    };
-    let mut client = TokioIo::new(client);
-    let mut backend = TokioIo::new(backend);
-    if let Err(error) = tokio::io::copy_bidirectional(&mut client, &mut backend).await {
-        tracing::debug!(%error, "upgraded connection ended with an error");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,18 +145,5 @@ mod tests {
         let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
         left.sort_unstable();
         assert_eq!(left, ["accept", "content-type"]);
-    }
-
-    #[test]
-    fn upgrade_requests_are_recognised() {
-        let spdy = headers(&[("Connection", "Upgrade"), ("Upgrade", "SPDY/3.1")]);
-        assert_eq!(upgrade_protocol(&spdy).unwrap(), "SPDY/3.1");
-        let websocket = headers(&[
-            ("Connection", "keep-alive, upgrade"),
-            ("Upgrade", "websocket"),
-        ]);
-        assert_eq!(upgrade_protocol(&websocket).unwrap(), "websocket");
-        assert!(upgrade_protocol(&headers(&[("Upgrade", "websocket")])).is_none());
-        assert!(upgrade_protocol(&headers(&[("Connection", "upgrade")])).is_none());
     }
 }

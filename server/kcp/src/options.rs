@@ -30,6 +30,7 @@ use http::Uri;
 use kcp_apimachinery::duration;
 use kcp_apiserver::WebhookConfig;
 use kcp_authn::OidcConfig;
+use kcp_pod_streaming::KubeletClientFiles;
 use kcp_storage::StorageConfig;
 
 use batteries::{Batteries, BatteriesError, Battery};
@@ -143,6 +144,17 @@ pub struct StartOptions {
     /// How long to cache denied webhook answers.
     #[arg(long, default_value = "30s", value_parser = duration::parse, help_heading = "Authorization")]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
+
+    // ---- kubelet (pods/log, exec, attach, portforward: pods served as a CRD) ----
+    /// Client certificate presented to the kubelet port of a pod's node.
+    #[arg(long, value_parser = values::path, help_heading = "Kubelet")]
+    pub kubelet_client_certificate: Option<PathBuf>,
+    /// Key of --kubelet-client-certificate.
+    #[arg(long, value_parser = values::path, help_heading = "Kubelet")]
+    pub kubelet_client_key: Option<PathBuf>,
+    /// CA that verifies kubelets' serving certificates (without it they are not verified).
+    #[arg(long, value_parser = values::path, help_heading = "Kubelet")]
+    pub kubelet_certificate_authority: Option<PathBuf>,
 
     // ---- audit ----
     /// Audit policy file.
@@ -387,6 +399,7 @@ impl StartOptions {
                 "mount-proxy-client-key-file",
             ),
             ("etcd-certfile", "etcd-keyfile"),
+            ("kubelet-client-certificate", "kubelet-client-key"),
         ] {
             self.check_pair(cert, key)?;
         }
@@ -486,6 +499,13 @@ impl StartOptions {
             .or_else(|| non_empty(self.service_account_private_key_file.as_ref())),
             authentication,
             service_account_key_files: self.authentication.service_account_key_files(),
+            kubelet_client: non_empty(self.kubelet_client_certificate.as_ref())
+                .zip(non_empty(self.kubelet_client_key.as_ref()))
+                .map(|(certificate, key)| KubeletClientFiles {
+                    certificate,
+                    key,
+                    certificate_authority: non_empty(self.kubelet_certificate_authority.as_ref()),
+                }),
             storage,
             inactive: inactive::given_but_inactive(&self.given),
         })
@@ -536,6 +556,15 @@ impl StartOptions {
             ),
             ("tls-cert-file", &self.serving.tls_cert_file),
             ("tls-private-key-file", &self.serving.tls_private_key_file),
+            (
+                "kubelet-client-certificate",
+                &self.kubelet_client_certificate,
+            ),
+            ("kubelet-client-key", &self.kubelet_client_key),
+            (
+                "kubelet-certificate-authority",
+                &self.kubelet_certificate_authority,
+            ),
             ("audit-policy-file", &self.audit_policy_file),
             ("audit-webhook-config-file", &self.audit_webhook_config_file),
             (
@@ -696,6 +725,9 @@ pub struct ValidatedOptions {
     pub run_controllers: bool,
     /// `--enable-leader-election` with `--leader-election-namespace` and `-name`.
     pub leader_election: Option<(String, String)>,
+    /// `--kubelet-client-certificate`/`-key` and `--kubelet-certificate-authority`: how pods'
+    /// streaming subresources reach kubelets (`None`: they cannot).
+    pub kubelet_client: Option<KubeletClientFiles>,
     storage: StorageConfig,
     inactive: Vec<&'static str>,
 }

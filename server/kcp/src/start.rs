@@ -8,12 +8,14 @@
 //! cache) is in [`crate::cache`].
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kcp_apiserver::{ApiServer, ServeError, ServerConfig};
 use kcp_controllers::shard_directory::{ShardDirectory, Shards};
 use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
 use kcp_controllers::{ControllerMode, CrossShard, Election, Registration, Sharding};
+use kcp_pod_streaming::KubeletConnector;
 use kcp_tenancy::shard::Urls;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -64,6 +66,8 @@ pub enum StartError {
     },
     #[error(transparent)]
     File(#[from] crate::private_file::PrivateFileError),
+    #[error("--kubelet-client-certificate: {0}")]
+    KubeletClient(#[from] kcp_pod_streaming::KubeletTlsError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -120,13 +124,13 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         max_logical_clusters: options.max_logical_clusters,
         shard_name: options.shard_name.clone(),
     };
-    let server = ApiServer::bind(
-        config,
-        authentication,
-        storage.clone(),
-        cache::services(in_process_cache.as_ref()),
-    )
-    .await?;
+    let kubelets = match &options.kubelet_client {
+        Some(files) => KubeletConnector::new(files)?,
+        None => KubeletConnector::without_credentials(),
+    };
+    let services =
+        cache::services(in_process_cache.as_ref()).with_pod_connector(Arc::new(kubelets));
+    let server = ApiServer::bind(config, authentication, storage.clone(), services).await?;
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());

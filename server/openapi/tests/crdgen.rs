@@ -204,6 +204,27 @@ fn every_schema_is_structural() {
 }
 
 #[test]
+fn nodes_are_cluster_scoped_with_status_and_the_fields_the_server_dials() {
+    let nodes = crd("nodes.core");
+    let spec = &nodes["spec"];
+    assert_eq!(spec["group"], "");
+    assert_eq!(spec["scope"], "Cluster");
+    assert_eq!(spec["names"]["kind"], "Node");
+    assert_eq!(spec["names"]["shortNames"], json!(["no"]));
+    assert_eq!(spec["versions"][0]["subresources"], json!({ "status": {} }));
+    let schema = schema(nodes);
+    assert_eq!(
+        node(schema, "status.addresses.[].address")["type"],
+        "string"
+    );
+    assert_eq!(
+        node(schema, "status.daemonEndpoints.kubeletEndpoint.Port")["type"],
+        "integer"
+    );
+    assert_eq!(node(schema, "status.conditions.[].type")["type"], "string");
+}
+
+#[test]
 fn names_scope_and_categories_match_kubernetes() {
     let expected = [
         ("deployments.apps", "apps", "Deployment", "deploy", true),
@@ -232,7 +253,7 @@ fn names_scope_and_categories_match_kubernetes() {
         .iter()
         .map(|crd| crd["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), 11);
     assert!(names.contains("endpointslices.discovery.k8s.io"));
     for (name, group, kind, short_name, in_all) in expected {
         let crd = crd(name);

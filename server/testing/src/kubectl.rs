@@ -92,7 +92,9 @@ impl Kubectl {
         self.home.path()
     }
 
-    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+    /// The command `kubectl --kubeconfig=… args…` with this kubectl's `HOME`, stdin null and
+    /// stdout/stderr piped, for a test that drives it itself (a terminal, stdin, its exit).
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(&self.binary);
         match &self.plugins {
             None => {

@@ -35,7 +35,7 @@ pub use etcd::EtcdProcess;
 pub use http::{Response, WatchStream};
 pub use kcp::{AdminCredentials, KcpProcess, SharedKcp};
 pub use kubectl::{BackgroundKubectl, Kubectl, Run};
-pub use pki::{TlsFiles, write_tls_files};
+pub use pki::{TlsFiles, write_tls_files, write_tls_files_for};
 pub use ports::free_port;
 pub use process::ChildGuard;
 pub use sharded::{ShardedChild, ShardedKcp};

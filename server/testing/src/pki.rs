@@ -1,5 +1,5 @@
 //! Throwaway TLS material for a peer that demands client certificates (etcd with
-//! `--client-cert-auth`).
+//! `--client-cert-auth`, the node agent's kubelet port).
 
 use std::path::{Path, PathBuf};
 
@@ -8,8 +8,8 @@ use rcgen::{
     KeyPair, KeyUsagePurpose,
 };
 
-/// PEM files written into a directory: a CA, a server certificate for 127.0.0.1/localhost and a
-/// client certificate, all signed by the CA.
+/// PEM files written into a directory: a CA, a server certificate (for 127.0.0.1/localhost unless
+/// named otherwise) and a client certificate, all signed by the CA.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
     pub ca: PathBuf,
@@ -19,7 +19,37 @@ pub struct TlsFiles {
     pub client_key: PathBuf,
 }
 
+impl TlsFiles {
+    /// kube-apiserver's flags for reaching kubelets with this material: the client certificate
+    /// and the CA of their serving certificates.
+    pub fn kubelet_client_flags(&self) -> Vec<String> {
+        vec![
+            format!(
+                "--kubelet-client-certificate={}",
+                self.client_cert.display()
+            ),
+            format!("--kubelet-client-key={}", self.client_key.display()),
+            format!("--kubelet-certificate-authority={}", self.ca.display()),
+        ]
+    }
+
+    /// kubelet's serving flags with this material: the server certificate, and the CA of the
+    /// client certificates it accepts.
+    pub fn kubelet_serving_flags(&self) -> Vec<String> {
+        vec![
+            format!("--tls-cert-file={}", self.server_cert.display()),
+            format!("--tls-private-key-file={}", self.server_key.display()),
+            format!("--client-ca-file={}", self.ca.display()),
+        ]
+    }
+}
+
 pub fn write_tls_files(dir: &Path) -> TlsFiles {
+    write_tls_files_for(dir, &["127.0.0.1", "localhost"])
+}
+
+/// Like [`write_tls_files`], with a server certificate for `server_names` (addresses or names).
+pub fn write_tls_files_for(dir: &Path, server_names: &[&str]) -> TlsFiles {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
@@ -38,8 +68,8 @@ pub fn write_tls_files(dir: &Path) -> TlsFiles {
         (cert.pem(), key.serialize_pem())
     };
     let server = leaf(
-        vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
-        "etcd",
+        server_names.iter().map(|name| (*name).to_owned()).collect(),
+        "server",
         ExtendedKeyUsagePurpose::ServerAuth,
     );
     let client = leaf(Vec::new(), "kcp", ExtendedKeyUsagePurpose::ClientAuth);

@@ -64,10 +64,17 @@ impl LocalHost {
         )?;
 
         narrator.step(&format!("host API: this repo's server on {address}"));
+        // The agent's kubelet port: its serving certificate, and the client certificate the
+        // server presents to it (pods/log, exec, port-forward), both of one CA.
+        let kubelet_tls = kcp_testing::write_tls_files_for(dir.path(), &[&address]);
         let server = KcpProcess::start(
             &kcp_binary,
             "e2e-host",
-            &[format!("--bind-address={address}")],
+            &[
+                vec![format!("--bind-address={address}")],
+                kubelet_tls.kubelet_client_flags(),
+            ]
+            .concat(),
         )
         .await;
         let admin = Cluster::new(&server.kubeconfig());
@@ -109,16 +116,18 @@ impl LocalHost {
         let state = dir.path().join("agent");
         let agent = ChildGuard::spawn(
             "kcp-node-agent",
-            Command::new(&agent_binary).args([
-                "run",
-                &format!("--kubeconfig={}", server.kubeconfig().display()),
-                &format!("--state-dir={}", state.display()),
-                &format!("--images={}", images.display()),
-                &format!("--bridge={bridge}"),
-                &format!("--subnet={subnet}"),
-                "--max-backoff=10s",
-                "--resync=1s",
-            ]),
+            Command::new(&agent_binary)
+                .args([
+                    "run",
+                    &format!("--kubeconfig={}", server.kubeconfig().display()),
+                    &format!("--state-dir={}", state.display()),
+                    &format!("--images={}", images.display()),
+                    &format!("--bridge={bridge}"),
+                    &format!("--subnet={subnet}"),
+                    "--max-backoff=10s",
+                    "--resync=1s",
+                ])
+                .args(kubelet_tls.kubelet_serving_flags()),
             &dir.path().join("agent.log"),
         );
         Ok(LocalHost {

@@ -123,13 +123,34 @@ fn subresource_verbs(subresource: &str) -> Vec<&'static str> {
     }
 }
 
-/// The group, version and kind a subresource answers with: the object's own, except for the
-/// `serviceaccounts/token` TokenRequest.
-fn subresource_kind<'a>(t: &'a ResourceType, subresource: &str) -> (&'a str, &'a str, &'a str) {
-    match subresource {
-        "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
-        _ => (&t.group, &t.version, &t.kind),
-    }
+/// A subresource as discovery lists it: its name, the group, version and kind it answers with,
+/// and its verbs.
+struct Subresource<'a> {
+    name: &'a str,
+    kind: (&'a str, &'a str, &'a str),
+    verbs: Vec<&'static str>,
+}
+
+/// The subresources of a type: its own (answering with the object's kind, except for the
+/// `serviceaccounts/token` TokenRequest), and for pods the connect subresources
+/// ([`crate::pod_connect`]).
+fn subresources(t: &ResourceType) -> Vec<Subresource<'_>> {
+    let own = t.subresources.iter().map(|sub| Subresource {
+        name: sub,
+        kind: match sub.as_str() {
+            "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
+            _ => (&t.group, &t.version, &t.kind),
+        },
+        verbs: subresource_verbs(sub),
+    });
+    let connect = crate::pod_connect::discovered(&t.group, &t.version, &t.plural)
+        .iter()
+        .map(|(name, kind, verbs)| Subresource {
+            name,
+            kind: ("", "v1", kind),
+            verbs: verbs.to_vec(),
+        });
+    own.chain(connect).collect()
 }
 
 fn resource_list(
@@ -141,10 +162,10 @@ fn resource_list(
     for t in types_of(registry, group, version) {
         resources.push(json!({"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced,
             "kind": t.kind, "verbs": t.verbs(), "shortNames": t.short_names, "categories": t.categories}));
-        for sub in &t.subresources {
-            let mut entry = json!({"name": format!("{}/{sub}", t.plural), "singularName": "",
-                "namespaced": t.namespaced, "kind": t.kind, "verbs": subresource_verbs(sub)});
-            let (sub_group, sub_version, sub_kind) = subresource_kind(t, sub);
+        for sub in subresources(t) {
+            let mut entry = json!({"name": format!("{}/{}", t.plural, sub.name), "singularName": "",
+                "namespaced": t.namespaced, "kind": t.kind, "verbs": sub.verbs});
+            let (sub_group, sub_version, sub_kind) = sub.kind;
             if sub_kind != t.kind {
                 entry["group"] = json!(sub_group);
                 entry["version"] = json!(sub_version);
@@ -183,13 +204,12 @@ fn aggregated_list(registry: &ApiSet, discovery_version: &str, legacy: bool) -> 
                 let resources: Vec<Value> = types_of(registry, &group, version)
                     .map(|t| {
                         let kind = json!({"group": t.group, "version": t.version, "kind": t.kind});
-                        let subresources: Vec<Value> = t
-                            .subresources
-                            .iter()
+                        let subresources: Vec<Value> = subresources(t)
+                            .into_iter()
                             .map(|s| {
-                                let (group, version, sub_kind) = subresource_kind(t, s);
+                                let (group, version, sub_kind) = s.kind;
                                 let kind = json!({"group": group, "version": version, "kind": sub_kind});
-                                json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)})
+                                json!({"subresource": s.name, "responseKind": kind, "verbs": s.verbs})
                             })
                             .collect();
                         json!({"resource": t.plural, "responseKind": kind,

@@ -23,7 +23,7 @@ use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::policy::v1 as policy;
-use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
+use k8s_openapi::{ClusterResourceScope, ListableResource, NamespaceResourceScope, Resource};
 use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
@@ -87,13 +87,29 @@ struct Workload {
     kind: &'static str,
     list_kind: &'static str,
     plural: &'static str,
+    /// `Namespaced` or `Cluster`.
+    scope: &'static str,
     definition: String,
     presentation: Presentation,
 }
 
+/// The CRD scope of a k8s-openapi resource scope.
+trait CrdScope {
+    const SCOPE: &'static str;
+}
+
+impl CrdScope for NamespaceResourceScope {
+    const SCOPE: &'static str = "Namespaced";
+}
+
+impl CrdScope for ClusterResourceScope {
+    const SCOPE: &'static str = "Cluster";
+}
+
 fn workload<K>(generator: &mut SchemaGenerator, presentation: Presentation) -> Workload
 where
-    K: ListableResource + Resource<Scope = NamespaceResourceScope> + JsonSchema,
+    K: ListableResource + Resource + JsonSchema,
+    K::Scope: CrdScope,
 {
     generator.subschema_for::<K>();
     Workload {
@@ -102,6 +118,7 @@ where
         kind: K::KIND,
         list_kind: K::LIST_KIND,
         plural: K::URL_PATH_SEGMENT,
+        scope: <K::Scope as CrdScope>::SCOPE,
         definition: K::schema_name().into_owned(),
         presentation,
     }
@@ -221,6 +238,23 @@ fn workloads(generator: &mut SchemaGenerator) -> Vec<Workload> {
                     AGE,
                     ("IP", "string", ".status.podIP", 1),
                     ("Node", "string", ".spec.nodeName", 1),
+                ],
+            },
+        ),
+        // The node agent registers its node, as kubelet does; the server finds the agent's
+        // streaming endpoints (`pods/log`, `exec`, `portforward`) through it.
+        workload::<core::Node>(
+            generator,
+            Presentation {
+                short_names: &["no"],
+                categories: &[],
+                scale: false,
+                columns: &[
+                    // JSONPath filters are not checkable against the schema: the node agent
+                    // writes the Ready condition only, so the first condition is it.
+                    ("Ready", "string", ".status.conditions[0].status", 0),
+                    AGE,
+                    ("Internal-IP", "string", ".status.addresses[0].address", 1),
                 ],
             },
         ),
@@ -387,7 +421,7 @@ impl Workload {
             "spec": {
                 "group": self.group,
                 "names": Value::Object(names),
-                "scope": "Namespaced",
+                "scope": self.scope,
                 "versions": [Value::Object(version)],
             },
         })
@@ -395,7 +429,7 @@ impl Workload {
 }
 
 /// The CRDs for apps/v1 Deployment, StatefulSet, ReplicaSet and DaemonSet, core/v1 Service,
-/// Pod, PersistentVolumeClaim and Endpoints, policy/v1 PodDisruptionBudget and
+/// Pod, Node (cluster-scoped), PersistentVolumeClaim and Endpoints, policy/v1 PodDisruptionBudget and
 /// discovery.k8s.io/v1 EndpointSlice, each with one served and stored version `v1`.
 pub fn workload_crds() -> Vec<Value> {
     let mut generator = SchemaSettings::openapi3().into_generator();

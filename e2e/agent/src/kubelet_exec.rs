@@ -1,0 +1,341 @@
+//! kubelet's `/exec/<namespace>/<pod>/<container>`: a command in a running container
+//! ([`crate::exec_process`]), and `/attach/...`: the container's own output
+//! ([`crate::attach`]), over the streaming protocol the client's upgrade asks for and
+//! kubelet offers: SPDY/3.1 with `v4.channel.k8s.io` ([`crate::exec_spdy`]) or a WebSocket
+//! with `v5.channel.k8s.io` ([`crate::exec_websocket`]). A request that cannot be served is
+//! answered before switching protocols, in kubelet's words: 404 for an unknown pod, 400 for a
+//! container that is not running, 403 when no protocol is shared.
+
+use std::sync::Arc;
+
+use http::header::{CONNECTION, UPGRADE};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt as _, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::context::Ctx;
+use crate::exec::ExecSpec;
+use crate::exec_process::{self, Running};
+use crate::kubelet_logs::{container_status, has_container, pod_of_node, run_goes_on};
+use crate::kubelet_server::{Body, text};
+use crate::remote_command::ExecOptions;
+use crate::{attach, container_log, exec_spdy, exec_websocket, probes};
+
+/// The container's main process, when it runs (`containerID: kcp-node-agent://<pid>`).
+pub fn running_pid(ctx: &Ctx, namespace: &str, pod: &str, container: &str) -> Option<u32> {
+    let pod = pod_of_node(ctx, namespace, pod)?;
+    let status = container_status(&pod, container)?;
+    status.state.as_ref()?.running.as_ref()?;
+    status
+        .container_id
+        .as_deref()?
+        .strip_prefix("kcp-node-agent://")?
+        .parse()
+        .ok()
+}
+
+/// The transport a request's upgrade asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Spdy,
+    WebSocket(&'static str),
+}
+
+impl Transport {
+    /// For the agent's log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Spdy => "spdy",
+            Transport::WebSocket(_) => "websocket",
+        }
+    }
+}
+
+fn header_values(headers: &HeaderMap, name: &str) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().to_owned())
+        .collect()
+}
+
+/// Picks the transport and subprotocol: SPDY with `spdy_protocol` among
+/// `X-Stream-Protocol-Version`, or a WebSocket with one of `websocket_protocols` among
+/// `Sec-WebSocket-Protocol`.
+pub fn negotiate(
+    headers: &HeaderMap,
+    spdy_protocol: &str,
+    websocket_protocols: &[&'static str],
+) -> Result<Transport, String> {
+    let upgrade = headers
+        .get(UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if upgrade == "websocket" {
+        let offered = header_values(headers, "sec-websocket-protocol");
+        return websocket_protocols
+            .iter()
+            .find(|p| offered.iter().any(|o| o == *p))
+            .map(|p| Transport::WebSocket(p))
+            .ok_or_else(|| {
+                format!("unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server supports {websocket_protocols:?}")
+            });
+    }
+    if upgrade.starts_with("spdy/3.1") {
+        let offered = header_values(headers, "x-stream-protocol-version");
+        if offered.iter().any(|o| o == spdy_protocol) {
+            return Ok(Transport::Spdy);
+        }
+        return Err(format!(
+            "unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server accepts [{spdy_protocol:?}]"
+        ));
+    }
+    Err("Upgrade request required".into())
+}
+
+/// The 101 answer of a negotiated transport (`websocket_accept`: the WebSocket handshake's).
+pub fn switching(transport: Transport, spdy_protocol: &str, request: &HeaderMap) -> Response<Body> {
+    let mut response = Response::new(Empty::new().map_err(|never| match never {}).boxed());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    match transport {
+        Transport::Spdy => {
+            headers.insert(UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+            if let Ok(value) = HeaderValue::from_str(spdy_protocol) {
+                headers.insert("x-stream-protocol-version", value);
+            }
+        }
+        Transport::WebSocket(protocol) => {
+            headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+            let key = request
+                .get("sec-websocket-key")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            if let Ok(value) = HeaderValue::from_str(&crate::websocket::accept_key(key)) {
+                headers.insert("sec-websocket-accept", value);
+            }
+            headers.insert("sec-websocket-protocol", HeaderValue::from_static(protocol));
+        }
+    }
+    response
+}
+
+/// What the exchange does: run a command, or show the container's own output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Exec,
+    Attach,
+}
+
+/// How a command (or the attached output) is started once the client's streams are there.
+type Start = Box<dyn FnOnce(&ExecOptions) -> Result<Running, String> + Send>;
+
+/// Runs the request's command in the namespaces of the container's main process `pid`.
+fn exec_start(ctx: &Ctx, found: &Pod, target: (&str, &str, &str), pid: u32) -> Start {
+    let (namespace, pod, container) = target;
+    let image = found
+        .spec
+        .as_ref()
+        .and_then(|spec| {
+            spec.containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .find(|c| c.name == container)
+        })
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    let image_commands = ctx
+        .settings
+        .images
+        .entry(&image)
+        .map(|entry| entry.commands.clone())
+        .unwrap_or_default();
+    let spec_dir = ctx.settings.pod_dir(namespace, pod).join("specs");
+    let agent_exe = ctx.settings.agent_exe.clone();
+    Box::new(move |options: &ExecOptions| -> Result<Running, String> {
+        let env = exec_process::environment(pid);
+        let spec = ExecSpec {
+            program: probes::exec_program(&options.command[0], &image_commands, &env),
+            argv: options.command.clone(),
+            env,
+            workdir: exec_process::working_directory(pid),
+            netns: None,
+            join_pid: Some(pid),
+            hostname: None,
+            mounts: Vec::new(),
+        };
+        exec_process::start(exec_process::Request {
+            agent_exe,
+            spec,
+            spec_file: spec_dir.join(format!("exec-{}.json", crate::names::random_suffix())),
+            stdin: options.stdin,
+            tty: options.tty,
+        })
+        .map_err(|e| format!("starting the command: {e}"))
+    })
+}
+
+pub fn serve(
+    ctx: &Arc<Ctx>,
+    mut request: Request<Incoming>,
+    target: (&str, &str, &str),
+    mode: Mode,
+) -> Response<Body> {
+    let (namespace, pod, container) = target;
+    let Some(found) = pod_of_node(ctx, namespace, pod) else {
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("pod {namespace}/{pod} not found"),
+        );
+    };
+    if !has_container(&found, container) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("container {container} is not valid for pod {pod}"),
+        );
+    }
+    let Some(pid) = running_pid(ctx, namespace, pod, container) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("container not found ({container:?})"),
+        );
+    };
+    let options = ExecOptions::parse(request.uri().query().unwrap_or_default());
+    if let Err(message) = options.validate() {
+        return text(StatusCode::BAD_REQUEST, message);
+    }
+    let start = match mode {
+        Mode::Exec if options.command.is_empty() => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "you must specify at least one command for the container",
+            );
+        }
+        Mode::Exec => exec_start(ctx, &found, (namespace, pod, container), pid),
+        Mode::Attach if options.stdin || options.tty => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "container {container} has no stdin or terminal to attach to: kcp-node-agent starts containers with stdin /dev/null"
+                ),
+            );
+        }
+        Mode::Attach => {
+            let Some(&run) =
+                container_log::runs(&ctx.settings.pod_dir(namespace, pod), container).last()
+            else {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    format!("container not found ({container:?})"),
+                );
+            };
+            let file =
+                container_log::run_log(&ctx.settings.pod_dir(namespace, pod), container, run);
+            let goes_on = run_goes_on(ctx, namespace, pod, container, run);
+            Box::new(move |_: &ExecOptions| Ok(attach::output(file, goes_on))) as Start
+        }
+    };
+    let transport = match negotiate(
+        request.headers(),
+        exec_spdy::PROTOCOL,
+        &[exec_websocket::PROTOCOL],
+    ) {
+        Ok(transport) => transport,
+        Err(message) => return text(StatusCode::FORBIDDEN, message),
+    };
+    let action = match mode {
+        Mode::Exec => "exec",
+        Mode::Attach => "attach",
+    };
+    tracing::info!(pod = %format!("{namespace}/{pod}"), container, transport = %transport.name(), command = ?options.command, "{action}");
+    let response = switching(transport, exec_spdy::PROTOCOL, request.headers());
+    let upgrade = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        let io = match upgrade.await {
+            Ok(upgraded) => TokioIo::new(upgraded),
+            Err(error) => {
+                tracing::debug!(%error, "exec upgrade did not complete");
+                return;
+            }
+        };
+        match transport {
+            Transport::Spdy => exec_spdy::serve(io, options, start).await,
+            Transport::WebSocket(_) => exec_websocket::serve(io, options, start).await,
+        }
+    });
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The headers of a request carrying `pairs`.
+    fn sent(pairs: &[(&str, &str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .fold(http::Request::builder(), |request, (name, value)| {
+                request.header(*name, *value)
+            })
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+            .headers
+    }
+
+    #[test]
+    fn the_upgrade_picks_the_transport() {
+        let spdy = sent(&[
+            ("Upgrade", "SPDY/3.1"),
+            ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
+            ("X-Stream-Protocol-Version", "v3.channel.k8s.io"),
+        ]);
+        assert_eq!(
+            negotiate(&spdy, "v4.channel.k8s.io", &["v5.channel.k8s.io"]),
+            Ok(Transport::Spdy)
+        );
+        let websocket = sent(&[
+            ("Upgrade", "websocket"),
+            (
+                "Sec-WebSocket-Protocol",
+                "v5.channel.k8s.io, v4.channel.k8s.io",
+            ),
+        ]);
+        assert_eq!(
+            negotiate(&websocket, "v4.channel.k8s.io", &["v5.channel.k8s.io"]),
+            Ok(Transport::WebSocket("v5.channel.k8s.io"))
+        );
+        let old = sent(&[
+            ("Upgrade", "SPDY/3.1"),
+            ("X-Stream-Protocol-Version", "channel.k8s.io"),
+        ]);
+        assert!(negotiate(&old, "v4.channel.k8s.io", &[]).is_err());
+        assert!(negotiate(&HeaderMap::new(), "v4.channel.k8s.io", &[]).is_err());
+    }
+
+    #[test]
+    fn the_websocket_answer_carries_the_handshake() {
+        let request = sent(&[("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]);
+        let response = switching(
+            Transport::WebSocket("v5.channel.k8s.io"),
+            "v4.channel.k8s.io",
+            &request,
+        );
+        assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
+        assert_eq!(
+            response.headers()["sec-websocket-accept"],
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+        assert_eq!(
+            response.headers()["sec-websocket-protocol"],
+            "v5.channel.k8s.io"
+        );
+    }
+}
