@@ -100,12 +100,14 @@ async fn measure(
     args: &ApiBindingsArgs,
 ) -> Result<(Memory, Memory, Memory, PhaseReport), ApiBindingsError> {
     let settle = Duration::from_secs(server.idle_seconds);
-    let client = Arc::new(Client::new(
-        Target::from_file(&started.kubeconfig, Some("base"))?,
-        Protocol::Http2,
-        4,
-    )
-    .map_err(LoadError::from)?);
+    let client = Arc::new(
+        Client::new(
+            Target::from_file(&started.kubeconfig, Some("base"))?,
+            Protocol::Http2,
+            4,
+        )
+        .map_err(LoadError::from)?,
+    );
     client.warm_up().await.map_err(LoadError::from)?;
     export(&client).await?;
     tokio::time::sleep(settle).await;

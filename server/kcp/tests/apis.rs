@@ -174,6 +174,20 @@ spec:
     )
 }
 
+/// Waits until binding `name` is Bound.
+fn wait_bound(ws: &Ws<'_>, name: &str) {
+    ws.wait(
+        &["get", "apibinding", name, "-o", "jsonpath={.status.phase}"],
+        "Bound",
+    );
+}
+
+/// Waits until export `name` has a valid identity.
+fn wait_identity(ws: &Ws<'_>, name: &str) {
+    let path = "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}";
+    ws.wait(&["get", "apiexport", name, "-o", path], "True");
+}
+
 /// The status and reason of condition `kind` of binding `name`.
 fn binding_condition(ws: &Ws<'_>, name: &str, kind: &str) -> String {
     ws.jsonpath(
@@ -230,16 +244,7 @@ async fn apis_types_are_served_in_every_workspace_in_both_versions() {
     );
 
     // The identity: a Secret in kcp-system, its key's SHA-256 in status.identityHash.
-    ws.wait(
-        &[
-            "get",
-            "apiexport",
-            "new",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
-        ],
-        "True",
-    );
+    wait_identity(&ws, "new");
     let hash = ws.jsonpath(&["get", "apiexport", "new"], "{.status.identityHash}");
     let key = ws.jsonpath(&["get", "secret", "new", "-n", "kcp-system"], "{.data.key}");
     let key = STANDARD.decode(key).unwrap();
@@ -307,16 +312,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
         "widgets",
         "v1.widgets.example.com",
     ));
-    provider.wait(
-        &[
-            "get",
-            "apiexport",
-            "widgets",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
-        ],
-        "True",
-    );
+    wait_identity(&provider, "widgets");
     let identity = provider.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
 
     let consumers: Vec<Ws<'_>> = ["consumer-a", "consumer-b", "consumer-c"]
@@ -325,16 +321,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
         .collect();
     for consumer in &consumers {
         consumer.apply(&binding_yaml("widgets", "root:provider", "widgets"));
-        consumer.wait(
-            &[
-                "get",
-                "apibinding",
-                "widgets",
-                "-o",
-                "jsonpath={.status.phase}",
-            ],
-            "Bound",
-        );
+        wait_bound(consumer, "widgets");
         assert_eq!(binding_condition(consumer, "widgets", "Ready"), "True/");
         assert_eq!(
             consumer.jsonpath(
@@ -395,16 +382,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
     );
     // Binding again shows no objects left over.
     a.apply(&binding_yaml("widgets", "root:provider", "widgets"));
-    a.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(a, "widgets");
     a.wait(&["get", "widgets", "-A", "-o", "name"], "");
 }
 
@@ -423,30 +401,12 @@ fn same_resource_of_another_export_stays_apart(
         "widgets",
         "v1.widgets.example.com",
     ));
-    other.wait(
-        &[
-            "get",
-            "apiexport",
-            "widgets",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
-        ],
-        "True",
-    );
+    wait_identity(&other, "widgets");
     let identity = other.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
     assert_ne!(identity, first_identity);
     let consumer = workspace(server, kubectl, "consumer-two");
     consumer.apply(&binding_yaml("widgets", "root:provider-two", "widgets"));
-    consumer.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&consumer, "widgets");
     consumer.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: other\n  namespace: default\nspec: {}\n");
 
     // Wildcard lists by identity see each export's objects only; without it, nothing is found.
@@ -524,16 +484,7 @@ fn binding_needs_bind(server: &KcpProcess, kubectl: &Kubectl, provider: &Ws<'_>)
         &["create", "-f", &file, "-o", "name"],
         "apibinding.apis.kcp.io/widgets",
     );
-    dave.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&dave, "widgets");
 }
 
 /// A missing export is refused in another workspace (upstream's admission does not tell whether
@@ -602,16 +553,7 @@ spec:
     // A CRD over a bound resource is refused.
     let bound = workspace(server, kubectl, "consumer-crd");
     bound.apply(&binding_yaml("widgets", "root:provider", "widgets"));
-    bound.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&bound, "widgets");
     let refused = bound.create_fails(
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
     );
@@ -628,16 +570,7 @@ async fn a_binding_to_kcps_own_tenancy_export_is_bound_and_changes_nothing() {
     let ws = workspace(&server, &kubectl, "tenancy-binder");
     let before = ws.ok(&["api-resources", "--api-group=tenancy.kcp.io", "-o", "name"]);
     ws.apply(&binding_yaml("tenancy.kcp.io", "root", "tenancy.kcp.io"));
-    ws.wait(
-        &[
-            "get",
-            "apibinding",
-            "tenancy.kcp.io",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&ws, "tenancy.kcp.io");
     assert_eq!(binding_condition(&ws, "tenancy.kcp.io", "Ready"), "True/");
     assert_eq!(
         ws.ok(&["api-resources", "--api-group=tenancy.kcp.io", "-o", "name"]),

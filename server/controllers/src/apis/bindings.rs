@@ -24,13 +24,14 @@ use kcp_apimachinery::{ApiError, meta, time};
 use kcp_apis::binding::{self, BoundResource, ExportReference, Holder, Inputs, Outcome};
 use kcp_apis::schema;
 use kcp_registry::storage::objects::ListRequest;
-use kcp_registry::store::{DeleteOptions, Deleted, Location, RestStore};
+use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType, custom};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{cluster_of, stored_type};
 use crate::TenancyIndex;
+use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
 
 /// How long a binding whose export's workspace does not resolve waits before it looks again.
@@ -426,66 +427,42 @@ impl Bindings {
         binding: &Value,
         decided: &Decided,
     ) -> Result<(), ApiError> {
-        let at = Location {
-            cluster,
-            namespace: None,
-        };
-        let result = if !meta::finalizers(binding)
+        let bindings = &self.types.bindings;
+        if !meta::finalizers(binding)
             .iter()
             .any(|f| f == binding::FINALIZER)
         {
-            let add_finalizer = |current: &Value| {
-                let mut new = current.clone();
-                let mut finalizers = meta::finalizers(current);
+            let add_finalizer = |object: &mut Value| {
+                let mut finalizers = meta::finalizers(object);
                 finalizers.push(binding::FINALIZER.to_string());
-                meta::set_finalizers(&mut new, finalizers);
-                meta::metadata_mut(&mut new).remove("resourceVersion");
-                Ok(new)
+                meta::set_finalizers(object, finalizers);
             };
-            self.store
-                .update(
-                    &self.types.bindings,
-                    at,
-                    &decided.name,
-                    &add_finalizer,
-                    None,
-                    false,
-                )
-                .await
-                .map(|_| ())
-        } else {
-            Ok(())
-        };
-        match result {
-            Err(e) if e.code == 404 => return Ok(()),
-            other => other?,
+            cleanup::edit_unless_gone(
+                &self.store,
+                bindings,
+                cluster,
+                &decided.name,
+                None,
+                &add_finalizer,
+            )
+            .await?;
         }
         let now = time::now_rfc3339();
         if !binding::apply(&mut binding.clone(), &decided.outcome, &now) {
             return Ok(());
         }
-        let set_status = |current: &Value| {
-            let mut new = current.clone();
-            binding::apply(&mut new, &decided.outcome, &now);
-            meta::metadata_mut(&mut new).remove("resourceVersion");
-            Ok(new)
+        let set_status = |object: &mut Value| {
+            binding::apply(object, &decided.outcome, &now);
         };
-        match self
-            .store
-            .update(
-                &self.types.bindings,
-                at,
-                &decided.name,
-                &set_status,
-                Some("status"),
-                false,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
-            Err(e) => Err(e),
-        }
+        cleanup::edit_unless_gone(
+            &self.store,
+            bindings,
+            cluster,
+            &decided.name,
+            Some("status"),
+            &set_status,
+        )
+        .await
     }
 
     /// Deletes the objects a terminating binding bound in its cluster, then its finalizer.
@@ -511,65 +488,25 @@ impl Bindings {
                 bound_identity: Some(resource.identity_hash.as_str().into()),
                 ..custom::Serving::default()
             };
-            let Some(rt) = custom::resource_types_serving(&info, &serving)
+            if let Some(rt) = custom::resource_types_serving(&info, &serving)
                 .into_iter()
                 .next()
-            else {
-                continue;
-            };
-            let prefix = self.store.keys(&rt).scope(cluster, None);
-            let page = self
-                .store
-                .list(&rt, ListRequest::everything(&prefix), &|_| true)
-                .await?;
-            for object in page.items {
-                let at = Location {
-                    cluster,
-                    namespace: meta::namespace(&object),
-                };
-                match self
-                    .store
-                    .delete(
-                        &rt,
-                        at,
-                        meta::name(&object).unwrap_or_default(),
-                        &DeleteOptions::default(),
-                    )
-                    .await
-                {
-                    Ok(Deleted::Gone(_)) => {}
-                    Ok(Deleted::Pending(_)) => remaining += 1,
-                    Err(e) if e.code == 404 => {}
-                    Err(e) => return Err(e),
-                }
+            {
+                remaining += cleanup::delete_all(&self.store, &rt, cluster).await?;
             }
         }
         if remaining > 0 {
             return Ok(false);
         }
-        let drop_finalizer = |current: &Value| {
-            let mut new = current.clone();
-            let kept: Vec<String> = meta::finalizers(current)
-                .into_iter()
-                .filter(|f| f != binding::FINALIZER)
-                .collect();
-            meta::set_finalizers(&mut new, kept);
-            meta::metadata_mut(&mut new).remove("resourceVersion");
-            Ok(new)
-        };
-        let at = Location {
-            cluster,
-            namespace: None,
-        };
         let name = meta::name(binding).unwrap_or_default();
-        match self
-            .store
-            .update(&self.types.bindings, at, name, &drop_finalizer, None, false)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.code == 404 => Ok(true),
-            Err(e) => Err(e),
-        }
+        cleanup::remove_finalizer(
+            &self.store,
+            &self.types.bindings,
+            cluster,
+            name,
+            binding::FINALIZER,
+        )
+        .await?;
+        Ok(true)
     }
 }
