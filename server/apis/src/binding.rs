@@ -23,6 +23,17 @@ pub const BUILT_IN_EXPORTS: [&str; 3] = ["tenancy.kcp.io", "topology.kcp.io", "s
 pub const PHASE_BINDING: &str = "Binding";
 pub const PHASE_BOUND: &str = "Bound";
 
+/// What the user's name and groups are prefixed with when a request on a bound resource is
+/// authorized again in the export's logical cluster (`maximalPermissionPolicy.local`).
+pub const MAXIMAL_PERMISSION_POLICY_PREFIX: &str = "apis.kcp.io:binding:";
+
+/// Whether an export caps what its consumers may do (`spec.maximalPermissionPolicy.local`).
+pub fn has_local_maximal_permission_policy(export: &Value) -> bool {
+    export
+        .pointer("/spec/maximalPermissionPolicy/local")
+        .is_some()
+}
+
 /// The finalizer that keeps a binding until its objects are gone.
 pub const FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
 
@@ -521,6 +532,14 @@ mod tests {
             reason(&outcome, conditions::API_EXPORT_VALID).as_deref(),
             Some(conditions::INTERNAL_ERROR)
         );
+    }
+
+    #[test]
+    fn a_local_maximal_permission_policy_is_recognised() {
+        let mut export = export("abc");
+        assert!(!has_local_maximal_permission_policy(&export));
+        export["spec"]["maximalPermissionPolicy"] = json!({"local": {}});
+        assert!(has_local_maximal_permission_policy(&export));
     }
 
     #[test]

@@ -174,6 +174,20 @@ spec:
     )
 }
 
+/// Exports widgets.example.com from `ws` (schema `v1.widgets.example.com`, export `widgets` with
+/// `spec_extra` appended to its spec) and waits until the export's identity is valid.
+fn export_widgets(ws: &Ws<'_>, spec_extra: &str) {
+    ws.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
+    let export = export_yaml(
+        "widgets",
+        "example.com",
+        "widgets",
+        "v1.widgets.example.com",
+    );
+    ws.apply(&format!("{export}{spec_extra}"));
+    wait_identity(ws, "widgets");
+}
+
 /// Waits until binding `name` is Bound.
 fn wait_bound(ws: &Ws<'_>, name: &str) {
     ws.wait(
@@ -305,14 +319,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
     let server = SERVER.get().await;
     let kubectl = Kubectl::new("1.33", &server.kubeconfig());
     let provider = workspace(&server, &kubectl, "provider");
-    provider.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
-    provider.apply(&export_yaml(
-        "widgets",
-        "example.com",
-        "widgets",
-        "v1.widgets.example.com",
-    ));
-    wait_identity(&provider, "widgets");
+    export_widgets(&provider, "");
     let identity = provider.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
 
     let consumers: Vec<Ws<'_>> = ["consumer-a", "consumer-b", "consumer-c"]
@@ -394,14 +401,7 @@ fn same_resource_of_another_export_stays_apart(
     first_identity: &str,
 ) {
     let other = workspace(server, kubectl, "provider-two");
-    other.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
-    other.apply(&export_yaml(
-        "widgets",
-        "example.com",
-        "widgets",
-        "v1.widgets.example.com",
-    ));
-    wait_identity(&other, "widgets");
+    export_widgets(&other, "");
     let identity = other.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
     assert_ne!(identity, first_identity);
     let consumer = workspace(server, kubectl, "consumer-two");
@@ -448,16 +448,8 @@ fn binding_needs_bind(server: &KcpProcess, kubectl: &Kubectl, provider: &Ws<'_>)
         "--clusterrole=cluster-admin",
         "--user=dave",
     ]);
-    let ca = server.client_ca();
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join("dave.kubeconfig");
-    write_kubeconfig(
-        &config,
-        &consumer.server,
-        &server.admin().ca_pem,
-        KubeconfigUser::Certificate(&ca.client("dave", &[])),
-    );
-    let dave_kubectl = Kubectl::new("1.33", Path::new(&config));
+    let dave_kubectl = user_kubectl(server, home.path(), "dave");
     let dave = consumer.as_user(&dave_kubectl);
     let refused = dave.create_fails(&binding_yaml("widgets", "root:provider", "widgets"));
     assert!(
@@ -577,4 +569,108 @@ async fn a_binding_to_kcps_own_tenancy_export_is_bound_and_changes_nothing() {
         before
     );
     assert!(before.contains("workspaces.tenancy.kcp.io"), "{before}");
+}
+
+/// A restarted server serves bound resources from its first request, before any controller ran
+/// (here none runs after the restart): what the stored bindings record is published at startup.
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_resources_are_served_from_the_first_request_after_a_restart() {
+    let mut server =
+        KcpProcess::start(Path::new(env!("CARGO_BIN_EXE_kcp")), "apis-restart", &[]).await;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("admin.kubeconfig");
+    std::fs::copy(server.kubeconfig(), &config).unwrap();
+    {
+        let kubectl = Kubectl::new("1.33", &config);
+        let at = |cluster: &str| Ws {
+            kubectl: &kubectl,
+            server: format!("{}/clusters/{cluster}", server.base_url()),
+            path: cluster.to_string(),
+        };
+        let (provider, consumer) = (at("restart-provider"), at("restart-consumer"));
+        export_widgets(&provider, "");
+        consumer.apply(&binding_yaml("widgets", "restart-provider", "widgets"));
+        wait_bound(&consumer, "widgets");
+        consumer.ok(&["create", "namespace", "default"]);
+        consumer.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: kept\n  namespace: default\nspec: {}\n");
+    }
+    server.restart_with(&["--run-controllers=false"]).await;
+    std::fs::copy(server.kubeconfig(), &config).unwrap();
+    let kubectl = Kubectl::new("1.33", &config);
+    let consumer = Ws {
+        kubectl: &kubectl,
+        server: format!("{}/clusters/restart-consumer", server.base_url()),
+        path: "restart-consumer".into(),
+    };
+    assert_eq!(
+        consumer
+            .ok(&["get", "widgets", "-n", "default", "-o", "name"])
+            .trim(),
+        "widget.example.com/kept"
+    );
+    server.stop_cleanly().await;
+}
+
+/// A user named `name` of the server's client CA, with a kubeconfig of their own in `home`.
+fn user_kubectl(server: &KcpProcess, home: &Path, name: &str) -> Kubectl {
+    let config = home.join(format!("{name}.kubeconfig"));
+    write_kubeconfig(
+        &config,
+        &format!("{}/clusters/root", server.base_url()),
+        &server.admin().ca_pem,
+        KubeconfigUser::Certificate(&server.client_ca().client(name, &[])),
+    );
+    Kubectl::new("1.33", &config)
+}
+
+/// An export with `maximalPermissionPolicy.local` caps its consumers: what the provider's RBAC
+/// grants the `apis.kcp.io:binding:` user (here: reading widgets) is all a consumer may do, even
+/// one who may do everything in their own workspace; without the policy nothing is capped.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_maximal_permission_policy_caps_what_consumers_may_do() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let provider = workspace(&server, &kubectl, "capping-provider");
+    export_widgets(&provider, "  maximalPermissionPolicy: {local: {}}\n");
+    provider.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: widget-readers\nrules:\n- {apiGroups: [example.com], resources: [widgets], verbs: [get, list, watch]}\n",
+    );
+    provider.ok(&[
+        "create",
+        "clusterrolebinding",
+        "consumers-read-widgets",
+        "--clusterrole=widget-readers",
+        "--group=apis.kcp.io:binding:system:authenticated",
+    ]);
+    let consumer = workspace(&server, &kubectl, "capped-consumer");
+    consumer.apply(&binding_yaml("widgets", "root:capping-provider", "widgets"));
+    wait_bound(&consumer, "widgets");
+    consumer.ok(&[
+        "create",
+        "clusterrolebinding",
+        "erin-admin",
+        "--clusterrole=cluster-admin",
+        "--user=erin",
+    ]);
+
+    let home = tempfile::tempdir().unwrap();
+    let erin_kubectl = user_kubectl(&server, home.path(), "erin");
+    let erin = consumer.as_user(&erin_kubectl);
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: capped\n  namespace: default\nspec: {}\n";
+    let refused = erin.create_fails(widget);
+    assert!(
+        refused.contains("(Forbidden)")
+            && refused.contains("User \"erin\" cannot create resource \"widgets\"")
+            && refused.contains("API export \""),
+        "{refused}"
+    );
+    // Reading is within the policy; the admin (system:masters) is never capped.
+    consumer.apply(widget);
+    assert_eq!(
+        erin.ok(&["get", "widgets", "-n", "default", "-o", "name"])
+            .trim(),
+        "widget.example.com/capped"
+    );
+    // Erin may do everything else in her workspace (the cap is only on the bound resource).
+    erin.ok(&["create", "configmap", "free", "-n", "default"]);
 }
