@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -64,10 +65,12 @@ impl Ws<'_> {
         self.fails(&["create", "-f", &file])
     }
 
+    /// `yaml` in a new file of kubectl's home (removed with it).
     fn file(&self, yaml: &str) -> String {
-        let file = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
-        std::fs::write(file.path(), yaml).unwrap();
-        let (_, path) = file.keep().unwrap();
+        static FILES: AtomicUsize = AtomicUsize::new(0);
+        let n = FILES.fetch_add(1, Ordering::Relaxed);
+        let path = self.kubectl.home().join(format!("manifest-{n}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
         path.to_str().unwrap().to_string()
     }
 
