@@ -20,6 +20,10 @@ use crate::schema::group_resource;
 /// kcp's own exports, whose APIs are served in every logical cluster without a binding.
 pub const BUILT_IN_EXPORTS: [&str; 3] = ["tenancy.kcp.io", "topology.kcp.io", "shards.core.kcp.io"];
 
+/// kcp's own exports every authenticated user may bind (upstream's root grants `bind` on them to
+/// `system:authenticated`).
+pub const OPEN_EXPORTS: [&str; 2] = ["tenancy.kcp.io", "topology.kcp.io"];
+
 pub const PHASE_BINDING: &str = "Binding";
 pub const PHASE_BOUND: &str = "Bound";
 
@@ -66,6 +70,11 @@ impl ExportReference {
     /// Whether this names one of kcp's own exports in `root`.
     pub fn is_built_in(&self) -> bool {
         self.path == "root" && BUILT_IN_EXPORTS.contains(&self.name.as_str())
+    }
+
+    /// Whether every authenticated user may bind this export (kcp's tenancy and topology APIs).
+    pub fn is_open(&self) -> bool {
+        self.path == "root" && OPEN_EXPORTS.contains(&self.name.as_str())
     }
 }
 
@@ -544,6 +553,15 @@ mod tests {
 
     #[test]
     fn kcps_own_exports_bind_nothing_and_are_bound() {
+        let open = |path: &str, name: &str| {
+            ExportReference {
+                path: path.into(),
+                name: name.into(),
+            }
+            .is_open()
+        };
+        assert!(open("root", "tenancy.kcp.io") && open("root", "topology.kcp.io"));
+        assert!(!open("root", "shards.core.kcp.io") && !open("root:org", "tenancy.kcp.io"));
         let binding = binding("root", "tenancy.kcp.io");
         let outcome = decide(&Inputs {
             binding: &binding,

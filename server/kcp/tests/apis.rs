@@ -572,6 +572,20 @@ async fn a_binding_to_kcps_own_tenancy_export_is_bound_and_changes_nothing() {
         before
     );
     assert!(before.contains("workspaces.tenancy.kcp.io"), "{before}");
+
+    // Everybody may bind kcp's tenancy and topology exports, as upstream's root grants.
+    ws.ok(&[
+        "create",
+        "clusterrolebinding",
+        "frank-admin",
+        "--clusterrole=cluster-admin",
+        "--user=frank",
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let frank_kubectl = user_kubectl(&server, home.path(), "frank");
+    let frank = ws.as_user(&frank_kubectl);
+    frank.apply(&binding_yaml("topology.kcp.io", "root", "topology.kcp.io"));
+    wait_bound(&frank, "topology.kcp.io");
 }
 
 /// A restarted server serves bound resources from its first request, before any controller ran
