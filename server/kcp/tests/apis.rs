@@ -545,6 +545,25 @@ spec:
         "{changed}"
     );
 
+    // A claim the export does not make (here: a wrong identity hash) is a condition, not silence.
+    ws.apply(&format!(
+        "{}  permissionClaims:\n  - {{group: \"\", resource: configmaps, identityHash: wrong, verbs: [\"*\"], selector: {{matchAll: true}}, state: Accepted}}\n",
+        binding_yaml("claiming", "", "gizmos")
+    ));
+    ws.apply(&schema_yaml("v1", "example.org", "gizmos", "Gizmo"));
+    ws.apply(&export_yaml(
+        "gizmos",
+        "example.org",
+        "gizmos",
+        "v1.gizmos.example.org",
+    ));
+    wait_condition(
+        &ws,
+        "claiming",
+        "PermissionClaimsValid",
+        "False/InvalidPermissionClaims",
+    );
+
     // A CRD over a bound resource is refused.
     let bound = workspace(server, kubectl, "consumer-crd");
     bound.apply(&binding_yaml("widgets", "root:provider", "widgets"));
