@@ -20,8 +20,23 @@ use crate::schema::group_resource;
 /// kcp's own exports, whose APIs are served in every logical cluster without a binding.
 pub const BUILT_IN_EXPORTS: [&str; 3] = ["tenancy.kcp.io", "topology.kcp.io", "shards.core.kcp.io"];
 
+/// kcp's own exports every authenticated user may bind (upstream's root grants `bind` on them to
+/// `system:authenticated`).
+pub const OPEN_EXPORTS: [&str; 2] = ["tenancy.kcp.io", "topology.kcp.io"];
+
 pub const PHASE_BINDING: &str = "Binding";
 pub const PHASE_BOUND: &str = "Bound";
+
+/// What the user's name and groups are prefixed with when a request on a bound resource is
+/// authorized again in the export's logical cluster (`maximalPermissionPolicy.local`).
+pub const MAXIMAL_PERMISSION_POLICY_PREFIX: &str = "apis.kcp.io:binding:";
+
+/// Whether an export caps what its consumers may do (`spec.maximalPermissionPolicy.local`).
+pub fn has_local_maximal_permission_policy(export: &Value) -> bool {
+    export
+        .pointer("/spec/maximalPermissionPolicy/local")
+        .is_some()
+}
 
 /// The finalizer that keeps a binding until its objects are gone.
 pub const FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
@@ -55,6 +70,11 @@ impl ExportReference {
     /// Whether this names one of kcp's own exports in `root`.
     pub fn is_built_in(&self) -> bool {
         self.path == "root" && BUILT_IN_EXPORTS.contains(&self.name.as_str())
+    }
+
+    /// Whether every authenticated user may bind this export (kcp's tenancy and topology APIs).
+    pub fn is_open(&self) -> bool {
+        self.path == "root" && OPEN_EXPORTS.contains(&self.name.as_str())
     }
 }
 
@@ -321,12 +341,66 @@ pub fn decide(inputs: &Inputs<'_>) -> Outcome {
             storage_versions,
         });
     }
+    let mut all = all_bound();
+    all.push(claims_validity(inputs.binding, export));
     Outcome {
         bound: Some(bound),
-        conditions: with_ready(all_bound()),
+        conditions: with_ready(all),
         phase: PHASE_BOUND,
         export_cluster: Some(inputs.export_cluster.to_string()),
     }
+}
+
+/// The permission claims of an object's `pointer` list: resource, group and identity hash.
+fn claim_keys(object: &Value, pointer: &str) -> Vec<(String, String, String)> {
+    let field = |claim: &Value, name: &str| claim[name].as_str().unwrap_or_default().to_string();
+    object
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                field(c, "resource"),
+                field(c, "group"),
+                field(c, "identityHash"),
+            )
+        })
+        .collect()
+}
+
+/// `PermissionClaimsValid`: every claim the binding accepts or rejects is one its export makes
+/// (upstream's message for the others). Claims are not enforced yet; this tells a consumer at
+/// once that a claim it answered does not exist (e.g. a wrong identity hash).
+fn claims_validity(binding: &Value, export: &Value) -> Condition {
+    let exported = claim_keys(export, "/spec/permissionClaims");
+    let unexpected: Vec<String> = claim_keys(binding, "/spec/permissionClaims")
+        .into_iter()
+        .filter(|claim| !exported.contains(claim))
+        .map(|(resource, group, identity)| {
+            format!("unexpected/invalid claim for {resource}.{group} (identity {identity:?})")
+        })
+        .collect();
+    if unexpected.is_empty() {
+        return Condition::holds(conditions::PERMISSION_CLAIMS_VALID);
+    }
+    let shown = &unexpected[..unexpected.len().min(10)];
+    let errors = if shown.len() == 1 {
+        shown[0].clone()
+    } else {
+        format!("[{}]", shown.join(", "))
+    };
+    let message = format!(
+        "{} unexpected and/or invalid permission claims (showing first {}): {errors}",
+        unexpected.len(),
+        shown.len()
+    );
+    Condition::fails(
+        conditions::PERMISSION_CLAIMS_VALID,
+        conditions::INVALID_PERMISSION_CLAIMS,
+        Severity::Error,
+        message,
+    )
 }
 
 fn all_bound() -> Vec<Condition> {
@@ -398,6 +472,22 @@ mod tests {
         )])
     }
 
+    fn outcome_of(
+        binding: &Value,
+        export: Option<&Value>,
+        export_cluster: &str,
+        schemas: &BTreeMap<String, Value>,
+        taken: &BTreeMap<(String, String), Holder>,
+    ) -> Outcome {
+        decide(&Inputs {
+            binding,
+            export,
+            export_cluster,
+            schemas,
+            taken,
+        })
+    }
+
     fn reason(outcome: &Outcome, kind: &str) -> Option<String> {
         outcome
             .conditions
@@ -411,13 +501,7 @@ mod tests {
     fn a_valid_export_binds_its_schemas_under_its_identity() {
         let binding = binding("root:provider", "widgets");
         let export = export("abc");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: Some(&export),
-            export_cluster: "p1",
-            schemas: &schemas(),
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(&binding, Some(&export), "p1", &schemas(), &BTreeMap::new());
         assert_eq!(outcome.phase, PHASE_BOUND);
         let bound = outcome.bound.clone().unwrap();
         assert_eq!(bound.len(), 1);
@@ -440,13 +524,7 @@ mod tests {
     #[test]
     fn a_missing_export_is_a_condition() {
         let binding = binding("root:nowhere", "widgets");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: None,
-            export_cluster: "",
-            schemas: &BTreeMap::new(),
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(&binding, None, "", &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(outcome.phase, PHASE_BINDING);
         assert_eq!(
             reason(&outcome, conditions::API_EXPORT_VALID).as_deref(),
@@ -475,13 +553,7 @@ mod tests {
         ] {
             let taken =
                 BTreeMap::from([(("example.com".to_string(), "widgets".to_string()), holder)]);
-            let outcome = decide(&Inputs {
-                binding: &binding,
-                export: Some(&export),
-                export_cluster: "c",
-                schemas: &schemas(),
-                taken: &taken,
-            });
+            let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &taken);
             assert_eq!(outcome.phase, PHASE_BINDING);
             assert_eq!(
                 reason(&outcome, conditions::BINDING_UP_TO_DATE).as_deref(),
@@ -498,25 +570,25 @@ mod tests {
     fn missing_identity_and_schema_are_conditions() {
         let binding = binding("", "widgets");
         let no_identity = export("");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: Some(&no_identity),
-            export_cluster: "c",
-            schemas: &schemas(),
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(
+            &binding,
+            Some(&no_identity),
+            "c",
+            &schemas(),
+            &BTreeMap::new(),
+        );
         assert_eq!(
             reason(&outcome, conditions::API_EXPORT_VALID).as_deref(),
             Some(conditions::MISSING_IDENTITY_HASH)
         );
         let export = export("abc");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: Some(&export),
-            export_cluster: "c",
-            schemas: &BTreeMap::new(),
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(
+            &binding,
+            Some(&export),
+            "c",
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
         assert_eq!(
             reason(&outcome, conditions::API_EXPORT_VALID).as_deref(),
             Some(conditions::INTERNAL_ERROR)
@@ -524,15 +596,51 @@ mod tests {
     }
 
     #[test]
+    fn a_local_maximal_permission_policy_is_recognised() {
+        let mut export = export("abc");
+        assert!(!has_local_maximal_permission_policy(&export));
+        export["spec"]["maximalPermissionPolicy"] = json!({"local": {}});
+        assert!(has_local_maximal_permission_policy(&export));
+    }
+
+    #[test]
+    fn a_claim_the_export_does_not_make_is_a_condition() {
+        let mut binding = binding("", "widgets");
+        let mut export = export("abc");
+        export["spec"]["permissionClaims"] =
+            json!([{"group": "", "resource": "configmaps", "identityHash": "", "verbs": ["*"]}]);
+        binding["spec"]["permissionClaims"] = json!([{"group": "", "resource": "configmaps", "identityHash": "", "verbs": ["*"], "selector": {"matchAll": true}, "state": "Accepted"}]);
+        let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
+        assert!(outcome.conditions.iter().all(Condition::is_true));
+        binding["spec"]["permissionClaims"][0]["identityHash"] = json!("wrong");
+        let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
+        let claims = outcome
+            .conditions
+            .iter()
+            .find(|c| c.kind == conditions::PERMISSION_CLAIMS_VALID)
+            .unwrap();
+        let (reason, _, message) = claims.failure.clone().unwrap();
+        assert_eq!(reason, conditions::INVALID_PERMISSION_CLAIMS);
+        assert_eq!(
+            message,
+            "1 unexpected and/or invalid permission claims (showing first 1): unexpected/invalid claim for configmaps. (identity \"wrong\")"
+        );
+        assert_eq!(outcome.phase, PHASE_BOUND, "the binding itself is bound");
+    }
+
+    #[test]
     fn kcps_own_exports_bind_nothing_and_are_bound() {
+        let open = |path: &str, name: &str| {
+            ExportReference {
+                path: path.into(),
+                name: name.into(),
+            }
+            .is_open()
+        };
+        assert!(open("root", "tenancy.kcp.io") && open("root", "topology.kcp.io"));
+        assert!(!open("root", "shards.core.kcp.io") && !open("root:org", "tenancy.kcp.io"));
         let binding = binding("root", "tenancy.kcp.io");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: None,
-            export_cluster: "root",
-            schemas: &BTreeMap::new(),
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(&binding, None, "root", &BTreeMap::new(), &BTreeMap::new());
         assert_eq!(outcome.phase, PHASE_BOUND);
         assert_eq!(outcome.bound, Some(Vec::new()));
     }
@@ -541,24 +649,12 @@ mod tests {
     fn a_new_schema_version_keeps_the_old_storage_version() {
         let mut binding = binding("", "widgets");
         let export = export("abc");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: Some(&export),
-            export_cluster: "c",
-            schemas: &schemas(),
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
         apply(&mut binding, &outcome, "t");
         let mut newer = schemas();
         let schema = newer.get_mut("today.widgets.example.com").unwrap();
         schema["spec"]["versions"][0]["name"] = json!("v2");
-        let outcome = decide(&Inputs {
-            binding: &binding,
-            export: Some(&export),
-            export_cluster: "c",
-            schemas: &newer,
-            taken: &BTreeMap::new(),
-        });
+        let outcome = outcome_of(&binding, Some(&export), "c", &newer, &BTreeMap::new());
         assert_eq!(
             outcome.bound.unwrap()[0].storage_versions,
             vec!["v1".to_string(), "v2".to_string()]

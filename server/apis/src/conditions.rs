@@ -18,6 +18,8 @@ pub const API_RESOURCE_SCHEMA_INVALID: &str = "APIResourceSchemaInvalid";
 pub const INTERNAL_ERROR: &str = "InternalError";
 pub const NAMING_CONFLICTS: &str = "NamingConflicts";
 pub const WAITING_FOR_ESTABLISHED: &str = "WaitingForEstablished";
+pub const PERMISSION_CLAIMS_VALID: &str = "PermissionClaimsValid";
+pub const INVALID_PERMISSION_CLAIMS: &str = "InvalidPermissionClaims";
 
 /// How bad a False condition is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,6 +25,7 @@ use crate::server::{Memory, Server, ServerArgs, ServerError, Stopped};
 use crate::stats::PhaseReport;
 
 const PROVIDER: &str = "bench-provider";
+const APIS_V1ALPHA1: &str = "/apis/apis.kcp.io/v1alpha1";
 const APIS: &str = "/apis/apis.kcp.io/v1alpha2";
 const BINDINGS: &str = "/apis/apis.kcp.io/v1alpha2/apibindings";
 const SCHEMA: &str = "v1.gadgets.bench.kcp.io";
@@ -172,8 +173,11 @@ async fn export(client: &Arc<Client>) -> Result<(), ApiBindingsError> {
         "metadata": {"name": "gadgets"},
         "spec": {"resources": [{"group": crds::GROUP, "name": "gadgets", "schema": SCHEMA, "storage": {"crd": {}}}]},
     });
-    for (collection, body) in [("apiresourceschemas", schema), ("apiexports", export)] {
-        let path = format!("{provider}{APIS}/{collection}");
+    for (collection, body) in [
+        (format!("{APIS_V1ALPHA1}/apiresourceschemas"), schema),
+        (format!("{APIS}/apiexports"), export),
+    ] {
+        let path = format!("{provider}{collection}");
         check(
             &format!("creating {path}"),
             client

@@ -23,8 +23,10 @@ use tokio_util::sync::CancellationToken;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::crds::CLEANUP_FINALIZER;
 use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
-use kcp_registry::store::{DeleteOptions, Deleted, Location, RestStore};
+use kcp_registry::store::RestStore;
 use kcp_registry::{ResourceType, custom};
+
+use crate::cleanup;
 
 /// How long to wait before looking again at a cluster whose CRD cleanup is not finished.
 const RETRY_AFTER: Duration = Duration::from_millis(500);
@@ -399,25 +401,11 @@ async fn write_status(
     }
     let crds = crd_type(store)?;
     let name = meta::name(&a.crd).unwrap_or_default().to_string();
-    let set_status = |current: &Value| {
-        let previous = current.get("status").cloned().unwrap_or_else(|| json!({}));
-        let mut new = current.clone();
-        new["status"] = desired_status(current, info, conflict, &previous);
-        meta::metadata_mut(&mut new).remove("resourceVersion");
-        Ok(new)
+    let set_status = |object: &mut Value| {
+        let previous = object.get("status").cloned().unwrap_or_else(|| json!({}));
+        object["status"] = desired_status(object, info, conflict, &previous);
     };
-    let at = Location {
-        cluster,
-        namespace: None,
-    };
-    match store
-        .update(&crds, at, &name, &set_status, Some("status"), false)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+    cleanup::edit_unless_gone(store, &crds, cluster, &name, Some("status"), &set_status).await
 }
 
 /// Deletes a terminating CRD's resources, then its finalizer. Returns whether it is done.
@@ -432,57 +420,11 @@ async fn cleanup(
         .info
         .as_deref()
         .and_then(|info| custom::resource_types(info).into_iter().next())
+        && cleanup::delete_all(store, &rt, cluster).await? > 0
     {
-        let prefix = store.keys(&rt).scope(cluster, None);
-        let page = store
-            .list(&rt, ListRequest::everything(&prefix), &|_| true)
-            .await?;
-        let mut remaining = 0;
-        for object in page.items {
-            let at = Location {
-                cluster,
-                namespace: meta::namespace(&object),
-            };
-            match store
-                .delete(
-                    &rt,
-                    at,
-                    meta::name(&object).unwrap_or_default(),
-                    &DeleteOptions::default(),
-                )
-                .await
-            {
-                Ok(Deleted::Gone(_)) => {}
-                Ok(Deleted::Pending(_)) => remaining += 1,
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if remaining > 0 {
-            return Ok(false);
-        }
+        return Ok(false);
     }
     let crds = crd_type(store)?;
-    let drop_finalizer = |current: &Value| {
-        let mut new = current.clone();
-        let kept: Vec<String> = meta::finalizers(current)
-            .into_iter()
-            .filter(|f| f != CLEANUP_FINALIZER)
-            .collect();
-        meta::set_finalizers(&mut new, kept);
-        meta::metadata_mut(&mut new).remove("resourceVersion");
-        Ok(new)
-    };
-    let at = Location {
-        cluster,
-        namespace: None,
-    };
-    match store
-        .update(&crds, at, &name, &drop_finalizer, None, false)
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(e) if e.code == 404 => Ok(true),
-        Err(e) => Err(e),
-    }
+    cleanup::remove_finalizer(store, &crds, cluster, &name, CLEANUP_FINALIZER).await?;
+    Ok(true)
 }

@@ -11,6 +11,7 @@
 mod admission_policy_status;
 pub mod apis;
 pub mod bootstrap;
+mod cleanup;
 mod clusterrole_aggregation;
 pub mod crd;
 pub mod election;

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -64,10 +65,12 @@ impl Ws<'_> {
         self.fails(&["create", "-f", &file])
     }
 
+    /// `yaml` in a new file of kubectl's home (removed with it).
     fn file(&self, yaml: &str) -> String {
-        let file = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
-        std::fs::write(file.path(), yaml).unwrap();
-        let (_, path) = file.keep().unwrap();
+        static FILES: AtomicUsize = AtomicUsize::new(0);
+        let n = FILES.fetch_add(1, Ordering::Relaxed);
+        let path = self.kubectl.home().join(format!("manifest-{n}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
         path.to_str().unwrap().to_string()
     }
 
@@ -174,6 +177,34 @@ spec:
     )
 }
 
+/// Exports widgets.example.com from `ws` (schema `v1.widgets.example.com`, export `widgets` with
+/// `spec_extra` appended to its spec) and waits until the export's identity is valid.
+fn export_widgets(ws: &Ws<'_>, spec_extra: &str) {
+    ws.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
+    let export = export_yaml(
+        "widgets",
+        "example.com",
+        "widgets",
+        "v1.widgets.example.com",
+    );
+    ws.apply(&format!("{export}{spec_extra}"));
+    wait_identity(ws, "widgets");
+}
+
+/// Waits until binding `name` is Bound.
+fn wait_bound(ws: &Ws<'_>, name: &str) {
+    ws.wait(
+        &["get", "apibinding", name, "-o", "jsonpath={.status.phase}"],
+        "Bound",
+    );
+}
+
+/// Waits until export `name` has a valid identity.
+fn wait_identity(ws: &Ws<'_>, name: &str) {
+    let path = "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}";
+    ws.wait(&["get", "apiexport", name, "-o", path], "True");
+}
+
 /// The status and reason of condition `kind` of binding `name`.
 fn binding_condition(ws: &Ws<'_>, name: &str, kind: &str) -> String {
     ws.jsonpath(
@@ -230,16 +261,7 @@ async fn apis_types_are_served_in_every_workspace_in_both_versions() {
     );
 
     // The identity: a Secret in kcp-system, its key's SHA-256 in status.identityHash.
-    ws.wait(
-        &[
-            "get",
-            "apiexport",
-            "new",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
-        ],
-        "True",
-    );
+    wait_identity(&ws, "new");
     let hash = ws.jsonpath(&["get", "apiexport", "new"], "{.status.identityHash}");
     let key = ws.jsonpath(&["get", "secret", "new", "-n", "kcp-system"], "{.data.key}");
     let key = STANDARD.decode(key).unwrap();
@@ -300,23 +322,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
     let server = SERVER.get().await;
     let kubectl = Kubectl::new("1.33", &server.kubeconfig());
     let provider = workspace(&server, &kubectl, "provider");
-    provider.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
-    provider.apply(&export_yaml(
-        "widgets",
-        "example.com",
-        "widgets",
-        "v1.widgets.example.com",
-    ));
-    provider.wait(
-        &[
-            "get",
-            "apiexport",
-            "widgets",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
-        ],
-        "True",
-    );
+    export_widgets(&provider, "");
     let identity = provider.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
 
     let consumers: Vec<Ws<'_>> = ["consumer-a", "consumer-b", "consumer-c"]
@@ -325,16 +331,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
         .collect();
     for consumer in &consumers {
         consumer.apply(&binding_yaml("widgets", "root:provider", "widgets"));
-        consumer.wait(
-            &[
-                "get",
-                "apibinding",
-                "widgets",
-                "-o",
-                "jsonpath={.status.phase}",
-            ],
-            "Bound",
-        );
+        wait_bound(consumer, "widgets");
         assert_eq!(binding_condition(consumer, "widgets", "Ready"), "True/");
         assert_eq!(
             consumer.jsonpath(
@@ -395,16 +392,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
     );
     // Binding again shows no objects left over.
     a.apply(&binding_yaml("widgets", "root:provider", "widgets"));
-    a.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(a, "widgets");
     a.wait(&["get", "widgets", "-A", "-o", "name"], "");
 }
 
@@ -416,37 +404,12 @@ fn same_resource_of_another_export_stays_apart(
     first_identity: &str,
 ) {
     let other = workspace(server, kubectl, "provider-two");
-    other.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
-    other.apply(&export_yaml(
-        "widgets",
-        "example.com",
-        "widgets",
-        "v1.widgets.example.com",
-    ));
-    other.wait(
-        &[
-            "get",
-            "apiexport",
-            "widgets",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
-        ],
-        "True",
-    );
+    export_widgets(&other, "");
     let identity = other.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
     assert_ne!(identity, first_identity);
     let consumer = workspace(server, kubectl, "consumer-two");
     consumer.apply(&binding_yaml("widgets", "root:provider-two", "widgets"));
-    consumer.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&consumer, "widgets");
     consumer.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: other\n  namespace: default\nspec: {}\n");
 
     // Wildcard lists by identity see each export's objects only; without it, nothing is found.
@@ -488,16 +451,8 @@ fn binding_needs_bind(server: &KcpProcess, kubectl: &Kubectl, provider: &Ws<'_>)
         "--clusterrole=cluster-admin",
         "--user=dave",
     ]);
-    let ca = server.client_ca();
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join("dave.kubeconfig");
-    write_kubeconfig(
-        &config,
-        &consumer.server,
-        &server.admin().ca_pem,
-        KubeconfigUser::Certificate(&ca.client("dave", &[])),
-    );
-    let dave_kubectl = Kubectl::new("1.33", Path::new(&config));
+    let dave_kubectl = user_kubectl(server, home.path(), "dave");
     let dave = consumer.as_user(&dave_kubectl);
     let refused = dave.create_fails(&binding_yaml("widgets", "root:provider", "widgets"));
     assert!(
@@ -524,16 +479,7 @@ fn binding_needs_bind(server: &KcpProcess, kubectl: &Kubectl, provider: &Ws<'_>)
         &["create", "-f", &file, "-o", "name"],
         "apibinding.apis.kcp.io/widgets",
     );
-    dave.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&dave, "widgets");
 }
 
 /// A missing export is refused in another workspace (upstream's admission does not tell whether
@@ -599,19 +545,29 @@ spec:
         "{changed}"
     );
 
+    // A claim the export does not make (here: a wrong identity hash) is a condition, not silence.
+    ws.apply(&format!(
+        "{}  permissionClaims:\n  - {{group: \"\", resource: configmaps, identityHash: wrong, verbs: [\"*\"], selector: {{matchAll: true}}, state: Accepted}}\n",
+        binding_yaml("claiming", "", "gizmos")
+    ));
+    ws.apply(&schema_yaml("v1", "example.org", "gizmos", "Gizmo"));
+    ws.apply(&export_yaml(
+        "gizmos",
+        "example.org",
+        "gizmos",
+        "v1.gizmos.example.org",
+    ));
+    wait_condition(
+        &ws,
+        "claiming",
+        "PermissionClaimsValid",
+        "False/InvalidPermissionClaims",
+    );
+
     // A CRD over a bound resource is refused.
     let bound = workspace(server, kubectl, "consumer-crd");
     bound.apply(&binding_yaml("widgets", "root:provider", "widgets"));
-    bound.wait(
-        &[
-            "get",
-            "apibinding",
-            "widgets",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&bound, "widgets");
     let refused = bound.create_fails(
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
     );
@@ -628,20 +584,129 @@ async fn a_binding_to_kcps_own_tenancy_export_is_bound_and_changes_nothing() {
     let ws = workspace(&server, &kubectl, "tenancy-binder");
     let before = ws.ok(&["api-resources", "--api-group=tenancy.kcp.io", "-o", "name"]);
     ws.apply(&binding_yaml("tenancy.kcp.io", "root", "tenancy.kcp.io"));
-    ws.wait(
-        &[
-            "get",
-            "apibinding",
-            "tenancy.kcp.io",
-            "-o",
-            "jsonpath={.status.phase}",
-        ],
-        "Bound",
-    );
+    wait_bound(&ws, "tenancy.kcp.io");
     assert_eq!(binding_condition(&ws, "tenancy.kcp.io", "Ready"), "True/");
     assert_eq!(
         ws.ok(&["api-resources", "--api-group=tenancy.kcp.io", "-o", "name"]),
         before
     );
     assert!(before.contains("workspaces.tenancy.kcp.io"), "{before}");
+
+    // Everybody may bind kcp's tenancy and topology exports, as upstream's root grants.
+    ws.ok(&[
+        "create",
+        "clusterrolebinding",
+        "frank-admin",
+        "--clusterrole=cluster-admin",
+        "--user=frank",
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let frank_kubectl = user_kubectl(&server, home.path(), "frank");
+    let frank = ws.as_user(&frank_kubectl);
+    frank.apply(&binding_yaml("topology.kcp.io", "root", "topology.kcp.io"));
+    wait_bound(&frank, "topology.kcp.io");
+}
+
+/// A restarted server serves bound resources from its first request, before any controller ran
+/// (here none runs after the restart): what the stored bindings record is published at startup.
+#[tokio::test(flavor = "multi_thread")]
+async fn bound_resources_are_served_from_the_first_request_after_a_restart() {
+    let mut server =
+        KcpProcess::start(Path::new(env!("CARGO_BIN_EXE_kcp")), "apis-restart", &[]).await;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("admin.kubeconfig");
+    std::fs::copy(server.kubeconfig(), &config).unwrap();
+    {
+        let kubectl = Kubectl::new("1.33", &config);
+        let at = |cluster: &str| Ws {
+            kubectl: &kubectl,
+            server: format!("{}/clusters/{cluster}", server.base_url()),
+            path: cluster.to_string(),
+        };
+        let (provider, consumer) = (at("restart-provider"), at("restart-consumer"));
+        export_widgets(&provider, "");
+        consumer.apply(&binding_yaml("widgets", "restart-provider", "widgets"));
+        wait_bound(&consumer, "widgets");
+        consumer.ok(&["create", "namespace", "default"]);
+        consumer.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: kept\n  namespace: default\nspec: {}\n");
+    }
+    server.restart_with(&["--run-controllers=false"]).await;
+    std::fs::copy(server.kubeconfig(), &config).unwrap();
+    let kubectl = Kubectl::new("1.33", &config);
+    let consumer = Ws {
+        kubectl: &kubectl,
+        server: format!("{}/clusters/restart-consumer", server.base_url()),
+        path: "restart-consumer".into(),
+    };
+    assert_eq!(
+        consumer
+            .ok(&["get", "widgets", "-n", "default", "-o", "name"])
+            .trim(),
+        "widget.example.com/kept"
+    );
+    server.stop_cleanly().await;
+}
+
+/// A user named `name` of the server's client CA, with a kubeconfig of their own in `home`.
+fn user_kubectl(server: &KcpProcess, home: &Path, name: &str) -> Kubectl {
+    let config = home.join(format!("{name}.kubeconfig"));
+    write_kubeconfig(
+        &config,
+        &format!("{}/clusters/root", server.base_url()),
+        &server.admin().ca_pem,
+        KubeconfigUser::Certificate(&server.client_ca().client(name, &[])),
+    );
+    Kubectl::new("1.33", &config)
+}
+
+/// An export with `maximalPermissionPolicy.local` caps its consumers: what the provider's RBAC
+/// grants the `apis.kcp.io:binding:` user (here: reading widgets) is all a consumer may do, even
+/// one who may do everything in their own workspace; without the policy nothing is capped.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_maximal_permission_policy_caps_what_consumers_may_do() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let provider = workspace(&server, &kubectl, "capping-provider");
+    export_widgets(&provider, "  maximalPermissionPolicy: {local: {}}\n");
+    provider.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: widget-readers\nrules:\n- {apiGroups: [example.com], resources: [widgets], verbs: [get, list, watch]}\n",
+    );
+    provider.ok(&[
+        "create",
+        "clusterrolebinding",
+        "consumers-read-widgets",
+        "--clusterrole=widget-readers",
+        "--group=apis.kcp.io:binding:system:authenticated",
+    ]);
+    let consumer = workspace(&server, &kubectl, "capped-consumer");
+    consumer.apply(&binding_yaml("widgets", "root:capping-provider", "widgets"));
+    wait_bound(&consumer, "widgets");
+    consumer.ok(&[
+        "create",
+        "clusterrolebinding",
+        "erin-admin",
+        "--clusterrole=cluster-admin",
+        "--user=erin",
+    ]);
+
+    let home = tempfile::tempdir().unwrap();
+    let erin_kubectl = user_kubectl(&server, home.path(), "erin");
+    let erin = consumer.as_user(&erin_kubectl);
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: capped\n  namespace: default\nspec: {}\n";
+    let refused = erin.create_fails(widget);
+    assert!(
+        refused.contains("(Forbidden)")
+            && refused.contains("User \"erin\" cannot create resource \"widgets\"")
+            && refused.contains("API export \""),
+        "{refused}"
+    );
+    // Reading is within the policy; the admin (system:masters) is never capped.
+    consumer.apply(widget);
+    assert_eq!(
+        erin.ok(&["get", "widgets", "-n", "default", "-o", "name"])
+            .trim(),
+        "widget.example.com/capped"
+    );
+    // Erin may do everything else in her workspace (the cap is only on the bound resource).
+    erin.ok(&["create", "configmap", "free", "-n", "default"]);
 }

@@ -16,7 +16,7 @@ use kcp_fieldmanager::TypeSchema;
 use serde_json::{Value, json};
 
 use super::table::{Column, age};
-use super::{ResourceType, Strategy};
+use super::{BoundPolicy, ResourceType, Strategy};
 use crate::storage::KeyLayout;
 
 /// One printer column with its parsed path.
@@ -96,6 +96,8 @@ pub struct Serving {
     pub convert: Option<ConvertVersions>,
     /// The identity hash of the APIExport the type is bound from: its objects are stored under it.
     pub bound_identity: Option<Arc<str>>,
+    /// The APIExport whose maximal permission policy caps requests on the bound type.
+    pub bound_policy: Option<BoundPolicy>,
 }
 
 /// The types of every served version of a CRD.
@@ -206,6 +208,7 @@ fn resource_type(
         namespaced: crd.namespaced,
         subresources,
         storage_group: crd.group.clone(),
+        bound_policy: serving.bound_policy.clone(),
         layout: match &serving.bound_identity {
             Some(identity) => KeyLayout::Bound(identity.clone()),
             None => KeyLayout::CustomResource,

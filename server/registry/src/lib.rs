@@ -145,6 +145,13 @@ pub trait Strategy: Send + Sync {
     }
 }
 
+/// The APIExport whose `maximalPermissionPolicy.local` caps what consumers may do with a bound type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BoundPolicy {
+    pub cluster: LogicalClusterName,
+    pub export: String,
+}
+
 /// A served resource type.
 pub struct ResourceType {
     pub group: String,
@@ -166,6 +173,9 @@ pub struct ResourceType {
     pub schema: Option<Value>,
     /// Merge rules and field ownership for server-side apply and `managedFields`.
     pub field_schema: Arc<TypeSchema>,
+    /// For a type bound from an APIExport with a maximal permission policy: the export, in whose
+    /// logical cluster every request is authorized again for the `apis.kcp.io:binding:` user.
+    pub bound_policy: Option<BoundPolicy>,
     /// Whether PATCH accepts strategic merge patches: built-ins do, custom resources only when
     /// their schema says how to merge lists (`x-kubernetes-patch-*`), like the workload CRDs.
     pub strategic_merge_patch: bool,
@@ -486,6 +496,7 @@ pub(crate) fn resource(
         subresources: Vec::new(),
         storage_group: group.to_string(),
         layout: KeyLayout::BuiltIn,
+        bound_policy: None,
         schema: None,
         structural: None,
         field_schema: Arc::new(TypeSchema::deduced()),

@@ -385,6 +385,13 @@ impl KcpProcess {
         self.start_again().await;
     }
 
+    /// Like [`Self::restart`], with `flags` added to the server's flags from this run on.
+    pub async fn restart_with(&mut self, flags: &[&str]) {
+        self.stop_cleanly().await;
+        self.args.extend(flags.iter().map(|flag| flag.to_string()));
+        self.start_again().await;
+    }
+
     /// SIGKILL by PID, as a crash: nothing is shut down gracefully.
     pub fn kill(&mut self) {
         self.process.kill();

@@ -11,26 +11,25 @@
 //! objects at once. A binding being deleted is unpublished first, then its objects in that cluster
 //! are deleted, then its finalizer goes.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::select_all;
-use kcp_apiextensions::CrdInfo;
 use kcp_apimachinery::{ApiError, meta, time};
 use kcp_apis::binding::{self, BoundResource, ExportReference, Holder, Inputs, Outcome};
 use kcp_apis::schema;
 use kcp_registry::storage::objects::ListRequest;
-use kcp_registry::store::{DeleteOptions, Deleted, Location, RestStore};
-use kcp_registry::{LogicalClusterName, ResourceType, custom};
+use kcp_registry::store::{Location, RestStore};
+use kcp_registry::{LogicalClusterName, ResourceType};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::bound_types::{BoundTypes, lock, policy_of, recorded_export_cluster};
 use super::{cluster_of, stored_type};
 use crate::TenancyIndex;
+use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
 
 /// How long a binding whose export's workspace does not resolve waits before it looks again.
@@ -45,12 +44,19 @@ pub async fn run(store: RestStore, tenancy: Arc<TenancyIndex>, shutdown: Cancell
             return;
         }
     };
+    let bound = match BoundTypes::new(&store) {
+        Ok(bound) => bound,
+        Err(error) => {
+            tracing::error!(%error, "the APIBinding controller cannot start");
+            return;
+        }
+    };
     let controller = Bindings {
         store,
         tenancy,
         types,
+        bound,
         sources: Mutex::new(HashMap::new()),
-        parsed: Mutex::new(HashMap::new()),
     };
     runner::run(controller, shutdown).await;
 }
@@ -82,23 +88,9 @@ struct Bindings {
     store: RestStore,
     tenancy: Arc<TenancyIndex>,
     types: Types,
+    bound: BoundTypes,
     /// Consumer cluster -> the clusters its bindings' exports live in (whose changes requeue it).
     sources: Mutex<HashMap<LogicalClusterName, BTreeSet<LogicalClusterName>>>,
-    /// Schemas as CRDs, by schema UID (schemas never change).
-    parsed: Mutex<HashMap<String, Arc<CrdInfo>>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A bound resource as served: its identity and parsed schema.
-struct Served {
-    uid: String,
-    identity: String,
-    info: Arc<CrdInfo>,
 }
 
 /// What a pass decided for one binding.
@@ -224,6 +216,12 @@ impl Controller for Bindings {
                 taken: &taken,
             });
             let name = meta::name(binding).unwrap_or_default().to_string();
+            let policy = match (&export, &export_cluster, &reference) {
+                (Some(export), Some(cluster), Some(reference)) => {
+                    policy_of(export, cluster, &reference.name)
+                }
+                _ => None,
+            };
             let bound = outcome
                 .bound
                 .clone()
@@ -235,26 +233,18 @@ impl Controller for Bindings {
                         Holder::Binding(name.clone(), reference.clone()),
                     );
                 }
-                let schema_cluster = export_cluster.clone().or_else(|| {
-                    binding
-                        .pointer("/status/apiExportClusterName")
-                        .and_then(Value::as_str)
-                        .and_then(LogicalClusterName::parse)
-                });
-                if let Some(info) = self
-                    .parsed_schema(schema_cluster.as_ref(), resource, &schemas)
-                    .await?
-                {
-                    served.push(Served {
-                        uid: resource.schema_uid.clone(),
-                        identity: resource.identity_hash.clone(),
-                        info,
-                    });
-                }
+                let schema_cluster = export_cluster
+                    .clone()
+                    .or_else(|| recorded_export_cluster(binding));
+                served.extend(
+                    self.bound
+                        .served(schema_cluster.as_ref(), resource, &schemas, policy.as_ref())
+                        .await?,
+                );
             }
             decided.push(Decided { name, outcome });
         }
-        self.publish(cluster, &served);
+        self.bound.publish(cluster, &served);
         if sources.is_empty() {
             lock(&self.sources).remove(cluster);
         } else {
@@ -346,79 +336,6 @@ impl Bindings {
         Ok((Some(export), schemas))
     }
 
-    /// The schema of a bound resource as a CRD (read from the export's cluster when the pass did
-    /// not read it, e.g. the export is gone but the binding keeps serving what it bound).
-    async fn parsed_schema(
-        &self,
-        schema_cluster: Option<&LogicalClusterName>,
-        resource: &BoundResource,
-        schemas: &BTreeMap<String, Value>,
-    ) -> Result<Option<Arc<CrdInfo>>, ApiError> {
-        if let Some(info) = lock(&self.parsed).get(&resource.schema_uid) {
-            return Ok(Some(info.clone()));
-        }
-        let schema = match (schemas.get(&resource.schema_name), schema_cluster) {
-            (Some(schema), _) => schema.clone(),
-            (None, Some(cluster)) => {
-                let at = Location {
-                    cluster,
-                    namespace: None,
-                };
-                match self
-                    .store
-                    .get(&self.types.schemas, at, &resource.schema_name)
-                    .await
-                {
-                    Ok(stored) => stored.object,
-                    Err(e) if e.code == 404 => return Ok(None),
-                    Err(e) => return Err(e),
-                }
-            }
-            (None, None) => return Ok(None),
-        };
-        let info = match CrdInfo::from_crd(&schema::to_crd(&schema)) {
-            Ok(info) => Arc::new(info),
-            Err(error) => {
-                tracing::warn!(schema = resource.schema_name, %error, "a bound schema is not a valid CRD");
-                return Ok(None);
-            }
-        };
-        lock(&self.parsed).insert(resource.schema_uid.clone(), info.clone());
-        Ok(Some(info))
-    }
-
-    /// Serves the bound types of a cluster (built only for content no cluster serves yet).
-    fn publish(&self, cluster: &LogicalClusterName, served: &[Served]) {
-        let mut content: Vec<(&str, &str)> = served
-            .iter()
-            .map(|s| (s.uid.as_str(), s.identity.as_str()))
-            .collect();
-        content.sort_unstable();
-        let fingerprint = if content.is_empty() {
-            0
-        } else {
-            let mut hasher = DefaultHasher::new();
-            content.hash(&mut hasher);
-            hasher.finish().max(1)
-        };
-        self.store
-            .registry()
-            .set_bound_types(cluster, fingerprint, || {
-                served
-                    .iter()
-                    .flat_map(|s| {
-                        custom::resource_types_serving(
-                            &s.info,
-                            &custom::Serving {
-                                bound_identity: Some(s.identity.as_str().into()),
-                                ..custom::Serving::default()
-                            },
-                        )
-                    })
-                    .collect()
-            });
-    }
-
     /// Adds the finalizer a binding needs and writes its status, each only when it changes.
     async fn write_status(
         &self,
@@ -426,66 +343,42 @@ impl Bindings {
         binding: &Value,
         decided: &Decided,
     ) -> Result<(), ApiError> {
-        let at = Location {
-            cluster,
-            namespace: None,
-        };
-        let result = if !meta::finalizers(binding)
+        let bindings = &self.types.bindings;
+        if !meta::finalizers(binding)
             .iter()
             .any(|f| f == binding::FINALIZER)
         {
-            let add_finalizer = |current: &Value| {
-                let mut new = current.clone();
-                let mut finalizers = meta::finalizers(current);
+            let add_finalizer = |object: &mut Value| {
+                let mut finalizers = meta::finalizers(object);
                 finalizers.push(binding::FINALIZER.to_string());
-                meta::set_finalizers(&mut new, finalizers);
-                meta::metadata_mut(&mut new).remove("resourceVersion");
-                Ok(new)
+                meta::set_finalizers(object, finalizers);
             };
-            self.store
-                .update(
-                    &self.types.bindings,
-                    at,
-                    &decided.name,
-                    &add_finalizer,
-                    None,
-                    false,
-                )
-                .await
-                .map(|_| ())
-        } else {
-            Ok(())
-        };
-        match result {
-            Err(e) if e.code == 404 => return Ok(()),
-            other => other?,
+            cleanup::edit_unless_gone(
+                &self.store,
+                bindings,
+                cluster,
+                &decided.name,
+                None,
+                &add_finalizer,
+            )
+            .await?;
         }
         let now = time::now_rfc3339();
         if !binding::apply(&mut binding.clone(), &decided.outcome, &now) {
             return Ok(());
         }
-        let set_status = |current: &Value| {
-            let mut new = current.clone();
-            binding::apply(&mut new, &decided.outcome, &now);
-            meta::metadata_mut(&mut new).remove("resourceVersion");
-            Ok(new)
+        let set_status = |object: &mut Value| {
+            binding::apply(object, &decided.outcome, &now);
         };
-        match self
-            .store
-            .update(
-                &self.types.bindings,
-                at,
-                &decided.name,
-                &set_status,
-                Some("status"),
-                false,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
-            Err(e) => Err(e),
-        }
+        cleanup::edit_unless_gone(
+            &self.store,
+            bindings,
+            cluster,
+            &decided.name,
+            Some("status"),
+            &set_status,
+        )
+        .await
     }
 
     /// Deletes the objects a terminating binding bound in its cluster, then its finalizer.
@@ -495,81 +388,29 @@ impl Bindings {
         cluster: &LogicalClusterName,
         binding: &Value,
     ) -> Result<bool, ApiError> {
-        let schema_cluster = binding
-            .pointer("/status/apiExportClusterName")
-            .and_then(Value::as_str)
-            .and_then(LogicalClusterName::parse);
+        let schema_cluster = recorded_export_cluster(binding);
         let mut remaining = 0;
         for resource in BoundResource::of_status(binding) {
-            let Some(info) = self
-                .parsed_schema(schema_cluster.as_ref(), &resource, &BTreeMap::new())
+            if let Some(rt) = self
+                .bound
+                .storage_type(schema_cluster.as_ref(), &resource)
                 .await?
-            else {
-                continue;
-            };
-            let serving = custom::Serving {
-                bound_identity: Some(resource.identity_hash.as_str().into()),
-                ..custom::Serving::default()
-            };
-            let Some(rt) = custom::resource_types_serving(&info, &serving)
-                .into_iter()
-                .next()
-            else {
-                continue;
-            };
-            let prefix = self.store.keys(&rt).scope(cluster, None);
-            let page = self
-                .store
-                .list(&rt, ListRequest::everything(&prefix), &|_| true)
-                .await?;
-            for object in page.items {
-                let at = Location {
-                    cluster,
-                    namespace: meta::namespace(&object),
-                };
-                match self
-                    .store
-                    .delete(
-                        &rt,
-                        at,
-                        meta::name(&object).unwrap_or_default(),
-                        &DeleteOptions::default(),
-                    )
-                    .await
-                {
-                    Ok(Deleted::Gone(_)) => {}
-                    Ok(Deleted::Pending(_)) => remaining += 1,
-                    Err(e) if e.code == 404 => {}
-                    Err(e) => return Err(e),
-                }
+            {
+                remaining += cleanup::delete_all(&self.store, &rt, cluster).await?;
             }
         }
         if remaining > 0 {
             return Ok(false);
         }
-        let drop_finalizer = |current: &Value| {
-            let mut new = current.clone();
-            let kept: Vec<String> = meta::finalizers(current)
-                .into_iter()
-                .filter(|f| f != binding::FINALIZER)
-                .collect();
-            meta::set_finalizers(&mut new, kept);
-            meta::metadata_mut(&mut new).remove("resourceVersion");
-            Ok(new)
-        };
-        let at = Location {
-            cluster,
-            namespace: None,
-        };
         let name = meta::name(binding).unwrap_or_default();
-        match self
-            .store
-            .update(&self.types.bindings, at, name, &drop_finalizer, None, false)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.code == 404 => Ok(true),
-            Err(e) => Err(e),
-        }
+        cleanup::remove_finalizer(
+            &self.store,
+            &self.types.bindings,
+            cluster,
+            name,
+            binding::FINALIZER,
+        )
+        .await?;
+        Ok(true)
     }
 }

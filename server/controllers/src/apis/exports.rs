@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{cluster_of, core_type, stored_type};
 use crate::TenancyIndex;
+use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
 
 /// The annotation that keeps an export without a default endpoint slice.
@@ -169,28 +170,19 @@ impl Exports {
             .await?;
             return Err(error);
         }
-        let point_at_secret = |current: &Value| {
-            let mut new = current.clone();
-            new["spec"]["identity"]["secretRef"] = identity::default_secret_ref(name);
-            meta::metadata_mut(&mut new).remove("resourceVersion");
-            Ok(new)
+        let point_at_secret = |object: &mut Value| {
+            object["spec"]["identity"]["secretRef"] = identity::default_secret_ref(name);
         };
-        match self
-            .store
-            .update(
-                &self.types.exports,
-                in_cluster,
-                name,
-                &point_at_secret,
-                None,
-                false,
-            )
-            .await
-        {
-            Ok(_) => Ok(Pass::Done),
-            Err(e) if e.code == 404 => Ok(Pass::Done),
-            Err(e) => Err(e),
-        }
+        cleanup::edit_unless_gone(
+            &self.store,
+            &self.types.exports,
+            cluster,
+            name,
+            None,
+            &point_at_secret,
+        )
+        .await?;
+        Ok(Pass::Done)
     }
 
     /// Records the identity hash (once) and `IdentityValid`; returns whether the identity is valid.
@@ -269,43 +261,29 @@ impl Exports {
         hash: Option<String>,
     ) -> Result<(), ApiError> {
         let now = time::now_rfc3339();
-        let set_status = |current: &Value| {
-            let mut new = current.clone();
+        let set_status = |object: &mut Value| {
             if let Some(hash) = &hash
-                && new
+                && object
                     .pointer("/status/identityHash")
                     .and_then(Value::as_str)
                     .is_none_or(str::is_empty)
             {
-                if !new["status"].is_object() {
-                    new["status"] = json!({});
+                if !object["status"].is_object() {
+                    object["status"] = json!({});
                 }
-                new["status"]["identityHash"] = json!(hash);
+                object["status"]["identityHash"] = json!(hash);
             }
-            condition.set_on(&mut new, &now);
-            meta::metadata_mut(&mut new).remove("resourceVersion");
-            Ok(new)
+            condition.set_on(object, &now);
         };
-        let at = Location {
+        cleanup::edit_unless_gone(
+            &self.store,
+            &self.types.exports,
             cluster,
-            namespace: None,
-        };
-        match self
-            .store
-            .update(
-                &self.types.exports,
-                at,
-                name,
-                &set_status,
-                Some("status"),
-                false,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
-            Err(e) => Err(e),
-        }
+            name,
+            Some("status"),
+            &set_status,
+        )
+        .await
     }
 
     async fn ensure_endpoint_slice(

@@ -1,8 +1,12 @@
 //! The controllers of APIs as a service (kcp-apis holds their rules): [`exports`] gives every
-//! APIExport its identity and default endpoint slice, [`bindings`] serves what APIBindings bind.
+//! APIExport its identity and default endpoint slice, [`bindings`] decides what APIBindings bind
+//! and [`bound_types`] serves it.
 
 pub mod bindings;
+mod bound_types;
 pub mod exports;
+
+pub(crate) use bound_types::serve_existing;
 
 use std::sync::Arc;
 

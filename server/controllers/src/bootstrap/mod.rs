@@ -4,7 +4,8 @@
 //! several replicas) are harmless; a default role that changed in a new release is brought up to
 //! date unless its `rbac.authorization.kubernetes.io/autoupdate` annotation is `"false"`, as
 //! kube-apiserver's RBAC bootstrap does. [`before_serving`] runs the whole sequence, root's
-//! tenancy objects ([`tenancy`]), the tenancy index and the CRDs already stored included.
+//! tenancy objects ([`tenancy`]), the tenancy index and the CRDs and bound resources already
+//! stored included.
 
 mod tenancy;
 
@@ -24,7 +25,7 @@ const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate
 
 /// Everything that must exist or be known before the first request, in order: root and its
 /// namespaces, the bootstrap RBAC policy, root's tenancy objects, the tenancy index, and the CRDs
-/// stored by earlier runs (served at once, not after the CRD controller's first pass).
+/// and APIBindings stored by earlier runs (served at once, not after the controllers' first pass).
 pub async fn before_serving(
     store: &RestStore,
     tenancy_index: &TenancyIndex,
@@ -37,7 +38,8 @@ pub async fn before_serving(
     tenancy_index
         .load(store, [&logical_clusters, &workspace_types])
         .await?;
-    crate::crd::serve_existing(store).await
+    crate::crd::serve_existing(store).await?;
+    crate::apis::serve_existing(store).await
 }
 
 pub(crate) async fn ensure_root(store: &RestStore) -> Result<(), ApiError> {

@@ -9,6 +9,7 @@
 mod admission;
 mod delete;
 mod list_body;
+mod maximal_policy;
 mod read;
 mod render;
 mod watch;
@@ -144,6 +145,7 @@ pub(crate) fn resolve<'a>(
 /// Serves a verb on objects (or their status, scale and finalize subresources) through the
 /// generic store.
 pub(crate) async fn serve(resolved: &Resolved<'_>) -> Result<Response<Body>, ApiError> {
+    resolved.check_maximal_permission_policy().await?;
     match resolved.request.info.verb {
         Verb::Get => read::get(resolved).await,
         Verb::List => read::list(resolved).await,

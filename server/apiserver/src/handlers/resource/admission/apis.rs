@@ -99,7 +99,8 @@ impl ApisWrite {
 /// The creator of a binding needs `bind` on the export in the export's cluster; a path that
 /// resolves to nothing, or an export that does not exist there, is refused with the same message
 /// (upstream's: it does not tell whether the workspace exists). `root` and the binding's own
-/// cluster are checked without reading the export, as upstream does for bootstrapping.
+/// cluster are checked without reading the export, as upstream does for bootstrapping; kcp's
+/// tenancy and topology exports may be bound by everybody (upstream's root grants it).
 async fn admit_bind(
     r: &Resolved<'_>,
     cluster: &LogicalClusterName,
@@ -109,6 +110,9 @@ async fn admit_bind(
     let Some(reference) = ExportReference::of(binding) else {
         return Ok(()); // the schema requires it
     };
+    if reference.is_open() {
+        return Ok(());
+    }
     let refused = || {
         forbidden(
             API_BINDINGS,

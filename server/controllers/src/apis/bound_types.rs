@@ -1,0 +1,229 @@
+//! The bound types of a consumer cluster: the schemas its APIBindings bound, parsed once per
+//! schema (schemas never change) and published in the registry as the cluster's binding layer,
+//! stored under each export's identity. Clusters bound to the same schemas share one API set.
+//! [`serve_existing`] publishes what the stored bindings record before the first request, so a
+//! restarted server serves bound resources at once (the controller's first pass re-decides them).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kcp_apiextensions::CrdInfo;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_apis::binding::{self, BoundResource, ExportReference};
+use kcp_apis::schema;
+use kcp_registry::storage::objects::ListRequest;
+use kcp_registry::store::{Location, RestStore};
+use kcp_registry::{BoundPolicy, LogicalClusterName, ResourceType, custom};
+use serde_json::Value;
+
+use super::{cluster_of, stored_type};
+
+/// A bound resource as served: its schema's UID, its identity, its parsed schema and the export
+/// whose maximal permission policy caps it.
+pub(super) struct Served {
+    uid: String,
+    identity: String,
+    info: Arc<CrdInfo>,
+    policy: Option<BoundPolicy>,
+}
+
+pub(super) struct BoundTypes {
+    store: RestStore,
+    schemas: Arc<ResourceType>,
+    exports: Arc<ResourceType>,
+    /// Schemas as CRDs, by schema UID.
+    parsed: Mutex<HashMap<String, Arc<CrdInfo>>>,
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The cluster a binding's schemas live in, as its status records it.
+pub(super) fn recorded_export_cluster(binding: &Value) -> Option<LogicalClusterName> {
+    binding
+        .pointer("/status/apiExportClusterName")
+        .and_then(Value::as_str)
+        .and_then(LogicalClusterName::parse)
+}
+
+impl BoundTypes {
+    pub(super) fn new(store: &RestStore) -> Result<BoundTypes, ApiError> {
+        Ok(BoundTypes {
+            store: store.clone(),
+            schemas: stored_type(store, kcp_apis::API_RESOURCE_SCHEMAS)?,
+            exports: stored_type(store, kcp_apis::API_EXPORTS)?,
+            parsed: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// How `resource` is served: its schema from `schemas` or, when the pass did not read it (the
+    /// export is gone but the binding keeps serving what it bound), from `schema_cluster`.
+    pub(super) async fn served(
+        &self,
+        schema_cluster: Option<&LogicalClusterName>,
+        resource: &BoundResource,
+        schemas: &BTreeMap<String, Value>,
+        policy: Option<&BoundPolicy>,
+    ) -> Result<Option<Served>, ApiError> {
+        let served = |info: Arc<CrdInfo>| Served {
+            uid: resource.schema_uid.clone(),
+            identity: resource.identity_hash.clone(),
+            info,
+            policy: policy.cloned(),
+        };
+        if let Some(info) = lock(&self.parsed).get(&resource.schema_uid) {
+            return Ok(Some(served(info.clone())));
+        }
+        let schema = match (schemas.get(&resource.schema_name), schema_cluster) {
+            (Some(schema), _) => schema.clone(),
+            (None, Some(cluster)) => {
+                let at = Location {
+                    cluster,
+                    namespace: None,
+                };
+                match self
+                    .store
+                    .get(&self.schemas, at, &resource.schema_name)
+                    .await
+                {
+                    Ok(stored) => stored.object,
+                    Err(e) if e.code == 404 => return Ok(None),
+                    Err(e) => return Err(e),
+                }
+            }
+            (None, None) => return Ok(None),
+        };
+        let info = match CrdInfo::from_crd(&schema::to_crd(&schema)) {
+            Ok(info) => Arc::new(info),
+            Err(error) => {
+                tracing::warn!(schema = resource.schema_name, %error, "a bound schema is not a valid CRD");
+                return Ok(None);
+            }
+        };
+        lock(&self.parsed).insert(resource.schema_uid.clone(), info.clone());
+        Ok(Some(served(info)))
+    }
+
+    /// The type objects of `resource` are stored as (its first served version).
+    pub(super) async fn storage_type(
+        &self,
+        schema_cluster: Option<&LogicalClusterName>,
+        resource: &BoundResource,
+    ) -> Result<Option<Arc<ResourceType>>, ApiError> {
+        let Some(served) = self
+            .served(schema_cluster, resource, &BTreeMap::new(), None)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(types_of(&served).into_iter().next())
+    }
+
+    /// The maximal permission policy of the export a stored binding recorded, if it has one.
+    async fn recorded_policy(&self, binding: &Value) -> Result<Option<BoundPolicy>, ApiError> {
+        let (Some(cluster), Some(reference)) = (
+            recorded_export_cluster(binding),
+            ExportReference::of(binding),
+        ) else {
+            return Ok(None);
+        };
+        let at = Location {
+            cluster: &cluster,
+            namespace: None,
+        };
+        let export = match self.store.get(&self.exports, at, &reference.name).await {
+            Ok(stored) => stored.object,
+            Err(e) if e.code == 404 => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(policy_of(&export, &cluster, &reference.name))
+    }
+
+    /// Serves the bound types of a cluster (built only for content no cluster serves yet).
+    pub(super) fn publish(&self, cluster: &LogicalClusterName, served: &[Served]) {
+        let mut content: Vec<(&str, &str, Option<&BoundPolicy>)> = served
+            .iter()
+            .map(|s| (s.uid.as_str(), s.identity.as_str(), s.policy.as_ref()))
+            .collect();
+        content.sort_unstable();
+        let fingerprint = if content.is_empty() {
+            0
+        } else {
+            let mut hasher = DefaultHasher::new();
+            content.hash(&mut hasher);
+            hasher.finish().max(1)
+        };
+        self.store
+            .registry()
+            .set_bound_types(cluster, fingerprint, || {
+                served.iter().flat_map(types_of).collect()
+            });
+    }
+}
+
+/// The policy an export's bound types carry: itself, when it has `maximalPermissionPolicy.local`.
+pub(super) fn policy_of(
+    export: &Value,
+    cluster: &LogicalClusterName,
+    name: &str,
+) -> Option<BoundPolicy> {
+    binding::has_local_maximal_permission_policy(export).then(|| BoundPolicy {
+        cluster: cluster.clone(),
+        export: name.to_string(),
+    })
+}
+
+fn types_of(served: &Served) -> Vec<Arc<ResourceType>> {
+    custom::resource_types_serving(
+        &served.info,
+        &custom::Serving {
+            bound_identity: Some(served.identity.as_str().into()),
+            bound_policy: served.policy.clone(),
+            ..custom::Serving::default()
+        },
+    )
+}
+
+/// Serves what every stored APIBinding (not being deleted) records in `status.boundResources`.
+pub(crate) async fn serve_existing(store: &RestStore) -> Result<(), ApiError> {
+    let bound = BoundTypes::new(store)?;
+    let bindings = stored_type(store, kcp_apis::API_BINDINGS)?;
+    let prefix = store.keys(&bindings).all_clusters().to_string();
+    let page = store
+        .list(&bindings, ListRequest::everything(&prefix), &|_| true)
+        .await?;
+    let mut by_cluster: BTreeMap<LogicalClusterName, Vec<Value>> = BTreeMap::new();
+    for binding in page.items {
+        if let Some(cluster) = cluster_of(&binding)
+            && meta::deletion_timestamp(&binding).is_none()
+        {
+            by_cluster.entry(cluster).or_default().push(binding);
+        }
+    }
+    for (cluster, bindings) in by_cluster {
+        let mut served = Vec::new();
+        for binding in &bindings {
+            let schema_cluster = recorded_export_cluster(binding);
+            let policy = bound.recorded_policy(binding).await?;
+            for resource in BoundResource::of_status(binding) {
+                served.extend(
+                    bound
+                        .served(
+                            schema_cluster.as_ref(),
+                            &resource,
+                            &BTreeMap::new(),
+                            policy.as_ref(),
+                        )
+                        .await?,
+                );
+            }
+        }
+        bound.publish(&cluster, &served);
+    }
+    Ok(())
+}
