@@ -46,6 +46,9 @@ pub const KUBECONFIG_FINALIZER: &str = "operator.kcp.io/cleanup-rbac";
 pub const LABEL_KUBECONFIG: &str = "operator.kcp.io/kubeconfig";
 /// Finalizer that deregisters a Shard from its root shard.
 pub const SHARD_FINALIZER: &str = "operator.kcp.io/cleanup-shard";
+/// Annotation (value `"true"`) that lets a deleted Shard be deregistered while it still holds
+/// logical clusters, orphaning their workspaces.
+pub const FORCE_DELETE_ANNOTATION: &str = "operator.kcp.io/force-delete";
 /// Group every Kubeconfig certificate carries, and the subject of the bindings it creates.
 pub fn kubeconfig_group(kubeconfig_name: &str) -> String {
     format!("kubeconfig:{kubeconfig_name}")

@@ -396,6 +396,14 @@ pub fn uses() -> Vec<Use> {
             Cluster,
             "every Shard of a root before its FrontProxies upgrade",
         ),
+        entry(
+            "controller/shard_list.rs",
+            "Api<Shard>",
+            vec![GroupResource::of::<Shard>()],
+            &["list"],
+            Cluster,
+            "the Shards a RootShard and its FrontProxies list in their statuses",
+        ),
         // Libraries that talk to the API on their own.
         entry(
             "controller/mod.rs",
@@ -433,9 +441,9 @@ pub fn uses() -> Vec<Use> {
                 group: "core.kcp.io".into(),
                 resource: "shards".into(),
             }],
-            &["delete"],
+            &["get", "delete"],
             Kcp,
-            "the Shard's registration in the root workspace",
+            "the Shard's registration in the root workspace (its capacity, then itself)",
         ),
     ]
 }

@@ -206,6 +206,7 @@ mod tests {
                 condition("Available", available, "ReplicasUp", ""),
                 progressing,
             ],
+            endpoints: None,
         }
     }
 

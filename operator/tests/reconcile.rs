@@ -630,6 +630,13 @@ impl Scene {
     }
 }
 
+/// kcp's registration of shard `s`, holding `logical_clusters` (its own root included).
+fn registration(logical_clusters: u64) -> Value {
+    json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "Shard",
+           "metadata": {"name": "s"},
+           "status": {"capacity": {"logicalClusters": logical_clusters}}})
+}
+
 #[tokio::test]
 async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
     let scene = Scene::new();
@@ -646,10 +653,8 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
     assert_eq!(body["metadata"]["resourceVersion"], "7");
 
     let operator = put_root_shard(&scene.host);
-    scene.kcp.api.put(
-        KCP_SHARD,
-        json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "Shard"}),
-    );
+    // Only its own root: nothing to wait for.
+    scene.kcp.api.put(KCP_SHARD, registration(1));
     scene.delete_shard();
     scene.reconcile().await.expect("deregisters");
     assert_eq!(
@@ -662,7 +667,10 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
             format!("PATCH {SHARD_PATH}{MERGE}"),
         ]
     );
-    assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
+    assert_eq!(
+        scene.kcp.api.take_log(),
+        [format!("GET {KCP_SHARD}"), format!("DELETE {KCP_SHARD}")]
+    );
     let endpoint = scene.kcp.endpoints.lock().expect("lock")[0].clone();
     assert_eq!(
         endpoint.url,
@@ -673,8 +681,97 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
     assert_eq!(scene.finalizers(), json!([]));
 }
 
+fn deleting_condition(scene: &Scene) -> Value {
+    let shard = scene.host.get(SHARD_PATH);
+    condition_of(&shard["status"], "Deleting")
+}
+
 #[tokio::test]
-async fn an_unreachable_root_shard_releases_the_shard_after_bounded_attempts() {
+async fn a_shard_that_holds_workspaces_waits_with_a_condition_naming_the_count() {
+    let scene = Scene::new();
+    let mut shard = shard_value();
+    shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
+    shard["status"] = json!({"conditions": [condition("Available", "True", "ReplicasUp")]});
+    scene.host.put(SHARD_PATH, shard);
+    put_root_shard(&scene.host);
+    // Its own root and two workspaces.
+    scene.kcp.api.put(KCP_SHARD, registration(3));
+    scene.delete_shard();
+    scene.reconcile().await.expect("waits");
+    assert_eq!(scene.kcp.api.take_log(), [format!("GET {KCP_SHARD}")]);
+    assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
+    let deleting = deleting_condition(&scene);
+    assert_eq!(deleting["status"], "True");
+    assert_eq!(deleting["reason"], "LogicalClustersRemain");
+    let message = deleting["message"].as_str().expect("message");
+    assert!(message.contains("2 logical clusters"), "{message}");
+    assert!(
+        message.contains("operator.kcp.io/force-delete"),
+        "{message}"
+    );
+    let shard = scene.host.get(SHARD_PATH);
+    assert_eq!(
+        condition_of(&shard["status"], "Available")["status"],
+        "True",
+        "the other conditions are kept"
+    );
+
+    // Nothing changed: the condition is not written again.
+    scene.host.take_log();
+    scene.reconcile().await.expect("still waits");
+    assert!(
+        writes(scene.host.take_log()).is_empty(),
+        "an unchanged wait writes nothing"
+    );
+
+    // One workspace deleted: the count follows.
+    scene.kcp.api.put(KCP_SHARD, registration(2));
+    scene.reconcile().await.expect("still waits");
+    let message = deleting_condition(&scene)["message"].clone();
+    assert!(
+        message
+            .as_str()
+            .expect("message")
+            .contains("1 logical cluster "),
+        "{message}"
+    );
+
+    // The last one deleted: deregistered, released.
+    scene.kcp.api.take_log();
+    scene.kcp.api.put(KCP_SHARD, registration(1));
+    scene.reconcile().await.expect("deregisters");
+    assert_eq!(
+        scene.kcp.api.take_log(),
+        [format!("GET {KCP_SHARD}"), format!("DELETE {KCP_SHARD}")]
+    );
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "Deregistered");
+    assert_eq!(scene.finalizers(), json!([]));
+}
+
+fn force_delete(scene: &Scene) {
+    let mut shard = scene.host.get(SHARD_PATH);
+    shard["metadata"]["annotations"] = json!({"operator.kcp.io/force-delete": "true"});
+    scene.host.put(SHARD_PATH, shard);
+}
+
+#[tokio::test]
+async fn force_delete_deregisters_a_shard_that_holds_workspaces_at_once() {
+    let scene = Scene::new();
+    let mut shard = shard_value();
+    shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
+    scene.host.put(SHARD_PATH, shard);
+    put_root_shard(&scene.host);
+    scene.kcp.api.put(KCP_SHARD, registration(3));
+    scene.delete_shard();
+    force_delete(&scene);
+    scene.reconcile().await.expect("deregisters");
+    assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
+    assert_eq!(scene.host.body_of(EVENTS)["reason"], "Deregistered");
+    assert_eq!(scene.finalizers(), json!([]));
+}
+
+#[tokio::test]
+async fn an_unreachable_root_shard_keeps_the_shard_until_force_delete() {
     let scene = Scene::new();
     let mut shard = shard_value();
     shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
@@ -686,28 +783,31 @@ async fn an_unreachable_root_shard_releases_the_shard_after_bounded_attempts() {
         .unavailable
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let key = "Shard/kcp/s";
-    // Reconciles that failed before the deletion do not count towards the cleanup's attempts.
-    for _ in 0..finalizer::MAX_ATTEMPTS {
-        scene.ctx.backoff.retry(key);
-    }
     scene.delete_shard();
-    for _ in 1..finalizer::MAX_ATTEMPTS {
+    // More failures than the Kubeconfig's limit: a Shard is never given up on its own, since
+    // that would orphan whatever it still holds.
+    for _ in 0..=finalizer::MAX_ATTEMPTS + 1 {
         let error = scene.reconcile().await.expect_err("kcp is unavailable");
         assert_eq!(error.reason(), "KcpRequestFailed");
         // What the controller's error policy does after a failed reconcile.
         scene.ctx.backoff.retry(key);
         assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
     }
-    scene.reconcile().await.expect("gives up");
+    force_delete(&scene);
+    scene.kcp.api.take_log();
+    scene.reconcile().await.expect("gives up on request");
+    assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
     let event = scene.host.body_of(EVENTS);
     assert_eq!(event["reason"], "CleanupAbandoned");
     assert_eq!(event["type"], "Warning");
-    assert_eq!(scene.finalizers(), json!([]));
-    assert_eq!(
-        scene.kcp.api.take_log().len(),
-        finalizer::MAX_ATTEMPTS as usize,
-        "one DELETE per attempt"
+    assert!(
+        event["note"]
+            .as_str()
+            .expect("note")
+            .contains("operator.kcp.io/force-delete"),
+        "{event}"
     );
+    assert_eq!(scene.finalizers(), json!([]));
 }
 
 #[tokio::test]
@@ -1002,4 +1102,70 @@ async fn every_written_object_is_valid_for_kubernetes() {
             "no {kind} was written: {checked:?}"
         );
     }
+}
+
+/// Every component reports where it is reached; the RootShard lists the Shards that reference
+/// it, the FrontProxy the shards it routes to (root included), and both lists follow a Shard
+/// that goes.
+#[tokio::test]
+async fn statuses_show_endpoints_and_the_shards() {
+    let scene = every_kind();
+    for kind in KINDS {
+        reconcile_kind(&scene, kind)
+            .await
+            .unwrap_or_else(|error| panic!("{kind}: {error}"));
+    }
+    let status = |path: &str| scene.host.get(path)["status"].clone();
+    let root_url = "https://root-rootshard.kcp.svc.cluster.local:6443";
+    let shard_url = "https://s-shard.kcp.svc.cluster.local:6443";
+    assert_eq!(
+        status(ROOT_PATH)["endpoints"]["internal"],
+        root_url,
+        "{}",
+        status(ROOT_PATH)
+    );
+    assert_eq!(status(SHARD_PATH)["endpoints"]["internal"], shard_url);
+    assert_eq!(
+        status(SHARD_PATH)["endpoints"]["external"],
+        status(ROOT_PATH)["endpoints"]["external"],
+        "a shard's external URL is its root shard's"
+    );
+    assert_eq!(
+        status(CACHE_PATH)["endpoints"],
+        json!({"internal": "https://c-cacheserver.kcp.svc.cluster.local:6443"})
+    );
+    let proxy = status(FRONT_PROXY_PATH);
+    assert!(
+        proxy["endpoints"]["internal"]
+            .as_str()
+            .expect("internal")
+            .starts_with("https://f-frontproxy.kcp.svc.cluster.local:"),
+        "{proxy}"
+    );
+    assert!(proxy["endpoints"]["external"].is_string(), "{proxy}");
+    assert_eq!(
+        status(ROOT_PATH)["shards"],
+        json!([{"name": "s", "url": shard_url}])
+    );
+    assert_eq!(
+        proxy["shards"],
+        json!([{"name": "root", "url": root_url}, {"name": "s", "url": shard_url}])
+    );
+    assert_eq!(
+        status(ROOT_PATH)["phase"],
+        "Provisioning",
+        "the component status is kept next to the list"
+    );
+
+    scene.host.objects.lock().expect("lock").remove(SHARD_PATH);
+    for kind in ["RootShard", "FrontProxy"] {
+        reconcile_kind(&scene, kind)
+            .await
+            .unwrap_or_else(|error| panic!("{kind}: {error}"));
+    }
+    assert_eq!(status(ROOT_PATH)["shards"], json!([]));
+    assert_eq!(
+        status(FRONT_PROXY_PATH)["shards"],
+        json!([{"name": "root", "url": root_url}])
+    );
 }

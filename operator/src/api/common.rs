@@ -450,4 +450,29 @@ pub struct ComponentStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// Where the component is reached; absent until its spec was first rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Endpoints>,
+}
+
+/// The URLs of a component.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoints {
+    /// Inside the host cluster: the Service (a shard's `shardBaseURL`).
+    pub internal: String,
+    /// What clients outside use (`external`), when the component has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<String>,
+}
+
+/// A shard by name and base URL, as RootShard and FrontProxy statuses list them.
+#[derive(
+    Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
+pub struct ShardReference {
+    pub name: String,
+    /// The shard's base URL (where the front-proxy sends its workspaces' requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }

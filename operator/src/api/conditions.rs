@@ -13,6 +13,8 @@ pub const PROGRESSING: &str = "Progressing";
 pub const DEGRADED: &str = "Degraded";
 /// Whether the spec and every object it references can be used.
 pub const REFERENCES_VALID: &str = "ReferencesValid";
+/// A deleted object's finalizer waits (a Shard that still holds logical clusters).
+pub const DELETING: &str = "Deleting";
 /// Fields accepted for compatibility that this operator ignores (cert-manager settings).
 pub const IGNORED_FIELDS: &str = "IgnoredFields";
 

@@ -3,11 +3,12 @@
 use k8s_openapi::api::core::v1::{LocalObjectReference, ResourceRequirements, Volume, VolumeMount};
 use kube::CustomResource;
 use kube::KubeSchema;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
     AuthSpec, CertificateTemplateMap, ComponentStatus, DeploymentTemplate, ExternalConfig,
-    ImageSpec, LoggingSpec, RootShardConfig, ServiceTemplate,
+    ImageSpec, LoggingSpec, RootShardConfig, ServiceTemplate, ShardReference,
 };
 
 /// A kcp front-proxy in front of a RootShard and its shards.
@@ -17,7 +18,7 @@ use super::common::{
     version = "v1alpha1",
     kind = "FrontProxy",
     namespaced,
-    status = "ComponentStatus",
+    status = "FrontProxyStatus",
     printcolumn = r#"{"name":"RootShard","type":"string","jsonPath":".spec.rootShard.ref.name"}"#,
     printcolumn = r#"{"name":"ExternalHostname","type":"string","jsonPath":".spec.external.hostname"}"#,
     printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.currentVersion"}"#,
@@ -73,6 +74,18 @@ pub struct FrontProxySpec {
     pub extra_volume_mounts: Vec<VolumeMount>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logging: Option<LoggingSpec>,
+}
+
+/// A FrontProxy's status: the component's, and the shards it routes to.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct FrontProxyStatus {
+    #[serde(flatten)]
+    pub component: ComponentStatus,
+    /// The shards of its root shard (the root shard and every Shard that references it), sorted
+    /// by name: the proxy routes their workspaces' requests to these URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub shards: Vec<ShardReference>,
 }
 
 /// One entry of the front-proxy's path-mapping file (snake_case keys, as kcp reads them).

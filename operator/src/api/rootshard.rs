@@ -4,7 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{Certificates, ComponentStatus, ExternalConfig};
+use super::common::{Certificates, ComponentStatus, ExternalConfig, ShardReference};
 use super::shard::CommonShardSpec;
 
 /// A kcp root shard and its certificate authorities.
@@ -52,12 +52,8 @@ pub struct EmbeddedCacheConfig {
 pub struct RootShardStatus {
     #[serde(flatten)]
     pub component: ComponentStatus,
-    /// Shards registered with this root shard, sorted by name.
+    /// The Shards that reference this root shard (upstream's field), sorted by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub shards: Vec<ShardName>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-pub struct ShardName {
-    pub name: String,
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub shards: Vec<ShardReference>,
 }

@@ -7,6 +7,7 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
 use crate::api::CacheServer;
+use crate::api::common::Endpoints;
 use crate::pki::catalog;
 use crate::render::{children, deployment};
 use crate::upgrade::Decision;
@@ -58,6 +59,10 @@ pub async fn reconcile(cache: Arc<CacheServer>, ctx: Arc<Context>) -> Result<Act
             upgrade: Decision::Proceed,
             warnings: config.warnings.clone(),
             etcd: managed,
+            endpoints: Endpoints {
+                internal: config.owner.names.service_url(),
+                external: None,
+            },
             render: &render,
         },
     )

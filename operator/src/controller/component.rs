@@ -14,7 +14,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource};
 
-use crate::api::common::ComponentStatus;
+use crate::api::common::{ComponentStatus, Endpoints};
 use crate::api::conditions::REFERENCES_VALID;
 use crate::etcd::{self, ClusterState, Observed, Step, members::Members};
 use crate::naming::Certificate;
@@ -54,6 +54,8 @@ pub struct Workload<'a> {
     pub warnings: Vec<String>,
     /// A managed etcd to run (its certificates are part of `certificates`).
     pub etcd: Option<&'a ManagedEtcd>,
+    /// Where the component is reached, for its status.
+    pub endpoints: Endpoints,
     /// Renders the children for a pod revision.
     pub render: &'a (dyn Fn(&str) -> Result<Vec<Child>, children::Error> + Sync),
 }
@@ -123,6 +125,7 @@ where
         upgrade: workload.upgrade,
         warnings: workload.warnings,
         target_version: workload.version,
+        endpoints: Some(workload.endpoints),
     };
     let held = observation.upgrade != Decision::Proceed;
     let next = status::component_status(previous, observation, now);
@@ -440,6 +443,9 @@ where
         upgrade: Decision::Proceed,
         warnings: Vec::new(),
         target_version: version,
+        // Kept from the last rendering: a status merge patch cannot drop a field by leaving
+        // it out, so dropping it here would be a write on every reconcile.
+        endpoints: previous.endpoints.clone(),
     };
     let next = status::component_status(previous, observation, Timestamp::now());
     let again = if problem_reason == "ReferenceNotFound" {

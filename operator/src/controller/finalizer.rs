@@ -7,7 +7,9 @@
 //! failed cleanups (with the usual backoff in between) the finalizer is removed anyway, with a
 //! Warning event that says what may have been left behind. Only failures of the cleanup itself
 //! count: reconciles that failed before the deletion (say, while kcp was still starting) never
-//! use up its attempts.
+//! use up its attempts. That is the Kubeconfig's rule ([`release`]); the Shard finalizer
+//! (`deregister`) waits instead, because giving up there orphans workspaces, and is ended early
+//! only on request ([`abandon`], [`succeed`]).
 
 use kube::api::Patch;
 use kube::runtime::controller::Action;
@@ -38,22 +40,74 @@ pub async fn release<K>(
 where
     K: Watched,
 {
-    let (type_, reason, note) = match cleanup {
-        Ok(Cleaned { reason, note }) => (EventType::Normal, reason, note),
+    match cleanup {
+        Ok(cleaned) => succeed(ctx, object, finalizer, cleaned).await,
         Err(error) if ctx.backoff.cleanup_failed(&backoff::key(object)) >= MAX_ATTEMPTS => {
-            let chain = super::error_chain(&error);
-            tracing::warn!(object = %backoff::key(object), %finalizer, error = %chain, "giving up the cleanup");
-            (
-                EventType::Warning,
-                "CleanupAbandoned",
-                format!(
-                    "removing finalizer {finalizer} after {MAX_ATTEMPTS} failed attempts; what it cleans up may remain in kcp: {}",
-                    error.reason()
-                ),
+            abandon(
+                ctx,
+                object,
+                finalizer,
+                &error,
+                &format!("after {MAX_ATTEMPTS} failed attempts"),
             )
+            .await
         }
-        Err(error) => return Err(error),
-    };
+        Err(error) => Err(error),
+    }
+}
+
+/// A cleanup that worked: a Normal event, then the finalizer goes.
+pub async fn succeed<K: Watched>(
+    ctx: &Context,
+    object: &K,
+    finalizer: &str,
+    cleaned: Cleaned,
+) -> Result<Action, Error> {
+    finish(
+        ctx,
+        object,
+        finalizer,
+        EventType::Normal,
+        cleaned.reason,
+        cleaned.note,
+    )
+    .await
+}
+
+/// A cleanup given up (`why`: after how many attempts, or on whose request): a Warning event
+/// `CleanupAbandoned` saying what may remain, then the finalizer goes.
+pub async fn abandon<K: Watched>(
+    ctx: &Context,
+    object: &K,
+    finalizer: &str,
+    error: &Error,
+    why: &str,
+) -> Result<Action, Error> {
+    let chain = super::error_chain(error);
+    tracing::warn!(object = %backoff::key(object), %finalizer, error = %chain, "giving up the cleanup");
+    let note = format!(
+        "removing finalizer {finalizer} {why}; what it cleans up may remain in kcp: {}",
+        error.reason()
+    );
+    finish(
+        ctx,
+        object,
+        finalizer,
+        EventType::Warning,
+        "CleanupAbandoned",
+        note,
+    )
+    .await
+}
+
+async fn finish<K: Watched>(
+    ctx: &Context,
+    object: &K,
+    finalizer: &str,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) -> Result<Action, Error> {
     ctx.publish(
         object,
         Event {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
+use crate::api::common::{Endpoints, ShardReference};
 use crate::api::{FrontProxy, RootShard};
 use crate::naming::Certificate;
 use crate::pki::catalog;
@@ -16,13 +17,14 @@ use crate::validate::{self, FrontProxyConfig, Image};
 use super::component::{self, Bundle, Workload};
 use super::status::Problem;
 use super::upgrade::{self, Earlier};
-use super::{Context, Error};
+use super::{Context, Error, shard_list};
 
 pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Action, Error> {
     if proxy.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let previous = proxy.status.clone().unwrap_or_default();
+    let stored = proxy.status.clone().unwrap_or_default();
+    let previous = stored.component.clone();
     let version = Image::resolve(proxy.spec.image.as_ref()).version;
     let roots: Api<RootShard> =
         Api::namespaced(ctx.client.clone(), &proxy.namespace().unwrap_or_default());
@@ -62,7 +64,18 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
     )
     .await?;
     let render = |revision: &str| children::front_proxy(&config, revision);
-    component::reconcile(
+    let endpoints = Endpoints {
+        internal: format!(
+            "https://{}:{}",
+            config.owner.names.service_host(),
+            config.external_port
+        ),
+        external: Some(format!(
+            "https://{}:{}",
+            config.external_hostname, config.external_port
+        )),
+    };
+    let action = component::reconcile(
         &ctx,
         &*proxy,
         &previous,
@@ -75,10 +88,19 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
             upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: None,
+            endpoints,
             render: &render,
         },
     )
-    .await
+    .await?;
+    let mut routed = shard_list::of_root(&ctx, root.as_ref()).await?;
+    routed.push(ShardReference {
+        name: config.root.names.instance.clone(),
+        url: Some(config.root.shard_base_url.clone()),
+    });
+    routed.sort();
+    shard_list::write(&ctx, &*proxy, &stored.shards, routed).await?;
+    Ok(action)
 }
 
 /// The front-proxy always mounts a merged client CA; a server CA bundle only when one is brought.

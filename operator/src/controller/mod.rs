@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod report;
 pub mod run;
 pub mod server;
+pub mod shard_list;
 pub mod status;
 pub mod upgrade;
 

@@ -62,7 +62,7 @@ macro_rules! conditioned {
 conditioned!(
     RootShard => component.conditions,
     Shard => conditions,
-    FrontProxy => conditions,
+    FrontProxy => component.conditions,
     CacheServer => conditions,
     Kubeconfig => conditions
 );

@@ -5,7 +5,8 @@
 //! Every kind owns the objects it creates, so a change to (or deletion of) a child triggers its
 //! owner. Shards, FrontProxies and Kubeconfigs also follow the RootShard they reference, because
 //! its CAs and URLs feed into what they render; RootShards and Shards follow their CacheServer
-//! and FrontProxies the Shards of their root, because the upgrade order waits for them.
+//! and FrontProxies the Shards of their root, because the upgrade order waits for them; RootShards
+//! also follow their Shards, which their status lists.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -155,6 +156,11 @@ fn uses_cache<K: Links>(object: &K, cache: &CacheServer) -> bool {
     object.cache_server() == Some(cache.name_any().as_str())
 }
 
+/// A RootShard and an object that references it (its status lists the Shards that do).
+fn referenced_by<P: Links>(root: &RootShard, peer: &P) -> bool {
+    under_root(peer, root)
+}
+
 /// Two objects under the same RootShard.
 fn same_root<K: Links, P: Links>(object: &K, peer: &P) -> bool {
     object.root_shard().is_some() && object.root_shard() == peer.root_shard()
@@ -193,6 +199,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl
     let config = watcher::Config::default();
 
     let roots = follow(workload(&client), &client, uses_cache::<RootShard>);
+    let roots = follow(roots, &client, referenced_by::<Shard>);
     let caches = workload::<CacheServer>(&client);
     let shards = follow(workload(&client), &client, under_root::<Shard>);
     let shards = follow(shards, &client, uses_cache::<Shard>);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
+use crate::api::common::Endpoints;
 use crate::api::{RootShard, Shard};
 use crate::naming::{Certificate, SHARD_FINALIZER};
 use crate::pki::catalog::{self, CertificateSpec};
@@ -16,7 +17,7 @@ use crate::validate::{self, Etcd, Image, ServerConfig, ServerRole};
 use super::component::{self, Bundle, Workload};
 use super::status::Problem;
 use super::upgrade::{self, Earlier};
-use super::{Context, Error, Watched, deregister, finalizer};
+use super::{Context, Error, Watched, deregister, finalizer, shard_list};
 
 pub async fn reconcile_root_shard(
     root: Arc<RootShard>,
@@ -25,7 +26,8 @@ pub async fn reconcile_root_shard(
     if root.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let previous = root.status.clone().unwrap_or_default().component;
+    let stored = root.status.clone().unwrap_or_default();
+    let previous = stored.component.clone();
     let version = Image::resolve(root.spec.common.image.as_ref()).version;
     let prepared = validate::root_shard(&root)
         .map_err(Problem::from)
@@ -39,7 +41,10 @@ pub async fn reconcile_root_shard(
                 caches: config.cache.iter().map(|c| c.instance.clone()).collect(),
                 ..Earlier::default()
             };
-            reconcile(&ctx, &*root, &previous, config, certificates, earlier).await
+            let action = reconcile(&ctx, &*root, &previous, config, certificates, earlier).await?;
+            let shards = shard_list::of_root(&ctx, Some(&*root)).await?;
+            shard_list::write(&ctx, &*root, &stored.shards, shards).await?;
+            Ok(action)
         }
         Err(problem) => component::invalid(&ctx, &*root, &previous, problem, version).await,
     }
@@ -137,6 +142,10 @@ where
         _ => None,
     };
     let render = |revision: &str| children::server(config, revision);
+    let endpoints = Endpoints {
+        internal: config.shard_base_url.clone(),
+        external: Some(config.root.external_url()),
+    };
     component::reconcile(
         ctx,
         object,
@@ -150,6 +159,7 @@ where
             upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: managed,
+            endpoints,
             render: &render,
         },
     )

@@ -10,7 +10,7 @@ use kube::api::Patch;
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
-use crate::api::common::{ComponentStatus, Phase};
+use crate::api::common::{ComponentStatus, Endpoints, Phase};
 use crate::api::conditions::{
     AVAILABLE, DEGRADED, IGNORED_FIELDS, PROGRESSING, REFERENCES_VALID, ROLLOUT_FAILED,
     UPGRADE_BLOCKED, UPGRADING,
@@ -153,6 +153,8 @@ pub struct Observation {
     pub upgrade: Decision,
     pub warnings: Vec<String>,
     pub target_version: String,
+    /// Where the component is reached (`None` before the spec was first rendered).
+    pub endpoints: Option<Endpoints>,
 }
 
 /// The status for `observation`, starting from the stored `previous` one.
@@ -168,6 +170,7 @@ pub fn component_status(
         upgrade,
         warnings,
         target_version,
+        endpoints,
     } = observation;
     let upgrading = previous
         .current_version
@@ -284,6 +287,7 @@ pub fn component_status(
         },
         target_version: Some(target_version),
         conditions: conditions(&previous.conditions, wanted, generation, now),
+        endpoints,
     }
 }
 

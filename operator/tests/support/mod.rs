@@ -1,8 +1,8 @@
 //! The in-memory API server the reconcile tests run against (`tower_test::mock::pair`): every
 //! request is recorded as `METHOD path[?query]`; GET returns what was stored, server-side apply
 //! stores the applied object as a real API server returns it (see [`as_stored`]), a status merge
-//! patch replaces the status, a merge patch merges, and a create stores (409 when the name is
-//! taken).
+//! patch merges into the status, a merge patch merges, a create stores (409 when the name is
+//! taken), and a GET of a namespaced collection (or with a label selector) lists.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod limits;
@@ -74,7 +74,7 @@ impl FakeApi {
                 let object_path = path.trim_end_matches("/status");
                 match objects.get_mut(object_path) {
                     Some(object) => {
-                        object["status"] = body["status"].clone();
+                        merge(&mut object["status"], &body["status"]);
                         (StatusCode::OK, object.clone())
                     }
                     None => (StatusCode::NOT_FOUND, not_found),
@@ -127,7 +127,7 @@ impl FakeApi {
             .iter()
             .filter(|(stored, object)| {
                 stored.starts_with(&format!("{path}/"))
-                    && object["metadata"]["labels"][key] == value
+                    && (selector.is_empty() || object["metadata"]["labels"][key] == value)
             })
             .map(|(_, object)| object.clone())
             .collect();
@@ -176,7 +176,9 @@ impl FakeApi {
                         StatusCode::SERVICE_UNAVAILABLE,
                         json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}),
                     )
-                } else if method == "GET" && query.contains("labelSelector=") {
+                } else if method == "GET"
+                    && (query.contains("labelSelector=") || is_namespaced_collection(&path))
+                {
                     fake.list(&path, &query)
                 } else {
                     fake.respond(&method, &path, &content_type, body)
@@ -192,6 +194,16 @@ impl FakeApi {
         });
         kube::Client::new(service, "default")
     }
+}
+
+/// Whether `path` names a collection in a namespace (`.../namespaces/<ns>/<plural>`), which a
+/// GET lists.
+fn is_namespaced_collection(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    segments
+        .iter()
+        .position(|segment| *segment == "namespaces")
+        .is_some_and(|at| segments.len() == at + 3)
 }
 
 /// Fields whose Go type is a pointer (`*bool`): a real server keeps them when false.

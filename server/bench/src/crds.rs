@@ -182,13 +182,13 @@ pub fn established_key(line: &[u8]) -> Option<String> {
     Some(format!("{cluster}/{name}"))
 }
 
-/// One CRD to create.
-struct Definition {
+/// One CRD (or other object) to create.
+pub(crate) struct Definition {
     /// Prefix of the logical cluster (`/clusters/<name>`, or empty for the client's own).
-    cluster_path: String,
-    /// What [`established_key`] will report for it.
-    key: String,
-    body: Bytes,
+    pub cluster_path: String,
+    /// What the watch's key function will report for it once it is ready.
+    pub key: String,
+    pub body: Bytes,
 }
 
 /// Creates `crds` at `rate` with a watch on `watch_collection` open, and reports create-response
@@ -200,37 +200,64 @@ async fn install(
     rate: f64,
     drain: Duration,
 ) -> Result<PhaseReport, LoadError> {
-    let crds = Arc::new(crds);
-    let plan = Plan::exactly(rate, crds.len() as u64)?;
+    let ready = Readiness {
+        collection: CRDS,
+        key: established_key,
+        phase: "established",
+    };
+    create_until_ready(client, watch_collection, crds, &ready, rate, drain).await
+}
+
+/// What makes created objects ready: the collection they are created in (below the cluster
+/// prefix) and the watch event key that says one is.
+pub(crate) struct Readiness {
+    pub collection: &'static str,
+    pub key: fn(&[u8]) -> Option<String>,
+    pub phase: &'static str,
+}
+
+/// Creates `objects` at `rate` with a watch on `watch_collection` open, and reports
+/// create-response to ready latencies.
+pub(crate) async fn create_until_ready(
+    client: &Arc<Client>,
+    watch_collection: &str,
+    objects: Vec<Definition>,
+    ready: &Readiness,
+    rate: f64,
+    drain: Duration,
+) -> Result<PhaseReport, LoadError> {
+    let objects = Arc::new(objects);
+    let plan = Plan::exactly(rate, objects.len() as u64)?;
     let watchers = Watchers::open(
         client,
         watch_collection,
         1,
         plan.span() + drain * 2,
-        established_key,
+        ready.key,
     )
     .await?;
+    let collection = ready.collection;
     let run = schedule::drive(&plan, drain, |i| {
-        let (client, crds) = (client.clone(), crds.clone());
+        let (client, objects) = (client.clone(), objects.clone());
         async move {
-            let crd = crds
+            let object = objects
                 .get(i as usize)
-                .ok_or(Failure::Transport("no such CRD"))?;
-            let path = format!("{}{CRDS}", crd.cluster_path);
+                .ok_or(Failure::Transport("no such object"))?;
+            let path = format!("{}{collection}", object.cluster_path);
             outcome(
                 client
-                    .request(Method::POST, &path, Some(crd.body.clone()))
+                    .request(Method::POST, &path, Some(object.body.clone()))
                     .await,
             )?;
-            Ok((crd.key.clone(), Instant::now()))
+            Ok((object.key.clone(), Instant::now()))
         }
     })
     .await;
-    Ok(watchers.report("established", &plan, &run, drain).await)
+    Ok(watchers.report(ready.phase, &plan, &run, drain).await)
 }
 
-/// Fails unless every CRD of the report was created and seen Established.
-fn all_established(what: &str, report: &PhaseReport) -> Result<(), LoadError> {
+/// Fails unless every CRD (object) of the report was created and seen Established (ready).
+pub(crate) fn all_established(what: &str, report: &PhaseReport) -> Result<(), LoadError> {
     let established = report.watch.as_ref().map_or(0, |w| w.delivered_events);
     if report.ok == report.requests && established == report.requests {
         Ok(())
@@ -440,27 +467,7 @@ async fn memory_scenario(
     tokio::time::sleep(settle).await;
     let idle = started.memory()?;
 
-    let plan = Plan::exactly(args.memory_rate, clusters).map_err(LoadError::from)?;
-    let run = schedule::drive(&plan, drain, |j| {
-        let client = client.clone();
-        let body = to_bytes(
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
-        );
-        async move {
-            let path = format!("/clusters/{}/api/v1/namespaces", cluster_name(j));
-            outcome(client.request(Method::POST, &path, Some(body)).await)
-        }
-    })
-    .await;
-    let namespaces = PhaseReport::of("namespaces", plan.rate(), &run);
-    if namespaces.ok != clusters {
-        return Err(LoadError::Unexpected {
-            what: "creating a namespace in every cluster".into(),
-            status: http::StatusCode::INTERNAL_SERVER_ERROR,
-            body: format!("{:?}", namespaces.errors),
-        }
-        .into());
-    }
+    touch_clusters(&client, clusters, args.memory_rate, drain).await?;
     tokio::time::sleep(settle).await;
     let empty_clusters = started.memory()?;
 
@@ -525,7 +532,38 @@ async fn memory_scenario(
     })
 }
 
-fn cluster_name(j: u64) -> String {
+/// Creates namespace `bench` in logical clusters `bench-0` .. `bench-<count - 1>` at `rate`, so
+/// each exists (a logical cluster is made by its first object).
+pub(crate) async fn touch_clusters(
+    client: &Arc<Client>,
+    count: u64,
+    rate: f64,
+    drain: Duration,
+) -> Result<(), LoadError> {
+    let plan = Plan::exactly(rate, count)?;
+    let run = schedule::drive(&plan, drain, |j| {
+        let client = client.clone();
+        let body = to_bytes(
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
+        );
+        async move {
+            let path = format!("/clusters/{}/api/v1/namespaces", cluster_name(j));
+            outcome(client.request(Method::POST, &path, Some(body)).await)
+        }
+    })
+    .await;
+    let namespaces = PhaseReport::of("namespaces", plan.rate(), &run);
+    if namespaces.ok != count {
+        return Err(LoadError::Unexpected {
+            what: "creating a namespace in every cluster".into(),
+            status: http::StatusCode::INTERNAL_SERVER_ERROR,
+            body: format!("{:?}", namespaces.errors),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn cluster_name(j: u64) -> String {
     format!("bench-{j}")
 }
 

@@ -33,6 +33,7 @@
 //! It only ever connects to loopback and every phase is bounded in requests and time.
 
 mod admission;
+mod apibindings;
 mod authz;
 mod client;
 mod crds;
@@ -185,6 +186,14 @@ enum Command {
         #[command(flatten)]
         proxy: front_proxy::FrontProxyArgs,
     },
+    /// Start a server; bind N logical clusters to one APIExport; memory per binding beyond an
+    /// empty cluster and bind -> Bound latency.
+    Apibindings {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        bindings: apibindings::ApiBindingsArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +222,8 @@ enum BenchError {
     IndexLag(#[from] IndexLagError),
     #[error(transparent)]
     FrontProxy(#[from] front_proxy::FrontProxyError),
+    #[error(transparent)]
+    ApiBindings(#[from] apibindings::ApiBindingsError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -319,6 +330,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
             let report = front_proxy::run(&server, &proxy).await?;
             Ok(report::render(&report, output)?)
         }
+        Command::Apibindings { server, bindings } => Ok(report::render(
+            &apibindings::run(&server, &bindings).await?,
+            output,
+        )?),
         Command::Startup { server, runs } => {
             let mut report = StartupReport {
                 backend: server.backend,

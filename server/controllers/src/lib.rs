@@ -9,6 +9,7 @@
 //! controllers a shard runs; [`election::run`] decides whether this replica runs them.
 
 mod admission_policy_status;
+pub mod apis;
 pub mod bootstrap;
 mod clusterrole_aggregation;
 pub mod crd;
@@ -88,6 +89,16 @@ async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationTo
         tokio::spawn(namespace::run(store.clone(), stop.clone())),
         tokio::spawn(garbage_collector::run(store.clone(), stop.clone())),
         tokio::spawn(crd::run(store.clone(), stop.clone())),
+        tokio::spawn(apis::exports::run(
+            store.clone(),
+            tenancy.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(apis::bindings::run(
+            store.clone(),
+            tenancy.clone(),
+            stop.clone(),
+        )),
         tokio::spawn(logical_clusters::run(
             store.clone(),
             tenancy.clone(),

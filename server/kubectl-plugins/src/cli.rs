@@ -143,3 +143,165 @@ pub struct CreateWorkspaceCli {
     #[command(flatten)]
     pub create: CreateArgs,
 }
+
+/// `kubectl kcp`: kcp's APIs-as-a-service commands (upstream `cmd/kubectl-kcp`).
+#[derive(Parser, Debug)]
+#[command(
+    name = "kubectl kcp",
+    bin_name = "kubectl kcp",
+    version,
+    arg_required_else_help = true,
+    about = "kubectl plugin for kcp",
+    long_about = "kubectl plugin for kcp: binds APIExports into the current workspace, answers their permission claims and turns CRDs into APIResourceSchemas."
+)]
+pub struct KcpCli {
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    #[command(subcommand)]
+    pub command: KcpCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KcpCommand {
+    /// Bind different types into current workspace.
+    #[command(subcommand, arg_required_else_help = true)]
+    Bind(BindCommand),
+    /// Operations related to viewing or updating permission claims
+    #[command(subcommand, arg_required_else_help = true, after_help = CLAIMS_EXAMPLES)]
+    Claims(ClaimsCommand),
+    /// CRD related operations
+    #[command(subcommand, arg_required_else_help = true)]
+    Crd(CrdCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BindCommand {
+    /// Bind to an APIExport
+    #[command(after_help = BIND_EXAMPLES)]
+    Apiexport(BindArgs),
+}
+
+const BIND_EXAMPLES: &str = "Examples:
+  # Bind the APIExport \"my-export\" of the \"root:my-service\" workspace as \"my-binding\"
+  kubectl kcp bind apiexport root:my-service:my-export --name my-binding
+
+  # ... accepting its claims on secrets and configmaps
+  kubectl kcp bind apiexport root:my-service:my-export --accept-permission-claim secrets.core,configmaps.core
+
+  # ... rejecting them
+  kubectl kcp bind apiexport root:my-service:my-export --reject-permission-claim secrets.core,configmaps.core";
+
+/// Flags of `kubectl kcp bind apiexport` (upstream `BindOptions`).
+#[derive(Args, Debug, Clone)]
+pub struct BindArgs {
+    /// The APIExport to bind: <workspace_path:apiexport-name>
+    #[arg(
+        value_name = "workspace_path:apiexport-name",
+        default_value = "",
+        hide_default_value = true
+    )]
+    pub export: String,
+    /// Name of the APIBinding to create.
+    #[arg(long, default_value = "", hide_default_value = true)]
+    pub name: String,
+    /// Duration to wait for APIBinding to be created successfully.
+    #[arg(long, default_value = "30s", value_parser = kcp_apimachinery::duration::parse)]
+    pub timeout: std::time::Duration,
+    /// List of accepted permission claims for the APIBinding. Format: --accept-permission-claim resource.group
+    #[arg(long = "accept-permission-claim", value_delimiter = ',')]
+    pub accept: Vec<String>,
+    /// List of rejected permission claims for the APIBinding. Format: --reject-permission-claim resource.group
+    #[arg(long = "reject-permission-claim", value_delimiter = ',')]
+    pub reject: Vec<String>,
+    /// Accept all permission claims from the APIExport.
+    #[arg(long = "accept-all-permission-claims")]
+    pub accept_all: bool,
+    /// Reject all permission claims from the APIExport.
+    #[arg(long = "reject-all-permission-claims")]
+    pub reject_all: bool,
+    /// Workspace path to target instead of the current one (':root:a' absolute, 'a' relative, '..')
+    #[arg(short = 'w', long)]
+    pub workspace: Option<String>,
+}
+
+const CLAIMS_EXAMPLES: &str = "Examples:
+  # The permission claims of one APIBinding and their state
+  kubectl kcp claims get apibinding cert-manager
+
+  # ... of every APIBinding in the current workspace
+  kubectl kcp claims get apibinding
+
+  # Accept the claim on secrets, or on a resource of another group
+  kubectl kcp claims accept cert-manager --resource=secrets
+  kubectl kcp claims accept cert-manager --resource=gateways.networking.istio.io
+
+  # Reject the claim with this identity hash
+  kubectl kcp claims reject cert-manager --identity-hash=5fdf7c7aaf407fd1594566869803f565bb84d22156cef5c445d2ee13ac2cfca6";
+
+#[derive(Subcommand, Debug)]
+pub enum ClaimsCommand {
+    /// Operations related to fetching APIs with respect to permission claims
+    #[command(subcommand, arg_required_else_help = true)]
+    Get(ClaimsGetCommand),
+    /// Accept permission claims of an APIBinding
+    Accept(ClaimAnswerArgs),
+    /// Reject permission claims of an APIBinding
+    Reject(ClaimAnswerArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClaimsGetCommand {
+    /// Get claims related to apibinding
+    Apibinding {
+        /// The APIBinding (all APIBindings of the workspace when omitted)
+        name: Option<String>,
+        /// Workspace path to target instead of the current one
+        #[arg(short = 'w', long)]
+        workspace: Option<String>,
+    },
+}
+
+/// Flags of `kubectl kcp claims accept|reject`.
+#[derive(Args, Debug, Clone)]
+pub struct ClaimAnswerArgs {
+    /// The APIBinding whose claims change
+    #[arg(default_value = "", hide_default_value = true)]
+    pub name: String,
+    /// Resource group of permission claim. Format: --resource resource.group
+    #[arg(long, default_value = "", hide_default_value = true)]
+    pub resource: String,
+    /// Identity hash of the resource. Format: --identity-hash id
+    #[arg(long, default_value = "", hide_default_value = true)]
+    pub identity_hash: String,
+    /// Workspace path to target instead of the current one
+    #[arg(short = 'w', long)]
+    pub workspace: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CrdCommand {
+    /// Snapshot a CRD and convert it to an APIResourceSchema
+    #[command(after_help = SNAPSHOT_EXAMPLES)]
+    Snapshot(SnapshotArgs),
+}
+
+const SNAPSHOT_EXAMPLES: &str = "Examples:
+  # widgets.example.io with prefix 'today' becomes the APIResourceSchema today.widgets.example.io
+  kubectl kcp crd snapshot -f crd.yaml --prefix 2022-05-07 > api-resource-schema.yaml
+
+  # Convert a CRD from STDIN
+  kubectl get crd foo -o yaml | kubectl kcp crd snapshot -f - --prefix today > output.yaml";
+
+/// Flags of `kubectl kcp crd snapshot`.
+#[derive(Args, Debug, Clone)]
+pub struct SnapshotArgs {
+    /// Path to a file containing the CRD to convert to an APIResourceSchema, or - for stdin
+    #[arg(short = 'f', long, default_value = "", hide_default_value = true)]
+    pub filename: String,
+    /// Prefix to use for the APIResourceSchema's name, before <resource>.<group>
+    #[arg(long, default_value = "", hide_default_value = true)]
+    pub prefix: String,
+    /// Output format. Valid values are 'json' and 'yaml'
+    #[arg(short = 'o', long, default_value = "yaml")]
+    pub output: String,
+}

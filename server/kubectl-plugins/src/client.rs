@@ -137,6 +137,11 @@ impl ApiClient {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, Error> {
+        let content_type = if method == Method::PATCH {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.origin))
@@ -147,7 +152,9 @@ impl ApiClient {
             Auth::Basic(user, password) => request.basic_auth(user, Some(password)),
         };
         if let Some(body) = body {
-            request = request.json(body);
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, content_type)
+                .body(body.to_string());
         }
         let response = request.send().await?;
         let status = response.status();
@@ -161,6 +168,67 @@ impl ApiClient {
 
     pub async fn get(&self, path: &str) -> Result<Value, Error> {
         self.request(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, Error> {
+        self.request(Method::POST, path, Some(body)).await
+    }
+
+    /// A JSON merge patch (`application/merge-patch+json`).
+    pub async fn merge_patch(&self, path: &str, patch: &Value) -> Result<Value, Error> {
+        self.request(Method::PATCH, path, Some(patch)).await
+    }
+
+    /// client-go `ServerPreferredResources` narrowed to one resource: the group's preferred
+    /// version if it serves `resource`, else the first listed version that does.
+    pub async fn preferred_version(
+        &self,
+        cluster: &ClusterPath,
+        group: &str,
+        resource: &str,
+    ) -> Result<String, Error> {
+        let base = cluster.request_path();
+        let groups = self.get(&format!("{base}/apis")).await?;
+        let entry = groups
+            .get("groups")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|g| g.get("name").and_then(Value::as_str) == Some(group));
+        let version_of = |v: &Value| {
+            v.get("version")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let preferred = entry
+            .and_then(|g| g.get("preferredVersion"))
+            .map(version_of)
+            .unwrap_or_default();
+        let versions: Vec<String> = entry
+            .and_then(|g| g.get("versions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(version_of)
+            .collect();
+        let mut serving = Vec::new();
+        for version in versions {
+            let list = self.get(&format!("{base}/apis/{group}/{version}")).await?;
+            let serves = items_of(&list, "resources")
+                .iter()
+                .any(|r| r.get("name").and_then(Value::as_str) == Some(resource));
+            if serves {
+                serving.push(version);
+            }
+        }
+        match serving.iter().find(|v| **v == preferred) {
+            Some(version) => Ok(version.clone()),
+            None => serving
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::msg(format!("server does not serve {resource}.{group}"))),
+        }
     }
 
     pub async fn get_workspace(&self, cluster: &ClusterPath, name: &str) -> Result<Value, Error> {
@@ -221,7 +289,16 @@ impl ApiClient {
     }
 }
 
-fn items(list: Value) -> Vec<Value> {
+/// The array under `key` of a JSON object, empty when absent.
+fn items_of<'a>(object: &'a Value, key: &str) -> &'a [Value] {
+    object
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+pub fn items(list: Value) -> Vec<Value> {
     match list {
         Value::Object(mut map) => match map.remove("items") {
             Some(Value::Array(items)) => items,

@@ -44,6 +44,9 @@ pub enum Error {
     },
     #[error("{}", chain(.0))]
     Http(#[from] reqwest::Error),
+    /// What the command was doing when `source` failed, printed as upstream's `%w` wrapping.
+    #[error("{context}: {source}")]
+    Context { context: String, source: Box<Error> },
 }
 
 impl Error {
@@ -55,6 +58,14 @@ impl Error {
         Self::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// Prefixes the error with what the command was doing, as upstream's `fmt.Errorf("...: %w")`.
+    pub fn context(self, context: impl Into<String>) -> Self {
+        Self::Context {
+            context: context.into(),
+            source: Box::new(self),
         }
     }
 

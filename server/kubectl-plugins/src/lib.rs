@@ -1,15 +1,21 @@
-//! kcp's workspace kubectl plugins, `kubectl ws` and `kubectl create workspace`, rebuilt in
-//! Rust so kcp-rs ships them without a Go toolchain. They behave like upstream kcp's
-//! (`cli/pkg/workspace/plugin`): same commands, flags, output lines, API calls and kubeconfig
-//! edits, so they work against upstream kcp as well as kcp-rs.
+//! kcp's kubectl plugins, `kubectl ws`, `kubectl create workspace` and `kubectl kcp`, rebuilt
+//! in Rust so kcp-rs ships them without a Go toolchain. They behave like upstream kcp's
+//! (`cli/pkg/workspace`, `cli/pkg/bind`, `cli/pkg/claims`, `cli/pkg/crd`): same commands,
+//! flags, output lines, API calls and kubeconfig edits, so they work against upstream kcp as
+//! well as kcp-rs.
 
+pub mod apibinding;
+pub mod claims;
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod documents;
 pub mod error;
 pub mod kubeconfig;
 pub mod output;
 pub mod path;
+pub mod schema_props;
+pub mod snapshot;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
 //! Everything the plugins print, byte-for-byte like upstream so scripts and docs written for
 //! kcp's `kubectl ws` keep working: the current-workspace line, workspace references, the
-//! `treeprint` drawing of `kubectl ws tree`, APIBinding claim warnings and kubectl-style errors.
+//! `treeprint` drawing of `kubectl ws tree`, tab-aligned tables, APIBinding claim warnings and
+//! kubectl-style errors.
 
 use serde_json::Value;
 
@@ -65,9 +66,14 @@ fn render_level(out: &mut String, nodes: &[TreeNode], ended: &mut Vec<bool>) {
     }
 }
 
-/// Go `text/tabwriter` with minwidth 0 and padding 2, as `tree --wide` uses: within each run
-/// of lines containing tabs, tab-terminated cells are padded to their column's widest cell.
+/// Go `text/tabwriter` with minwidth 0 and padding 2, as `tree --wide` uses.
 pub fn align_tabs(text: &str) -> String {
+    align_tabs_padded(text, 2)
+}
+
+/// Go `text/tabwriter` with minwidth 0 and the given padding: within each run of lines
+/// containing tabs, tab-terminated cells are padded to their column's widest cell.
+pub fn align_tabs_padded(text: &str, padding: usize) -> String {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut out = String::new();
     let mut i = 0;
@@ -88,7 +94,7 @@ pub fn align_tabs(text: &str) -> String {
         let mut widths: Vec<usize> = Vec::new();
         for cells in &block {
             for (col, cell) in cells.iter().take(cells.len() - 1).enumerate() {
-                let width = cell.chars().count() + 2;
+                let width = cell.chars().count() + padding;
                 match widths.get_mut(col) {
                     Some(w) => *w = (*w).max(width),
                     None => widths.push(width),

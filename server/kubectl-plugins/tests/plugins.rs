@@ -1,8 +1,14 @@
-//! Runs the built `kubectl-ws` and `kubectl-create-workspace` binaries against a tiny fake kcp
-//! that serves exactly the endpoints upstream's plugins call: discovery, Workspaces in
-//! `/clusters/<path>/apis/tenancy.kcp.io/v1alpha1/workspaces`, the `~` home workspace and the
-//! `cluster` LogicalCluster.
+//! Runs the built `kubectl-ws`, `kubectl-create-workspace` and `kubectl-kcp` binaries against a
+//! tiny fake kcp that serves exactly the endpoints upstream's plugins call: discovery, Workspaces
+//! in `/clusters/<path>/apis/tenancy.kcp.io/v1alpha1/workspaces`, the `~` home workspace, the
+//! `cluster` LogicalCluster and, when a test enables it, apis.kcp.io (`plugins/apis_fake.rs`).
+//! The `kubectl kcp` tests are in `plugins/kcp.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "plugins/apis_fake.rs"]
+mod apis_fake;
+#[path = "plugins/kcp.rs"]
+mod kcp;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,6 +28,7 @@ struct State {
     pending_ready: Vec<String>,
     home: Option<String>,
     requests: Vec<String>,
+    apis: Option<apis_fake::Apis>,
 }
 
 impl State {
@@ -80,7 +87,13 @@ fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
     )
 }
 
-fn handle(state: &mut State, method: &str, uri: &str, body: &[u8]) -> (u16, Value) {
+fn handle(
+    state: &mut State,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Value) {
     state.requests.push(format!("{method} {uri}"));
     let Some(rest) = uri.strip_prefix("/clusters/") else {
         return status(
@@ -97,13 +110,19 @@ fn handle(state: &mut State, method: &str, uri: &str, body: &[u8]) -> (u16, Valu
             &format!("forbidden: access to workspace {cluster:?} not permitted"),
         );
     }
+    if let Some(apis) = state.apis.as_mut()
+        && let Some(answer) = apis.handle(method, cluster, resource, content_type, body)
+    {
+        return answer;
+    }
     let workspaces = "apis/tenancy.kcp.io/v1alpha1/workspaces";
     match (method, resource) {
         ("GET", "api") => (200, json!({"kind": "APIVersions", "versions": ["v1"]})),
-        ("GET", "apis") => (
-            200,
-            json!({"kind": "APIGroupList", "groups": [{"name": "tenancy.kcp.io"}]}),
-        ),
+        ("GET", "apis") => {
+            let mut groups = vec![json!({"name": "tenancy.kcp.io"})];
+            groups.extend(state.apis.as_ref().map(apis_fake::Apis::group));
+            (200, json!({"kind": "APIGroupList", "groups": groups}))
+        }
         ("GET", "apis/core.kcp.io/v1alpha1/logicalclusters/cluster") => (
             200,
             json!({"kind": "LogicalCluster", "status": {"phase": "Ready"}}),
@@ -173,16 +192,19 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
     let mut length = 0;
+    let mut content_type = String::new();
     loop {
         let mut line = String::new();
         reader.read_line(&mut line)?;
         if line.trim().is_empty() {
             break;
         }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            } else if k.eq_ignore_ascii_case("content-type") {
+                content_type = v.trim().to_owned();
+            }
         }
     }
     let mut body = vec![0; length];
@@ -190,7 +212,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let mut parts = request_line.split_whitespace();
     let (method, uri) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (code, value) = match state.lock() {
-        Ok(mut state) => handle(&mut state, method, uri, &body),
+        Ok(mut state) => handle(&mut state, method, uri, &content_type, &body),
         Err(_) => status(500, "InternalError", "poisoned"),
     };
     let payload = value.to_string();
@@ -261,6 +283,21 @@ impl Fake {
 
     fn ws(&self, args: &[&str]) -> Output {
         self.run(env!("CARGO_BIN_EXE_kubectl-ws"), args)
+    }
+
+    fn kcp(&self, args: &[&str]) -> Output {
+        self.run(env!("CARGO_BIN_EXE_kubectl-kcp"), args)
+    }
+
+    /// Serves apis.kcp.io with APIBindings in `versions` (discovery order) and `preferred`.
+    fn serve_apis(&self, versions: Vec<&'static str>, preferred: &'static str) {
+        self.state.lock().expect("state").apis = Some(apis_fake::Apis::new(versions, preferred));
+    }
+
+    /// Runs `change` on the apis.kcp.io state (enabled by `serve_apis`).
+    fn apis<T>(&self, change: impl FnOnce(&mut apis_fake::Apis) -> T) -> T {
+        let mut state = self.state.lock().expect("state");
+        change(state.apis.as_mut().expect("serve_apis first"))
     }
 
     fn requests(&self) -> Vec<String> {

@@ -1,8 +1,9 @@
 //! Custom resources: the types a CustomResourceDefinition defines, served from its schema.
 //!
 //! One [`ResourceType`] per served version, all sharing one storage (the CRD's group and plural,
-//! under the `customresources` key layout). Versions convert with the `None` strategy: only
-//! `apiVersion` changes. The schema does the rest: unknown fields are pruned (and reported for
+//! under the `customresources` key layout, or under an APIExport's identity for bound resources).
+//! Versions convert with the `None` strategy: only `apiVersion` changes, unless the type brings a
+//! conversion of its own (the apis.kcp.io system types, whose versions differ in shape). The schema does the rest: unknown fields are pruned (and reported for
 //! `fieldValidation`), defaults applied, values and CEL rules validated; `metadata.generation` moves
 //! when anything but metadata and status changes.
 
@@ -75,23 +76,35 @@ struct CustomResources {
     columns: Vec<PrinterColumn>,
     selectable: Vec<(String, JsonPath)>,
     derive: Option<DeriveFields>,
+    convert: Option<ConvertVersions>,
 }
 
 /// Sets the fields a type derives from the rest of the object (e.g. a label that mirrors
 /// `status.phase`), after defaulting, on every create and update, status writes included.
 pub type DeriveFields = fn(&mut Value);
 
-/// The types of every served version of a CRD.
-pub fn resource_types(crd: &CrdInfo) -> Vec<Arc<ResourceType>> {
-    resource_types_deriving(crd, None)
+/// Converts an object to another served version of its type (`object`, target `apiVersion`).
+pub type ConvertVersions = fn(Value, &str) -> Value;
+
+/// How a CRD's types are served beyond what the CRD says.
+#[derive(Clone, Default)]
+pub struct Serving {
+    /// Fields derived from the rest of the object (the built-in tenancy types' phase and
+    /// initializer labels).
+    pub derive: Option<DeriveFields>,
+    /// A conversion between versions of different shapes (the apis.kcp.io types).
+    pub convert: Option<ConvertVersions>,
+    /// The identity hash of the APIExport the type is bound from: its objects are stored under it.
+    pub bound_identity: Option<Arc<str>>,
 }
 
-/// The types of every served version of a CRD whose objects derive some fields (the built-in
-/// tenancy types' phase and initializer labels).
-pub fn resource_types_deriving(
-    crd: &CrdInfo,
-    derive: Option<DeriveFields>,
-) -> Vec<Arc<ResourceType>> {
+/// The types of every served version of a CRD.
+pub fn resource_types(crd: &CrdInfo) -> Vec<Arc<ResourceType>> {
+    resource_types_serving(crd, &Serving::default())
+}
+
+/// The types of every served version of a CRD, served as `serving` says.
+pub fn resource_types_serving(crd: &CrdInfo, serving: &Serving) -> Vec<Arc<ResourceType>> {
     let storage_version = crd
         .versions
         .iter()
@@ -100,7 +113,25 @@ pub fn resource_types_deriving(
     crd.versions
         .iter()
         .filter(|v| v.served)
-        .map(|v| Arc::new(resource_type(crd, v, storage_version, derive)))
+        .map(|v| Arc::new(resource_type(crd, v, storage_version, serving)))
+        .collect()
+}
+
+/// The types of CRDs the server itself serves (kcp's tenancy and apis.kcp.io types), each served
+/// as `serving` says; a definition that does not parse is logged and not served.
+pub(crate) fn system_types(
+    crds: &[Value],
+    serving: impl Fn(&CrdInfo) -> Serving,
+) -> Vec<Arc<ResourceType>> {
+    crds.iter()
+        .filter_map(|crd| match CrdInfo::from_crd(crd) {
+            Ok(info) => Some(resource_types_serving(&info, &serving(&info))),
+            Err(error) => {
+                tracing::error!(?error, "a built-in CRD is invalid; not serving it");
+                None
+            }
+        })
+        .flatten()
         .collect()
 }
 
@@ -116,7 +147,7 @@ fn resource_type(
     crd: &CrdInfo,
     version: &CrdVersion,
     storage_version: &str,
-    derive: Option<DeriveFields>,
+    serving: &Serving,
 ) -> ResourceType {
     let columns = version
         .printer_columns
@@ -161,7 +192,8 @@ fn resource_type(
         scale,
         columns,
         selectable,
-        derive,
+        derive: serving.derive,
+        convert: serving.convert,
     };
     ResourceType {
         group: crd.group.clone(),
@@ -174,7 +206,10 @@ fn resource_type(
         namespaced: crd.namespaced,
         subresources,
         storage_group: crd.group.clone(),
-        layout: KeyLayout::CustomResource,
+        layout: match &serving.bound_identity {
+            Some(identity) => KeyLayout::Bound(identity.clone()),
+            None => KeyLayout::CustomResource,
+        },
         schema: Some(version.openapi_schema.clone()),
         structural: Some(version.schema.clone()),
         strategic_merge_patch: has_patch_extensions(&version.openapi_schema),
@@ -219,6 +254,16 @@ fn spec_changed(new: &Value, old: &Value) -> bool {
 }
 
 impl CustomResources {
+    fn to_version(&self, mut object: Value, api_version: &str) -> Value {
+        match self.convert {
+            Some(convert) if object["apiVersion"] != api_version => convert(object, api_version),
+            _ => {
+                object["apiVersion"] = json!(api_version);
+                object
+            }
+        }
+    }
+
     /// Pruning happens in the store (for every type); defaults are the CRD's own, then the
     /// derived fields.
     fn normalize(&self, object: &mut Value) {
@@ -286,15 +331,14 @@ impl Strategy for CustomResources {
         })
     }
 
-    fn api_to_storage(&self, mut object: Value) -> Value {
-        object["apiVersion"] = json!(self.storage_api_version);
-        object
+    fn api_to_storage(&self, object: Value) -> Value {
+        self.to_version(object, &self.storage_api_version)
     }
 
     /// Objects are defaulted on read too, so a default added to the schema later applies to objects
     /// stored before it (as kube-apiserver does).
-    fn storage_to_api(&self, mut object: Value) -> Value {
-        object["apiVersion"] = json!(self.api_version);
+    fn storage_to_api(&self, object: Value) -> Value {
+        let mut object = self.to_version(object, &self.api_version);
         self.schema.apply_defaults(&mut object);
         object
     }

@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod admission_policies;
 mod admission_webhooks;
+mod apis;
 mod apiset;
 mod certificates;
 mod cluster;
@@ -47,7 +48,7 @@ use crate::sparse::remove_and_shrink;
 use crate::storage::KeyLayout;
 pub use cluster::{ClusterTarget, LogicalClusterName};
 
-pub use apiset::ApiSet;
+pub use apiset::{ApiSet, Layer, Source};
 use serde_json::Value;
 
 pub use table::Column;
@@ -278,11 +279,12 @@ impl Registry {
         attach_builtin_schemas(&mut types);
         let mut types: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();
         types.extend(tenancy::resource_types());
+        types.extend(apis::resource_types());
         let mut root_types = types.clone();
         root_types.extend(tenancy::root_resource_types());
         Registry {
-            builtin: Arc::new(ApiSet::new(types, 0)),
-            root: Arc::new(ApiSet::new(root_types, 0)),
+            builtin: Arc::new(ApiSet::new(types)),
+            root: Arc::new(ApiSet::new(root_types)),
             clusters: RwLock::new(HashMap::new()),
         }
     }
@@ -345,35 +347,83 @@ impl Registry {
         fingerprint: u64,
         build: impl FnOnce() -> Vec<Arc<ResourceType>>,
     ) {
+        self.set_layer(cluster, Source::Crds, fingerprint, build);
+    }
+
+    /// Replaces the bound types of a cluster (types its APIBindings bind), as
+    /// [`set_custom_types`](Self::set_custom_types) replaces its CRD types; the other layer stays.
+    pub fn set_bound_types(
+        &self,
+        cluster: &LogicalClusterName,
+        fingerprint: u64,
+        build: impl FnOnce() -> Vec<Arc<ResourceType>>,
+    ) {
+        self.set_layer(cluster, Source::Bindings, fingerprint, build);
+    }
+
+    fn set_layer(
+        &self,
+        cluster: &LogicalClusterName,
+        source: Source,
+        fingerprint: u64,
+        build: impl FnOnce() -> Vec<Arc<ResourceType>>,
+    ) {
         let mut clusters = self
             .clusters
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if fingerprint == 0 {
+        let current = clusters
+            .get(cluster)
+            .cloned()
+            .unwrap_or_else(|| self.base(cluster).clone());
+        if current.fingerprint(source) == fingerprint {
+            return;
+        }
+        let wanted = current.fingerprints_with(source, fingerprint);
+        if wanted == [0, 0] {
             remove_and_shrink(&mut clusters, cluster);
             return;
         }
-        if clusters
-            .get(cluster)
-            .is_some_and(|set| set.fingerprint() == fingerprint)
-        {
-            return;
-        }
-        // Sets are shared between clusters with the same CRDs and the same base (root has its own).
+        // Sets are shared between clusters with the same layers and the same base (root has its own).
         let is_root = *cluster == LogicalClusterName::root();
         let shared = clusters
             .iter()
             .find(|(other, set)| {
-                set.fingerprint() == fingerprint
-                    && (**other == LogicalClusterName::root()) == is_root
+                set.fingerprints() == wanted && (**other == LogicalClusterName::root()) == is_root
             })
             .map(|(_, set)| set.clone());
         let set = shared.unwrap_or_else(|| {
-            let mut types = self.base(cluster).types().to_vec();
-            types.extend(build());
-            Arc::new(ApiSet::new(types, fingerprint))
+            let layer = Layer {
+                fingerprint,
+                types: build(),
+            };
+            let (crds, bindings) = match source {
+                Source::Crds => (layer, current.layer(Source::Bindings)),
+                Source::Bindings => (current.layer(Source::Crds), layer),
+            };
+            Arc::new(ApiSet::layered(self.base(cluster).types(), crds, bindings))
         });
         clusters.insert(cluster.clone(), set);
+    }
+
+    /// A bound type of some logical cluster stored under `identity`, for wildcard requests naming
+    /// `<resource>:<identity>` (every cluster bound to one export serves the same type).
+    pub fn bound_type(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        identity: &str,
+    ) -> Option<Arc<ResourceType>> {
+        let clusters = self
+            .clusters
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        clusters.values().find_map(|set| {
+            set.lookup(group, version, plural)
+                .filter(|t| matches!(&t.layout, KeyLayout::Bound(id) if &**id == identity))
+                .cloned()
+        })
     }
 }
 
@@ -500,6 +550,67 @@ mod tests {
                 .for_target(&ClusterTarget::Wildcard)
                 .lookup("example.com", "v1", "widgets")
                 .is_none()
+        );
+        registry.set_custom_types(&a, 0, Vec::new);
+        assert!(Arc::ptr_eq(&registry.for_cluster(&a), registry.builtin()));
+    }
+
+    #[test]
+    fn crd_and_bound_types_are_replaced_independently_and_shared() {
+        let registry = Registry::new();
+        let a = LogicalClusterName::parse("a").unwrap();
+        let b = LogicalClusterName::parse("b").unwrap();
+        let widget = |plural: &str| {
+            Arc::new(resource(
+                "example.com",
+                "Widget",
+                plural,
+                true,
+                &[],
+                Box::new(NoStrategy),
+            ))
+        };
+        let bound = || {
+            let mut t = resource(
+                "example.com",
+                "Gadget",
+                "gadgets",
+                true,
+                &[],
+                Box::new(NoStrategy),
+            );
+            t.layout = KeyLayout::Bound("id".into());
+            vec![Arc::new(t)]
+        };
+        registry.set_bound_types(&a, 9, bound);
+        registry.set_bound_types(&b, 9, || unreachable!("the set of a is shared"));
+        assert!(Arc::ptr_eq(
+            &registry.for_cluster(&a),
+            &registry.for_cluster(&b)
+        ));
+        registry.set_custom_types(&a, 7, || vec![widget("widgets")]);
+        let set = registry.for_cluster(&a);
+        assert!(set.lookup("example.com", "v1", "widgets").is_some());
+        assert!(
+            set.lookup("example.com", "v1", "gadgets").is_some(),
+            "the bound layer stays"
+        );
+        assert!(
+            registry
+                .bound_type("example.com", "v1", "gadgets", "id")
+                .is_some()
+        );
+        assert!(
+            registry
+                .bound_type("example.com", "v1", "gadgets", "other")
+                .is_none()
+        );
+        registry.set_bound_types(&a, 0, Vec::new);
+        let set = registry.for_cluster(&a);
+        assert!(set.lookup("example.com", "v1", "gadgets").is_none());
+        assert!(
+            set.lookup("example.com", "v1", "widgets").is_some(),
+            "the CRD layer stays"
         );
         registry.set_custom_types(&a, 0, Vec::new);
         assert!(Arc::ptr_eq(&registry.for_cluster(&a), registry.builtin()));

@@ -122,7 +122,8 @@ impl RestStore {
 
     /// Where objects of a type are stored.
     pub fn keys(&self, rt: &ResourceType) -> ResourceKeys {
-        self.objects.keys(&rt.storage_group, &rt.plural, rt.layout)
+        self.objects
+            .keys(&rt.storage_group, &rt.plural, rt.layout.clone())
     }
 
     fn key(&self, rt: &ResourceType, at: Location<'_>, name: &str) -> String {

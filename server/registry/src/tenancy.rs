@@ -45,19 +45,10 @@ pub fn root_resource_types() -> Vec<Arc<ResourceType>> {
 }
 
 fn served(crds: Vec<serde_json::Value>) -> Vec<Arc<ResourceType>> {
-    crds.iter()
-        .filter_map(|crd| match CrdInfo::from_crd(crd) {
-            Ok(info) => Some(custom::resource_types_deriving(
-                &info,
-                derived_fields(&info),
-            )),
-            Err(error) => {
-                tracing::error!(?error, "a built-in tenancy CRD is invalid; not serving it");
-                None
-            }
-        })
-        .flatten()
-        .collect()
+    custom::system_types(&crds, |info| custom::Serving {
+        derive: derived_fields(info),
+        ..custom::Serving::default()
+    })
 }
 
 #[cfg(test)]

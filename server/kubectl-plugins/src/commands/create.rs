@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::{Session, context, selector, use_ws};
+use super::{Session, context, poll, selector, use_ws};
 use crate::cli::CreateArgs;
 use crate::error::Error;
 use crate::output;
@@ -165,24 +165,6 @@ pub async fn run(session: &mut Session, args: &CreateArgs) -> Result<(), Error> 
         return use_ws::run(session, &args.name, false).await;
     }
     Ok(())
-}
-
-/// `wait.PollUntilContextTimeout(..., immediate=true, ...)`: the first `Some` wins.
-async fn poll<T>(
-    interval: Duration,
-    timeout: Duration,
-    mut attempt: impl AsyncFnMut() -> Result<Option<T>, Error>,
-) -> Result<T, Error> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(done) = attempt().await? {
-            return Ok(done);
-        }
-        if tokio::time::Instant::now() + interval > deadline {
-            return Err(Error::msg("context deadline exceeded"));
-        }
-        tokio::time::sleep(interval).await;
-    }
 }
 
 #[cfg(test)]

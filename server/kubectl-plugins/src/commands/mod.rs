@@ -1,17 +1,28 @@
-//! The commands, each following its upstream counterpart in `cli/pkg/workspace/plugin`.
-//! [`Session`] is what they share: the kubeconfig, the selected context and an API client.
+//! The commands, each following its upstream counterpart in `cli/pkg/workspace/plugin`,
+//! `cli/pkg/bind`, `cli/pkg/claims` or `cli/pkg/crd`. [`Session`] is what they share: the
+//! kubeconfig, the selected context and an API client.
 
+mod bind;
+mod claims;
 mod context;
 mod create;
 mod selector;
+mod snapshot;
 mod tree;
 mod use_ws;
 
-use crate::cli::{ConnectionArgs, CreateWorkspaceCli, WsCli, WsCommand};
+use std::time::Duration;
+
+use crate::apibinding::{APIS_GROUP, BindingVersion};
+use crate::claims::ClaimState;
+use crate::cli::{
+    BindCommand, ClaimsCommand, ClaimsGetCommand, ConnectionArgs, CrdCommand, CreateWorkspaceCli,
+    KcpCli, KcpCommand, WsCli, WsCommand,
+};
 use crate::client::{ApiClient, Overrides};
 use crate::error::Error;
 use crate::kubeconfig::{self, Kubeconfig, Selected};
-use crate::path::{ClusterUrl, resolve_dots};
+use crate::path::{ClusterPath, ClusterUrl, resolve_dots};
 
 /// The kubeconfig and connection a command works with.
 #[derive(Debug, Clone)]
@@ -61,6 +72,23 @@ impl Session {
                 "current URL {host:?} does not point to a workspace"
             ))
         })
+    }
+
+    /// What the apis.kcp.io commands start with: the client, the workspace (after `-w`) and the
+    /// APIBinding version discovery prefers there (upstream's `PreferredVersion`).
+    async fn connect_apis(
+        &mut self,
+        workspace: Option<&str>,
+    ) -> Result<(ApiClient, ClusterPath, BindingVersion), Error> {
+        self.target_workspace(workspace)?;
+        let current = self.current()?;
+        let client = self.client()?;
+        let version = client
+            .preferred_version(&current.path, APIS_GROUP, "apibindings")
+            .await
+            .and_then(|v| BindingVersion::parse(&v))
+            .map_err(|e| e.context("service discovery failed"))?;
+        Ok((client, current.path, version))
     }
 
     /// Upstream's `--workspace/-w` override: run against another workspace without touching
@@ -115,4 +143,46 @@ pub async fn run_ws(cli: WsCli) -> Result<(), Error> {
 pub async fn run_create_workspace(cli: CreateWorkspaceCli) -> Result<(), Error> {
     let mut session = Session::load(&cli.connection)?;
     create::run(&mut session, &cli.create).await
+}
+
+/// Runs `kubectl kcp`.
+pub async fn run_kcp(cli: KcpCli) -> Result<(), Error> {
+    let command = match cli.command {
+        // a snapshot needs neither kubeconfig nor server
+        KcpCommand::Crd(CrdCommand::Snapshot(args)) => return snapshot::run(&args),
+        other => other,
+    };
+    let mut session = Session::load(&cli.connection)?;
+    match command {
+        KcpCommand::Bind(BindCommand::Apiexport(args)) => bind::run(&mut session, &args).await,
+        KcpCommand::Claims(ClaimsCommand::Get(ClaimsGetCommand::Apibinding {
+            name,
+            workspace,
+        })) => claims::get(&mut session, name.as_deref(), workspace.as_deref()).await,
+        KcpCommand::Claims(ClaimsCommand::Accept(args)) => {
+            claims::answer(&mut session, &args, ClaimState::Accepted).await
+        }
+        KcpCommand::Claims(ClaimsCommand::Reject(args)) => {
+            claims::answer(&mut session, &args, ClaimState::Rejected).await
+        }
+        KcpCommand::Crd(CrdCommand::Snapshot(args)) => snapshot::run(&args),
+    }
+}
+
+/// `wait.PollUntilContextTimeout(..., immediate=true, ...)`: the first `Some` wins.
+pub(crate) async fn poll<T>(
+    interval: Duration,
+    timeout: Duration,
+    mut attempt: impl AsyncFnMut() -> Result<Option<T>, Error>,
+) -> Result<T, Error> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(done) = attempt().await? {
+            return Ok(done);
+        }
+        if tokio::time::Instant::now() + interval > deadline {
+            return Err(Error::msg("context deadline exceeded"));
+        }
+        tokio::time::sleep(interval).await;
+    }
 }

@@ -1,18 +1,25 @@
 //! Upstream kcp's etcd key layout: `/<prefix>/<group>/<resource>/<logical-cluster>/[<namespace>/]<name>`,
 //! with `core` standing for the legacy group, and custom resources (types a CRD defines) one level
 //! deeper, under `/<prefix>/<group>/<resource>/customresources/<logical-cluster>/...`, so a built-in type
-//! and a CRD of the same group and resource never share keys.
+//! and a CRD of the same group and resource never share keys. Resources bound from an APIExport are
+//! stored under the export's identity hash instead, `/<prefix>/<group>/<resource>/<identityHash>/
+//! <logical-cluster>/...`, so two exports of the same group and resource never share keys either.
 //!
 //! Every list is a prefix range over this layout: one namespace, one logical cluster, or (for the `*`
 //! wildcard) every logical cluster of the resource.
 
+use std::sync::Arc;
+
 use crate::LogicalClusterName;
 
-/// Whether a type is built in or defined by a CustomResourceDefinition (which decides its keys).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a type is built in, defined by a CustomResourceDefinition or bound from an APIExport
+/// (which decides its keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyLayout {
     BuiltIn,
     CustomResource,
+    /// Bound from an APIExport with this identity hash.
+    Bound(Arc<str>),
 }
 
 /// The path segment that puts custom resources beside built-in types of the same name.
@@ -32,6 +39,15 @@ pub fn group_root(prefix: &str, group: &str) -> String {
     format!("{}/{group}/", prefix.trim_end_matches('/'))
 }
 
+/// Whether a key segment is an identity hash (64 lowercase hex digits; logical-cluster names are
+/// 16 characters, resource names are never 64 hex digits).
+pub(crate) fn is_identity_hash(segment: &str) -> bool {
+    segment.len() == 64
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 impl ResourceKeys {
     pub fn new(prefix: &str, group: &str, resource: &str, layout: KeyLayout) -> Self {
         let group_root = group_root(prefix, group);
@@ -40,6 +56,7 @@ impl ResourceKeys {
             KeyLayout::CustomResource => {
                 format!("{group_root}{resource}/{CUSTOM_RESOURCES_SEGMENT}/")
             }
+            KeyLayout::Bound(identity) => format!("{group_root}{resource}/{identity}/"),
         };
         ResourceKeys { root }
     }
@@ -54,7 +71,7 @@ impl ResourceKeys {
     pub fn group_and_resource(root: &str) -> Option<(&str, &str)> {
         let mut segments = root.trim_end_matches('/').rsplit('/');
         let mut resource = segments.next()?;
-        if resource == CUSTOM_RESOURCES_SEGMENT {
+        if resource == CUSTOM_RESOURCES_SEGMENT || is_identity_hash(resource) {
             resource = segments.next()?;
         }
         Some((segments.next()?, resource))
@@ -105,6 +122,12 @@ mod tests {
                 KeyLayout::CustomResource,
                 ("bench.kcp.io", "widgets"),
             ),
+            (
+                "example.com",
+                "widgets",
+                KeyLayout::Bound("a".repeat(64).into()),
+                ("example.com", "widgets"),
+            ),
         ] {
             let keys = ResourceKeys::new("/registry", group, resource, layout);
             assert_eq!(
@@ -153,6 +176,20 @@ mod tests {
         );
         assert_eq!(
             widgets.cluster_of("/registry/example.com/widgets/customresources/abc/default/w"),
+            Some(cluster.clone())
+        );
+        let bound = ResourceKeys::new(
+            "/registry",
+            "example.com",
+            "widgets",
+            KeyLayout::Bound("f00d".into()),
+        );
+        assert_eq!(
+            bound.object(&cluster, Some("default"), "w"),
+            "/registry/example.com/widgets/f00d/abc/default/w"
+        );
+        assert_eq!(
+            bound.cluster_of("/registry/example.com/widgets/f00d/abc/default/w"),
             Some(cluster)
         );
     }

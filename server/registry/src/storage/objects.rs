@@ -128,7 +128,7 @@ pub trait KeyAnnotations: Send + Sync + 'static {
     fn annotate(&self, relative_key: &str, set: &mut dyn FnMut(&'static str, &str));
 }
 
-/// The API server's layout: `<group>/<resource>/[customresources/]<cluster>/...` names the
+/// The API server's layout: `<group>/<resource>/[customresources/|<identityHash>/]<cluster>/...` names the
 /// logical cluster, published as [`CLUSTER_ANNOTATION`].
 pub struct LogicalClusterOfKey;
 
@@ -540,12 +540,14 @@ fn decode(layout: &Layout, kv: &KeyValue, revision: Revision) -> Result<StoredOb
     Ok(StoredObject { object, revision })
 }
 
-/// Keys are `<prefix>/<group>/<resource>/[customresources/]<cluster>/...` (see [`ResourceKeys`]), so
-/// the logical cluster is the third segment after the prefix, or the fourth for custom resources.
+/// Keys are `<prefix>/<group>/<resource>/[customresources/|<identityHash>/]<cluster>/...` (see
+/// [`ResourceKeys`]), so the logical cluster is the third segment after the prefix, or the fourth
+/// for custom resources and resources bound from an APIExport.
 fn cluster_of_relative_key(rest: &str) -> Option<LogicalClusterName> {
     let mut segments = rest.split('/').skip(2);
     let cluster = match segments.next()? {
         super::keys::CUSTOM_RESOURCES_SEGMENT => segments.next()?,
+        identity if super::keys::is_identity_hash(identity) => segments.next()?,
         cluster => cluster,
     };
     LogicalClusterName::parse(cluster)
@@ -609,6 +611,8 @@ mod tests {
             Some("abc")
         );
         assert_eq!(cluster("/other/core/namespaces/abc/default"), None);
+        let bound = format!("/registry/example.com/widgets/{}/abc/ns/w", "0a".repeat(32));
+        assert_eq!(cluster(&bound).as_deref(), Some("abc"));
         assert_eq!(
             cluster("/registry/example.com/widgets/customresources/abc/ns/w").as_deref(),
             Some("abc")

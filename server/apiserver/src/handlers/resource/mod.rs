@@ -98,13 +98,20 @@ pub(crate) fn resolve<'a>(
     request: &'a ResourceRequest,
 ) -> Result<Resolved<'a>, ApiError> {
     let info = &request.info;
-    let rt = scope
-        .store
-        .registry()
-        .for_target(&request.cluster)
-        .lookup(&info.group, &info.version, &info.resource)
-        .cloned()
-        .ok_or_else(no_such_resource)?;
+    let registry = scope.store.registry();
+    // `/clusters/*/.../<resource>:<identityHash>`: the resource bound from the export with that
+    // identity, in every logical cluster (upstream's wildcard requests for bound resources; without
+    // the identity a bound resource is not found, as upstream's).
+    let rt = match (&request.cluster, info.resource.split_once(':')) {
+        (ClusterTarget::Wildcard, Some((resource, identity))) => {
+            registry.bound_type(&info.group, &info.version, resource, identity)
+        }
+        _ => registry
+            .for_target(&request.cluster)
+            .lookup(&info.group, &info.version, &info.resource)
+            .cloned(),
+    }
+    .ok_or_else(no_such_resource)?;
     if info.extra_parts > 0 {
         return Err(no_such_resource());
     }

@@ -1,11 +1,13 @@
 //! Admission: the checks (and defaults) a write of some types needs beyond their schema, because
 //! they depend on who writes and on other objects: RBAC's escalation checks ([`escalation`]) and
-//! kcp's tenancy rules for Workspaces, LogicalClusters and WorkspaceTypes ([`tenancy`]).
+//! kcp's tenancy rules for Workspaces, LogicalClusters and WorkspaceTypes ([`tenancy`]), and the
+//! rules of APIResourceSchemas, APIExports, APIBindings and the CRDs beside them ([`apis`]).
 //!
 //! The asynchronous part (reading the writer's policy, asking the authorizer about types) runs
 //! before the write; what remains is synchronous, so it can also run inside the store's update
 //! loop against each state it retries on.
 
+mod apis;
 mod escalation;
 mod tenancy;
 
@@ -22,6 +24,7 @@ pub(super) enum Admission {
     Workspace(tenancy::WorkspaceWrite),
     LogicalCluster(tenancy::LogicalClusterWrite),
     WorkspaceType(tenancy::WorkspaceTypeWrite),
+    Apis(apis::ApisWrite),
 }
 
 impl Resolved<'_> {
@@ -30,7 +33,10 @@ impl Resolved<'_> {
         if let Some(check) = self.escalation_check().await? {
             return Ok(Admission::Escalation(check));
         }
-        Ok(self.tenancy_admission().unwrap_or(Admission::None))
+        Ok(self
+            .tenancy_admission()
+            .or_else(|| self.apis_admission())
+            .unwrap_or(Admission::None))
     }
 
     /// Admits a new object (mutating it where admission defaults fields).
@@ -45,6 +51,7 @@ impl Resolved<'_> {
             Admission::Workspace(write) => write.admit_create(self, object).await,
             Admission::LogicalCluster(write) => write.admit_create(self),
             Admission::WorkspaceType(write) => write.admit(object),
+            Admission::Apis(write) => write.admit_create(self, object).await,
         }
     }
 }
@@ -74,6 +81,7 @@ impl Admission {
             Admission::Workspace(write) => write.admit_update(new, old),
             Admission::LogicalCluster(write) => write.admit_update(new, old),
             Admission::WorkspaceType(write) => write.admit(new),
+            Admission::Apis(write) => write.admit_update(new, old),
         }
     }
 

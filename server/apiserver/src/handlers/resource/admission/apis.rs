@@ -1,0 +1,217 @@
+//! Admission of the apis.kcp.io types and of CRDs next to them (upstream's
+//! `apis.kcp.io/APIResourceSchema`, `APIExport`, `APIBinding`, `kcp.io/ReservedCRDGroups` and
+//! `apis.kcp.io/CRDNoOverlappingGVR` plugins): the rules and messages are kcp-apis'; this module
+//! feeds them the objects they need and asks the export's logical cluster, as a deep
+//! SubjectAccessReview (its RBAC, without the workspace content gate), whether the creator of a
+//! binding may `bind` the export.
+
+use kcp_apimachinery::{ApiError, meta};
+use kcp_apis::binding::{BoundResource, ExportReference};
+use kcp_apis::{API_BINDINGS, API_EXPORTS, API_RESOURCE_SCHEMAS, GROUP, admission};
+use kcp_rbac::{Attributes, ResourceAttributes};
+use kcp_registry::storage::objects::ListRequest;
+use kcp_registry::store::Location;
+use kcp_registry::{ClusterTarget, LogicalClusterName};
+use serde_json::Value;
+
+use super::Admission;
+use crate::filters::authentication::rbac_user;
+use crate::handlers::resource::Resolved;
+
+const CRD_GROUP: &str = "apiextensions.k8s.io";
+const CRDS: &str = "customresourcedefinitions";
+
+/// A write of an apis.kcp.io type or a CRD, in `cluster`.
+pub(crate) enum ApisWrite {
+    Schema,
+    Export,
+    Binding(LogicalClusterName),
+    Crd(LogicalClusterName),
+}
+
+fn forbidden(resource: &str, name: &str, errors: &[String]) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let group = if resource == CRDS { CRD_GROUP } else { GROUP };
+    let reason = if errors.len() == 1 {
+        errors[0].clone()
+    } else {
+        format!("[{}]", errors.join(", "))
+    };
+    Err(ApiError::forbidden(group, resource, name, &reason))
+}
+
+impl Resolved<'_> {
+    /// The apis.kcp.io admission of a write, if it needs one.
+    pub(super) fn apis_admission(&self) -> Option<Admission> {
+        let ClusterTarget::One(cluster) = &self.request.cluster else {
+            return None;
+        };
+        let write = match (self.rt.group.as_str(), self.rt.plural.as_str()) {
+            (GROUP, API_RESOURCE_SCHEMAS) => ApisWrite::Schema,
+            (GROUP, API_EXPORTS) => ApisWrite::Export,
+            (GROUP, API_BINDINGS) => ApisWrite::Binding(cluster.clone()),
+            (CRD_GROUP, CRDS) => ApisWrite::Crd(cluster.clone()),
+            _ => return None,
+        };
+        Some(Admission::Apis(write))
+    }
+}
+
+impl ApisWrite {
+    pub(super) async fn admit_create(
+        &self,
+        r: &Resolved<'_>,
+        object: &Value,
+    ) -> Result<(), ApiError> {
+        let name = meta::name(object).unwrap_or_default();
+        match self {
+            ApisWrite::Schema => forbidden(
+                API_RESOURCE_SCHEMAS,
+                name,
+                &admission::schema_errors(name, object),
+            ),
+            ApisWrite::Export => Ok(()),
+            ApisWrite::Binding(cluster) => admit_bind(r, cluster, object).await,
+            ApisWrite::Crd(cluster) => admit_crd(r, cluster, object).await,
+        }
+    }
+
+    pub(super) fn admit_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+        let name = meta::name(old).unwrap_or_default();
+        match self {
+            ApisWrite::Schema => forbidden(
+                API_RESOURCE_SCHEMAS,
+                name,
+                &admission::schema_update_errors(name, new, old),
+            ),
+            ApisWrite::Export => forbidden(
+                API_EXPORTS,
+                name,
+                &admission::export_update_errors(new, old),
+            ),
+            ApisWrite::Binding(_) | ApisWrite::Crd(_) => Ok(()),
+        }
+    }
+}
+
+/// The creator of a binding needs `bind` on the export in the export's cluster; a path that
+/// resolves to nothing, or an export that does not exist there, is refused with the same message
+/// (upstream's: it does not tell whether the workspace exists). `root` and the binding's own
+/// cluster are checked without reading the export, as upstream does for bootstrapping.
+async fn admit_bind(
+    r: &Resolved<'_>,
+    cluster: &LogicalClusterName,
+    binding: &Value,
+) -> Result<(), ApiError> {
+    let name = meta::name(binding).unwrap_or_default();
+    let Some(reference) = ExportReference::of(binding) else {
+        return Ok(()); // the schema requires it
+    };
+    let refused = || {
+        forbidden(
+            API_BINDINGS,
+            name,
+            &[admission::no_permission_to_bind(false, &reference)],
+        )
+    };
+    let export_cluster = match reference.path.as_str() {
+        "" => cluster.clone(),
+        "root" => LogicalClusterName::root(),
+        path => {
+            let Ok(export_cluster) = r.scope.tenancy.resolve(path) else {
+                return refused();
+            };
+            let Some(exports) = r.scope.store.registry().builtin_type(
+                GROUP,
+                kcp_apis::STORAGE_VERSION,
+                API_EXPORTS,
+            ) else {
+                return refused();
+            };
+            let at = Location {
+                cluster: &export_cluster,
+                namespace: None,
+            };
+            if r.scope
+                .store
+                .get(&exports, at, &reference.name)
+                .await
+                .is_err()
+            {
+                return refused();
+            }
+            export_cluster
+        }
+    };
+    let attributes = Attributes::resource(
+        rbac_user(&r.request.user),
+        "bind",
+        ResourceAttributes {
+            api_group: GROUP.to_string(),
+            resource: API_EXPORTS.to_string(),
+            name: reference.name.clone(),
+            ..ResourceAttributes::default()
+        },
+    );
+    if r.scope
+        .authorizer
+        .decide_deep(&export_cluster, &attributes)
+        .await?
+        .is_allowed()
+    {
+        Ok(())
+    } else {
+        refused()
+    }
+}
+
+/// A CRD may not use a reserved group, nor a group and resource a binding of its cluster serves.
+async fn admit_crd(
+    r: &Resolved<'_>,
+    cluster: &LogicalClusterName,
+    crd: &Value,
+) -> Result<(), ApiError> {
+    let name = meta::name(crd).unwrap_or_default();
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let plural = crd
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some(reserved) = admission::reserved_crd_group(group) {
+        return forbidden(CRDS, name, &[reserved]);
+    }
+    let Some(bindings) =
+        r.scope
+            .store
+            .registry()
+            .builtin_type(GROUP, kcp_apis::STORAGE_VERSION, API_BINDINGS)
+    else {
+        return Ok(());
+    };
+    let prefix = r.scope.store.keys(&bindings).scope(cluster, None);
+    let page = r
+        .scope
+        .store
+        .list(&bindings, ListRequest::everything(&prefix), &|_| true)
+        .await?;
+    let holder = page.items.iter().find(|binding| {
+        BoundResource::of_status(binding)
+            .iter()
+            .any(|bound| bound.group == group && bound.resource == plural)
+    });
+    match holder {
+        Some(binding) => forbidden(
+            CRDS,
+            name,
+            &[admission::crd_overlaps_binding(
+                meta::name(binding).unwrap_or_default(),
+            )],
+        ),
+        None => Ok(()),
+    }
+}

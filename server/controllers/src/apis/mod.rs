@@ -1,0 +1,37 @@
+//! The controllers of APIs as a service (kcp-apis holds their rules): [`exports`] gives every
+//! APIExport its identity and default endpoint slice, [`bindings`] serves what APIBindings bind.
+
+pub mod bindings;
+pub mod exports;
+
+use std::sync::Arc;
+
+use kcp_apimachinery::{ApiError, meta};
+use kcp_registry::storage::objects::CLUSTER_ANNOTATION;
+use kcp_registry::store::RestStore;
+use kcp_registry::{LogicalClusterName, ResourceType};
+use serde_json::Value;
+
+/// An apis.kcp.io type in the version it is stored in.
+fn stored_type(store: &RestStore, plural: &str) -> Result<Arc<ResourceType>, ApiError> {
+    let version = match plural {
+        kcp_apis::API_EXPORTS | kcp_apis::API_BINDINGS => kcp_apis::STORAGE_VERSION,
+        _ => "v1alpha1",
+    };
+    store
+        .registry()
+        .builtin_type(kcp_apis::GROUP, version, plural)
+        .ok_or_else(|| ApiError::internal_error(&format!("{plural} are not registered")))
+}
+
+/// A built-in core type (`secrets`, `namespaces`).
+fn core_type(store: &RestStore, plural: &str) -> Result<Arc<ResourceType>, ApiError> {
+    store
+        .registry()
+        .builtin_type("", "v1", plural)
+        .ok_or_else(|| ApiError::internal_error(&format!("{plural} are not registered")))
+}
+
+fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
+    LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
+}

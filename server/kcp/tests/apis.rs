@@ -1,0 +1,647 @@
+//! APIs as a service against a started `kcp`, with kubectl only (issue 21): the apis.kcp.io types
+//! in every workspace and their two versions, an export's identity and endpoint slice, and the
+//! consumer story: a provider exports an APIResourceSchema, consumers bind it and use the bound
+//! resource like a CRD, isolated from each other and from another export of the same group and
+//! resource; the bad input (binding without `bind`, a missing export, a conflicting CRD, a changed
+//! reference) is answered with upstream's Status errors and conditions.
+//!
+//! The scenarios share one server and keep to their own workspace names. Every wait has a deadline.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use kcp_testing::identities::{KubeconfigUser, write_kubeconfig};
+use kcp_testing::{KcpProcess, Kubectl, SharedKcp};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "apis");
+
+/// How long scheduling, binding and deletion may take.
+const SETTLED_WITHIN: Duration = Duration::from_secs(60);
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|error| panic!("not JSON ({error}): {text}"))
+}
+
+/// kubectl pointed at one workspace.
+struct Ws<'a> {
+    kubectl: &'a Kubectl,
+    server: String,
+    path: String,
+}
+
+impl Ws<'_> {
+    fn args<'b>(&'b self, args: &[&'b str]) -> Vec<&'b str> {
+        [&["--server", self.server.as_str()], args].concat()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        self.kubectl.ok(&self.args(args))
+    }
+
+    fn fails(&self, args: &[&str]) -> String {
+        self.kubectl.fails(&self.args(args))
+    }
+
+    fn wait(&self, args: &[&str], want: &str) {
+        self.kubectl
+            .wait_for_output(&self.args(args), want, SETTLED_WITHIN);
+    }
+
+    /// `kubectl apply -f` of `yaml`, which must succeed.
+    fn apply(&self, yaml: &str) -> String {
+        let file = self.file(yaml);
+        self.ok(&["apply", "-f", &file])
+    }
+
+    /// `kubectl create -f` of `yaml`, which must fail; its stderr.
+    fn create_fails(&self, yaml: &str) -> String {
+        let file = self.file(yaml);
+        self.fails(&["create", "-f", &file])
+    }
+
+    fn file(&self, yaml: &str) -> String {
+        let file = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+        std::fs::write(file.path(), yaml).unwrap();
+        let (_, path) = file.keep().unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    fn jsonpath(&self, what: &[&str], path: &str) -> String {
+        let format = format!("jsonpath={path}");
+        self.ok(&[what, &["-o", &format]].concat())
+            .trim()
+            .to_string()
+    }
+
+    /// The same workspace through another kubeconfig (another user).
+    fn as_user<'b>(&self, kubectl: &'b Kubectl) -> Ws<'b> {
+        Ws {
+            kubectl,
+            server: self.server.clone(),
+            path: self.path.clone(),
+        }
+    }
+}
+
+/// Creates workspace `root:<name>` with kubectl and waits until it is Ready.
+fn workspace<'a>(server: &KcpProcess, kubectl: &'a Kubectl, name: &str) -> Ws<'a> {
+    let root = Ws {
+        kubectl,
+        server: format!("{}/clusters/root", server.base_url()),
+        path: "root".into(),
+    };
+    root.apply(&format!(
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n"
+    ));
+    root.wait(
+        &["get", "workspace", name, "-o", "jsonpath={.status.phase}"],
+        "Ready",
+    );
+    Ws {
+        kubectl,
+        server: format!("{}/clusters/root:{name}", server.base_url()),
+        path: format!("root:{name}"),
+    }
+}
+
+/// An APIResourceSchema `<prefix>.<plural>.<group>` of a namespaced kind with a `spec.size`
+/// (default 1) and a printer column.
+fn schema_yaml(prefix: &str, group: &str, plural: &str, kind: &str) -> String {
+    let singular = kind.to_lowercase();
+    format!(
+        r#"apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata:
+  name: {prefix}.{plural}.{group}
+spec:
+  group: {group}
+  names: {{plural: {plural}, singular: {singular}, kind: {kind}, listKind: {kind}List}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {{status: {{}}}}
+    additionalPrinterColumns:
+    - {{name: Size, type: integer, jsonPath: .spec.size}}
+    schema:
+      type: object
+      description: A {kind} of the test provider.
+      properties:
+        spec:
+          type: object
+          description: What the {singular} should be.
+          properties:
+            size: {{type: integer, default: 1, description: How big the {singular} is.}}
+"#
+    )
+}
+
+fn export_yaml(name: &str, group: &str, plural: &str, schema: &str) -> String {
+    format!(
+        r#"apiVersion: apis.kcp.io/v1alpha2
+kind: APIExport
+metadata:
+  name: {name}
+spec:
+  resources:
+  - {{group: {group}, name: {plural}, schema: {schema}, storage: {{crd: {{}}}}}}
+"#
+    )
+}
+
+/// An APIBinding to export `export` in workspace `path` (empty: the binding's own workspace).
+fn binding_yaml(name: &str, path: &str, export: &str) -> String {
+    let path = if path.is_empty() {
+        String::new()
+    } else {
+        format!("path: \"{path}\", ")
+    };
+    format!(
+        r#"apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata:
+  name: {name}
+spec:
+  reference:
+    export: {{{path}name: {export}}}
+"#
+    )
+}
+
+/// The status and reason of condition `kind` of binding `name`.
+fn binding_condition(ws: &Ws<'_>, name: &str, kind: &str) -> String {
+    ws.jsonpath(
+        &["get", "apibinding", name],
+        &format!("{{.status.conditions[?(@.type==\"{kind}\")].status}}/{{.status.conditions[?(@.type==\"{kind}\")].reason}}"),
+    )
+}
+
+/// Waits until condition `kind` of binding `name` reads `want` (`<status>/<reason>`).
+fn wait_condition(ws: &Ws<'_>, name: &str, kind: &str, want: &str) {
+    let path = format!(
+        "jsonpath={{.status.conditions[?(@.type==\"{kind}\")].status}}/{{.status.conditions[?(@.type==\"{kind}\")].reason}}"
+    );
+    ws.wait(&["get", "apibinding", name, "-o", &path], want);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apis_types_are_served_in_every_workspace_in_both_versions() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let ws = workspace(&server, &kubectl, "types");
+
+    let empty = ws.kubectl.run(&ws.args(&[
+        "get",
+        "apiexports,apibindings,apiresourceschemas,apiexportendpointslices",
+    ]));
+    assert!(empty.status.success(), "{empty:?}");
+    assert!(empty.stderr.contains("No resources found"), "{empty:?}");
+
+    // A v1alpha1 export's latestResourceSchemas read back as v1alpha2 resources.
+    ws.apply(
+        "apiVersion: apis.kcp.io/v1alpha1\nkind: APIExport\nmetadata:\n  name: old\nspec:\n  latestResourceSchemas: [today.widgets.example.com]\n",
+    );
+    assert_eq!(
+        ws.jsonpath(
+            &["get", "apiexports.v1alpha2.apis.kcp.io", "old"],
+            "{.spec.resources[0].group}/{.spec.resources[0].name}/{.spec.resources[0].schema}"
+        ),
+        "example.com/widgets/today.widgets.example.com"
+    );
+    // ... and v1alpha2 resources as v1alpha1 latestResourceSchemas.
+    ws.apply(&export_yaml(
+        "new",
+        "example.com",
+        "gadgets",
+        "today.gadgets.example.com",
+    ));
+    assert_eq!(
+        ws.jsonpath(
+            &["get", "apiexports.v1alpha1.apis.kcp.io", "new"],
+            "{.spec.latestResourceSchemas[0]}"
+        ),
+        "today.gadgets.example.com"
+    );
+
+    // The identity: a Secret in kcp-system, its key's SHA-256 in status.identityHash.
+    ws.wait(
+        &[
+            "get",
+            "apiexport",
+            "new",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
+        ],
+        "True",
+    );
+    let hash = ws.jsonpath(&["get", "apiexport", "new"], "{.status.identityHash}");
+    let key = ws.jsonpath(&["get", "secret", "new", "-n", "kcp-system"], "{.data.key}");
+    let key = STANDARD.decode(key).unwrap();
+    let expected: String = Sha256::digest(&key)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(hash, expected);
+    assert_eq!(
+        ws.jsonpath(
+            &["get", "apiexport", "new"],
+            "{.spec.identity.secretRef.namespace}/{.spec.identity.secretRef.name}"
+        ),
+        "kcp-system/new"
+    );
+    // The default endpoint slice, owned by the export.
+    ws.wait(
+        &[
+            "get",
+            "apiexportendpointslice",
+            "new",
+            "-o",
+            "jsonpath={.spec.export.name}",
+        ],
+        "new",
+    );
+    // Columns and categories as upstream's.
+    let table = ws.ok(&["get", "apiexportendpointslices"]);
+    assert!(table.lines().next().unwrap().contains("EXPORT"), "{table}");
+    let kcp = ws.ok(&["get", "kcp", "-o", "name"]);
+    assert!(kcp.contains("apiexport.apis.kcp.io/new"), "{kcp}");
+
+    // Schemas: named after their group and plural, never changed.
+    let wrong = ws.create_fails(
+        &schema_yaml("today", "example.com", "widgets", "Widget").replace(
+            "name: today.widgets.example.com",
+            "name: today.gadgets.example.com",
+        ),
+    );
+    assert!(
+        wrong.contains("is forbidden") && wrong.contains("must end in .widgets.example.com"),
+        "{wrong}"
+    );
+    ws.apply(&schema_yaml("today", "example.com", "widgets", "Widget"));
+    let changed = ws.fails(&[
+        "patch",
+        "apiresourceschema",
+        "today.widgets.example.com",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"names":{"shortNames":["w"]}}}"#,
+    ]);
+    assert!(changed.contains("is immutable"), "{changed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consumers_bind_an_export_and_use_it_like_a_crd() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let provider = workspace(&server, &kubectl, "provider");
+    provider.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
+    provider.apply(&export_yaml(
+        "widgets",
+        "example.com",
+        "widgets",
+        "v1.widgets.example.com",
+    ));
+    provider.wait(
+        &[
+            "get",
+            "apiexport",
+            "widgets",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
+        ],
+        "True",
+    );
+    let identity = provider.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
+
+    let consumers: Vec<Ws<'_>> = ["consumer-a", "consumer-b", "consumer-c"]
+        .iter()
+        .map(|name| workspace(&server, &kubectl, name))
+        .collect();
+    for consumer in &consumers {
+        consumer.apply(&binding_yaml("widgets", "root:provider", "widgets"));
+        consumer.wait(
+            &[
+                "get",
+                "apibinding",
+                "widgets",
+                "-o",
+                "jsonpath={.status.phase}",
+            ],
+            "Bound",
+        );
+        assert_eq!(binding_condition(consumer, "widgets", "Ready"), "True/");
+        assert_eq!(
+            consumer.jsonpath(
+                &["get", "apibinding", "widgets"],
+                "{.status.boundResources[0].resource}/{.status.boundResources[0].schema.identityHash}"
+            ),
+            format!("widgets/{identity}")
+        );
+    }
+
+    // Consumers create, list and watch objects; the schema defaults and prints its column.
+    let (a, b) = (&consumers[0], &consumers[1]);
+    a.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: default\nspec: {}\n");
+    assert_eq!(
+        a.jsonpath(&["get", "widget", "w1", "-n", "default"], "{.spec.size}"),
+        "1"
+    );
+    let table = a.ok(&["get", "widgets", "-n", "default"]);
+    assert!(table.lines().next().unwrap().contains("SIZE"), "{table}");
+    let mut watch =
+        kubectl.background(&a.args(&["get", "widgets", "-n", "default", "--watch", "-o", "name"]));
+    watch.wait_for_line("w1 in the watch", |line| {
+        line.trim() == "widget.example.com/w1"
+    });
+    a.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w2\n  namespace: default\nspec: {size: 3}\n");
+    watch.wait_for_line("w2 in the watch", |line| {
+        line.trim() == "widget.example.com/w2"
+    });
+    drop(watch);
+
+    // kubectl explain reads the bound schema from OpenAPI.
+    let explained = a.ok(&["explain", "widgets.spec"]);
+    assert!(explained.contains("How big the widget is"), "{explained}");
+
+    // One consumer does not see another's objects.
+    let theirs = b.ok(&["get", "widgets", "-A", "-o", "name"]);
+    assert!(theirs.trim().is_empty(), "consumer-b sees {theirs}");
+
+    // Deleting an object works like for a CRD.
+    a.ok(&["delete", "widget", "w2", "-n", "default"]);
+    assert_eq!(
+        a.ok(&["get", "widgets", "-n", "default", "-o", "name"])
+            .trim(),
+        "widget.example.com/w1"
+    );
+
+    same_resource_of_another_export_stays_apart(&server, &kubectl, &identity);
+    binding_needs_bind(&server, &kubectl, &provider);
+    bad_bindings(&server, &kubectl);
+
+    // Deleting a binding deletes its objects, then the binding; the resource is gone.
+    a.ok(&["delete", "apibinding", "widgets", "--timeout=60s"]);
+    let gone = a.fails(&["get", "widgets", "-n", "default"]);
+    assert!(
+        gone.contains("the server doesn't have a resource type")
+            || gone.contains("could not find the requested resource"),
+        "{gone}"
+    );
+    // Binding again shows no objects left over.
+    a.apply(&binding_yaml("widgets", "root:provider", "widgets"));
+    a.wait(
+        &[
+            "get",
+            "apibinding",
+            "widgets",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Bound",
+    );
+    a.wait(&["get", "widgets", "-A", "-o", "name"], "");
+}
+
+/// A second provider exporting the same group and resource: its consumer's objects are stored
+/// under the other identity and never mix with the first export's.
+fn same_resource_of_another_export_stays_apart(
+    server: &KcpProcess,
+    kubectl: &Kubectl,
+    first_identity: &str,
+) {
+    let other = workspace(server, kubectl, "provider-two");
+    other.apply(&schema_yaml("v1", "example.com", "widgets", "Widget"));
+    other.apply(&export_yaml(
+        "widgets",
+        "example.com",
+        "widgets",
+        "v1.widgets.example.com",
+    ));
+    other.wait(
+        &[
+            "get",
+            "apiexport",
+            "widgets",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"IdentityValid\")].status}",
+        ],
+        "True",
+    );
+    let identity = other.jsonpath(&["get", "apiexport", "widgets"], "{.status.identityHash}");
+    assert_ne!(identity, first_identity);
+    let consumer = workspace(server, kubectl, "consumer-two");
+    consumer.apply(&binding_yaml("widgets", "root:provider-two", "widgets"));
+    consumer.wait(
+        &[
+            "get",
+            "apibinding",
+            "widgets",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Bound",
+    );
+    consumer.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: other\n  namespace: default\nspec: {}\n");
+
+    // Wildcard lists by identity see each export's objects only; without it, nothing is found.
+    // (`get --raw` takes the path as given: the `/clusters/*` prefix is part of it.)
+    let list = |identity: &str| {
+        let path = format!("/clusters/*/apis/example.com/v1/widgets:{identity}");
+        json(&consumer.ok(&["get", "--raw", &path]))
+    };
+    let names = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let second = names(&list(&identity));
+    assert_eq!(second, vec!["other".to_string()]);
+    let first = names(&list(first_identity));
+    assert!(
+        first.contains(&"w1".to_string()) && !first.contains(&"other".to_string()),
+        "{first:?}"
+    );
+    let refused = consumer.fails(&["get", "--raw", "/clusters/*/apis/example.com/v1/widgets"]);
+    assert!(
+        refused.contains("NotFound") || refused.contains("not found"),
+        "{refused}"
+    );
+}
+
+/// A user who may create bindings in their workspace but not `bind` the export gets upstream's 403;
+/// granted `bind` in the provider, the same request works.
+fn binding_needs_bind(server: &KcpProcess, kubectl: &Kubectl, provider: &Ws<'_>) {
+    let consumer = workspace(server, kubectl, "consumer-dave");
+    consumer.ok(&[
+        "create",
+        "clusterrolebinding",
+        "dave-admin",
+        "--clusterrole=cluster-admin",
+        "--user=dave",
+    ]);
+    let ca = server.client_ca();
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("dave.kubeconfig");
+    write_kubeconfig(
+        &config,
+        &consumer.server,
+        &server.admin().ca_pem,
+        KubeconfigUser::Certificate(&ca.client("dave", &[])),
+    );
+    let dave_kubectl = Kubectl::new("1.33", Path::new(&config));
+    let dave = consumer.as_user(&dave_kubectl);
+    let refused = dave.create_fails(&binding_yaml("widgets", "root:provider", "widgets"));
+    assert!(
+        refused.contains("(Forbidden)")
+            && refused.contains(
+                "unable to create APIBinding: no permission to bind to export root:provider:widgets"
+            ),
+        "{refused}"
+    );
+    // (kubectl create clusterrole checks verbs against discovery, which does not list `bind`.)
+    provider.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: bind-widgets\nrules:\n- {apiGroups: [apis.kcp.io], resources: [apiexports], resourceNames: [widgets], verbs: [bind]}\n",
+    );
+    provider.ok(&[
+        "create",
+        "clusterrolebinding",
+        "dave-binds",
+        "--clusterrole=bind-widgets",
+        "--user=dave",
+    ]);
+    // RBAC changes take effect asynchronously.
+    let file = dave.file(&binding_yaml("widgets", "root:provider", "widgets"));
+    dave.wait(
+        &["create", "-f", &file, "-o", "name"],
+        "apibinding.apis.kcp.io/widgets",
+    );
+    dave.wait(
+        &[
+            "get",
+            "apibinding",
+            "widgets",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Bound",
+    );
+}
+
+/// A missing export is refused in another workspace (upstream's admission does not tell whether
+/// it exists) and a condition in the binding's own; a conflicting CRD is a condition; a changed
+/// reference is refused.
+fn bad_bindings(server: &KcpProcess, kubectl: &Kubectl) {
+    let ws = workspace(server, kubectl, "consumer-bad");
+    let refused = ws.create_fails(&binding_yaml("missing", "root:provider", "nothing-here"));
+    assert!(
+        refused.contains("(Forbidden)")
+            && refused.contains("no permission to bind to export root:provider:nothing-here"),
+        "{refused}"
+    );
+    ws.apply(&binding_yaml("missing", "", "nothing-here"));
+    wait_condition(&ws, "missing", "APIExportValid", "False/APIExportNotFound");
+    assert_eq!(
+        ws.jsonpath(&["get", "apibinding", "missing"], "{.status.phase}"),
+        "Binding"
+    );
+
+    ws.apply(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#,
+    );
+    ws.apply(&binding_yaml("conflicting", "root:provider", "widgets"));
+    wait_condition(
+        &ws,
+        "conflicting",
+        "BindingUpToDate",
+        "False/NamingConflicts",
+    );
+    let message = ws.jsonpath(
+        &["get", "apibinding", "conflicting"],
+        "{.status.conditions[?(@.type==\"BindingUpToDate\")].message}",
+    );
+    assert!(
+        message.contains("naming conflict with CustomResourceDefinition \"widgets.example.com\""),
+        "{message}"
+    );
+
+    let changed = ws.fails(&[
+        "patch",
+        "apibinding",
+        "conflicting",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"reference":{"export":{"name":"other"}}}}"#,
+    ]);
+    assert!(
+        changed.contains("APIExport reference must not be changed"),
+        "{changed}"
+    );
+
+    // A CRD over a bound resource is refused.
+    let bound = workspace(server, kubectl, "consumer-crd");
+    bound.apply(&binding_yaml("widgets", "root:provider", "widgets"));
+    bound.wait(
+        &[
+            "get",
+            "apibinding",
+            "widgets",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Bound",
+    );
+    let refused = bound.create_fails(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
+    );
+    assert!(
+        refused.contains("cannot create because resource is bound by APIBinding \"widgets\""),
+        "{refused}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_binding_to_kcps_own_tenancy_export_is_bound_and_changes_nothing() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let ws = workspace(&server, &kubectl, "tenancy-binder");
+    let before = ws.ok(&["api-resources", "--api-group=tenancy.kcp.io", "-o", "name"]);
+    ws.apply(&binding_yaml("tenancy.kcp.io", "root", "tenancy.kcp.io"));
+    ws.wait(
+        &[
+            "get",
+            "apibinding",
+            "tenancy.kcp.io",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Bound",
+    );
+    assert_eq!(binding_condition(&ws, "tenancy.kcp.io", "Ready"), "True/");
+    assert_eq!(
+        ws.ok(&["api-resources", "--api-group=tenancy.kcp.io", "-o", "name"]),
+        before
+    );
+    assert!(before.contains("workspaces.tenancy.kcp.io"), "{before}");
+}
