@@ -16,6 +16,7 @@ pub mod protobuf;
 pub mod status;
 pub mod time;
 pub mod validation;
+pub mod version_priority;
 pub mod watch;
 
 pub use status::{ApiError, FieldError, FieldErrorKind, StatusReason};

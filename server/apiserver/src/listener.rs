@@ -49,6 +49,45 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = Response<Self::Body>> + Send;
 }
 
+/// A bound secure port that several threads accept on, each with a runtime of its own
+/// ([`SharedPort::listener`] per thread): a server that keeps each connection's work on one
+/// thread (the front-proxy) trades the multi-threaded scheduler's cross-thread wake-ups for the
+/// kernel spreading accepts over the threads.
+pub struct SharedPort {
+    listener: std::net::TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl SharedPort {
+    /// Binds `address` (port 0: any free port) with this certificate and client CAs.
+    pub fn bind(address: SocketAddr, material: TlsMaterial<'_>) -> Result<SharedPort, ServeError> {
+        let acceptor = TlsAcceptor::from(tls::server_config(material)?);
+        let bind_error = |source| ServeError::Bind { address, source };
+        let listener = std::net::TcpListener::bind(address).map_err(bind_error)?;
+        listener.set_nonblocking(true).map_err(bind_error)?;
+        Ok(SharedPort { listener, acceptor })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// A listener on this port for the calling thread's runtime (call it inside that runtime).
+    pub fn listener(&self) -> Result<TlsListener, ServeError> {
+        let address = self
+            .local_addr()
+            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+        let bind_error = |source| ServeError::Bind { address, source };
+        let listener = TcpListener::from_std(self.listener.try_clone().map_err(bind_error)?)
+            .map_err(bind_error)?;
+        Ok(TlsListener {
+            listener,
+            acceptor: self.acceptor.clone(),
+        })
+    }
+}
+
 /// A bound secure port, ready to [`serve`](TlsListener::serve).
 pub struct TlsListener {
     listener: TcpListener,

@@ -60,15 +60,14 @@ pub enum ProxyError {
     HeaderName(#[from] InvalidHeaderName),
 }
 
-/// A mapping entry with its connections and identity header names.
+/// A mapping entry with its identity header names.
 struct Destination {
     mapping: PathMapping,
-    backend: Backend,
     identity: IdentityHeaders,
 }
 
-/// The front-proxy: a [`Handler`] for a secure port.
-pub struct FrontProxy {
+/// What every worker of the proxy shares: configuration, the index, metrics.
+struct Shared {
     mappings: Mappings,
     /// Parallel to `mappings.entries()`.
     destinations: Vec<Destination>,
@@ -83,6 +82,14 @@ pub struct FrontProxy {
     index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
 }
 
+/// The front-proxy: a [`Handler`] for a secure port. One per serving thread ([`FrontProxy::worker`]),
+/// so that a request and the backend connection it travels on are driven by the same thread.
+pub struct FrontProxy {
+    shared: Arc<Shared>,
+    /// This worker's connections, parallel to `shared.destinations`.
+    backends: Vec<Backend>,
+}
+
 /// Who the proxy vouches for, if anybody.
 type Identity = Option<UserInfo>;
 
@@ -95,7 +102,6 @@ impl FrontProxy {
             .map(|mapping| {
                 Ok(Destination {
                     mapping: mapping.clone(),
-                    backend: Backend::new(mapping)?,
                     identity: IdentityHeaders::of(mapping)?,
                 })
             })
@@ -104,7 +110,7 @@ impl FrontProxy {
         let checks_tokens = authenticators.token_file.is_some()
             || authenticators.service_accounts.is_some()
             || authenticators.oidc.is_some();
-        Ok(FrontProxy {
+        let shared = Arc::new(Shared {
             identity_names: identity::all_names(config.mappings.entries())?,
             mappings: config.mappings,
             destinations,
@@ -114,7 +120,22 @@ impl FrontProxy {
             resolver: config.resolver,
             metrics: ProxyMetrics::default(),
             index_counts: config.index_counts,
-        })
+        });
+        Self::with_connections(shared)
+    }
+
+    /// Another worker: the same configuration, index and metrics, connections of its own.
+    pub fn worker(&self) -> Result<FrontProxy, ProxyError> {
+        Self::with_connections(self.shared.clone())
+    }
+
+    fn with_connections(shared: Arc<Shared>) -> Result<FrontProxy, ProxyError> {
+        let backends = shared
+            .destinations
+            .iter()
+            .map(|destination| Backend::new(&destination.mapping))
+            .collect::<Result<Vec<_>, BackendError>>()?;
+        Ok(FrontProxy { shared, backends })
     }
 
     /// The answer and the name of the user it was given to (for the access log).
@@ -149,8 +170,8 @@ impl FrontProxy {
         let path = path.unwrap_or_else(|| request.uri().path().to_owned());
         let response = match self.target(&path, request.method(), request.uri(), identity.as_ref())
         {
-            Ok((destination, target)) => {
-                self.send(destination, request, target, identity.as_ref())
+            Ok((destination, backend, target)) => {
+                self.send(destination, backend, request, target, identity.as_ref())
                     .await
             }
             Err(error) => status(&error),
@@ -159,7 +180,7 @@ impl FrontProxy {
     }
 
     fn readiness(&self) -> Response<ProxyBody> {
-        if self.resolver.is_ready() {
+        if self.shared.resolver.is_ready() {
             own(response::text(200, "ok"))
         } else {
             own(response::text(
@@ -174,8 +195,8 @@ impl FrontProxy {
         if identity.is_none() {
             return status(&ApiError::unauthorized("Unauthorized"));
         }
-        let size = self.index_counts.as_ref().map(|counts| counts());
-        match self.metrics.encode(size) {
+        let size = self.shared.index_counts.as_ref().map(|counts| counts());
+        match self.shared.metrics.encode(size) {
             Ok(text) => own(response::bytes(200, OPENMETRICS, text)),
             Err(error) => status(&ApiError::internal_error(&error.to_string())),
         }
@@ -187,11 +208,12 @@ impl FrontProxy {
         certificates: &[CertificateDer<'static>],
         headers: &mut HeaderMap,
     ) -> Result<Identity, AuthnError> {
-        if certificates.is_empty() && !self.checks_tokens {
+        if certificates.is_empty() && !self.shared.checks_tokens {
             return Ok(None);
         }
         let now = jiff::Timestamp::now().as_second();
         let authenticated = self
+            .shared
             .authenticators
             .authenticate(certificates, headers, now)
             .await?;
@@ -199,7 +221,7 @@ impl FrontProxy {
             return Ok(None);
         }
         let mut user = authenticated.into_user();
-        self.groups.apply(&mut user.groups);
+        self.shared.groups.apply(&mut user.groups);
         Ok(Some(user))
     }
 
@@ -210,9 +232,18 @@ impl FrontProxy {
         method: &Method,
         uri: &Uri,
         identity: Option<&UserInfo>,
-    ) -> Result<(&Destination, Uri), ApiError> {
-        let index = self.mappings.select(path).ok_or_else(no_such_resource)?;
-        let destination = self.destinations.get(index).ok_or_else(no_such_resource)?;
+    ) -> Result<(&Destination, &Backend, Uri), ApiError> {
+        let index = self
+            .shared
+            .mappings
+            .select(path)
+            .ok_or_else(no_such_resource)?;
+        let destination = self
+            .shared
+            .destinations
+            .get(index)
+            .ok_or_else(no_such_resource)?;
+        let backend = self.backends.get(index).ok_or_else(no_such_resource)?;
         let url = if destination.mapping.is_clusters() {
             let (cluster, rest) = split_cluster(path).ok_or_else(no_such_resource)?;
             // The shard's own answer at its workspace gate, whether the workspace exists or not.
@@ -223,6 +254,7 @@ impl FrontProxy {
             let user = identity.map(|user| user.name.as_str());
             let cluster = expand_home(cluster, user).ok_or_else(not_permitted)?;
             let route = self
+                .shared
                 .resolver
                 .resolve(&cluster)
                 .map_err(|error| match error {
@@ -243,29 +275,30 @@ impl FrontProxy {
         let target = url.parse::<Uri>().map_err(|error| {
             ApiError::internal_error(&format!("forwarding to {url:?}: {error}"))
         })?;
-        Ok((destination, target))
+        Ok((destination, backend, target))
     }
 
     /// Replaces the identity headers and forwards.
     async fn send(
         &self,
         destination: &Destination,
+        backend: &Backend,
         mut request: Request<Incoming>,
         target: Uri,
         identity: Option<&UserInfo>,
     ) -> Response<ProxyBody> {
         let headers = request.headers_mut();
-        for names in &self.identity_names {
+        for names in &self.shared.identity_names {
             names.strip(headers);
         }
         if let Some(user) = identity {
             headers.remove(AUTHORIZATION);
             destination.identity.stamp(headers, user);
         }
-        match forward::forward(&destination.backend, request, target).await {
+        match forward::forward(backend, request, target).await {
             Ok(response) => response,
             Err(error) => {
-                self.metrics.backend_error();
+                self.shared.metrics.backend_error();
                 tracing::warn!(%error, path = %destination.mapping.path, "backend did not answer");
                 status(&ApiError::service_unavailable(&format!(
                     "error trying to reach the backend: {error}"
@@ -288,7 +321,8 @@ impl Handler for FrontProxy {
         let uri = request.uri().clone();
         let (response, user) = self.answer(&peer_certificates, request).await;
         let verb = metrics::verb(&method, uri.query());
-        self.metrics
+        self.shared
+            .metrics
             .observe(verb, response.status().as_u16(), started.elapsed());
         // Per request at debug (-v=2), as upstream's proxy logs requests only when verbose:
         // at info, the line costs a sixth of the proxy's CPU per request.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use clap::{ArgAction, Args};
 use kcp_apiserver::TlsMaterial;
-use kcp_apiserver::listener::TlsListener;
+use kcp_apiserver::listener::SharedPort;
 use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
 use kcp_front_proxy::index::{self, IndexError, IndexSources};
 use kcp_front_proxy::mapping::{MappingError, Mappings};
@@ -96,6 +96,10 @@ pub enum FrontProxyError {
     Serve(#[from] kcp_apiserver::ServeError),
     #[error("installing signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("starting a serving thread: {0}")]
+    Thread(std::io::Error),
+    #[error("a serving thread panicked")]
+    WorkerPanicked,
 }
 
 impl FrontProxyOptions {
@@ -118,6 +122,34 @@ impl FrontProxyOptions {
                 key_file,
             })
     }
+}
+
+/// One serving thread: a runtime of its own that accepts on the shared port and drives each
+/// connection, and the backend connections its requests use, on this thread alone. Upstream's Go
+/// proxy spreads goroutines over every core; here a request never waits for another thread to
+/// be woken, which is most of the CPU a proxied request costs on a multi-threaded runtime.
+fn serve_on_this_thread(
+    port: &SharedPort,
+    proxy: FrontProxy,
+    shutdown: CancellationToken,
+) -> Result<(), FrontProxyError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(FrontProxyError::Thread)?;
+    runtime.block_on(async move {
+        let listener = port.listener()?;
+        let stopping = CancellationToken::new();
+        listener
+            .serve(
+                Arc::new(proxy),
+                shutdown.cancelled_owned(),
+                &stopping,
+                crate::start::SHUTDOWN_GRACE,
+            )
+            .await;
+        Ok(())
+    })
 }
 
 /// Runs the front-proxy until SIGTERM or SIGINT.
@@ -203,27 +235,44 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         .map(String::as_str)
         .collect();
     let address = SocketAddr::new(options.serving.bind_address, options.serving.secure_port);
-    let listener = TlsListener::bind(
+    let port = Arc::new(SharedPort::bind(
         address,
         TlsMaterial {
             serving_cert_chain_pem: &transport.serving_cert_chain_pem,
             serving_key_pem: &transport.serving_key_pem,
             client_ca_pems: &client_ca_pems,
         },
-    )
-    .await?;
-    let bound = listener.local_addr().unwrap_or(address);
-    info!(address = %bound, "front-proxy serving");
-    let signals = crate::start::shutdown_signal().map_err(FrontProxyError::Signals)?;
-    let stopping = CancellationToken::new();
-    listener
-        .serve(
-            Arc::new(proxy),
-            signals,
-            &stopping,
-            crate::start::SHUTDOWN_GRACE,
-        )
+    )?);
+    let bound = port.local_addr().unwrap_or(address);
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut proxies = (1..threads)
+        .map(|_| proxy.worker())
+        .collect::<Result<Vec<_>, _>>()?;
+    proxies.push(proxy);
+    let shutdown = CancellationToken::new();
+    let workers = proxies
+        .into_iter()
+        .enumerate()
+        .map(|(n, proxy)| {
+            let (port, shutdown) = (port.clone(), shutdown.clone());
+            std::thread::Builder::new()
+                .name(format!("front-proxy-{n}"))
+                .spawn(move || serve_on_this_thread(&port, proxy, shutdown))
+                .map_err(FrontProxyError::Thread)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    info!(address = %bound, threads, "front-proxy serving");
+    crate::start::shutdown_signal()
+        .map_err(FrontProxyError::Signals)?
         .await;
+    shutdown.cancel();
+    for worker in workers {
+        let joined = tokio::task::spawn_blocking(move || worker.join()).await;
+        match joined {
+            Ok(Ok(served)) => served?,
+            _ => return Err(FrontProxyError::WorkerPanicked),
+        }
+    }
     stop_index.cancel();
     info!("shutdown complete");
     Ok(())

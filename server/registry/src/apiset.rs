@@ -10,6 +10,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use kcp_apimachinery::version_priority::discovery_order;
 use kcp_openapi::{Definitions, OpenApiDocuments, ServedKind};
 
 use super::ResourceType;
@@ -119,7 +120,13 @@ impl ApiSet {
                 gvs.push(gv);
             }
         }
-        gvs.sort_by(|a, b| (!a.0.is_empty(), &a.0).cmp(&(!b.0.is_empty(), &b.0)));
+        // The core group first, then groups by name; a group's versions in Kubernetes' priority
+        // order, so discovery prefers the version kube would (`v1alpha2` over `v1alpha1`).
+        gvs.sort_by(|a, b| {
+            (!a.0.is_empty(), &a.0)
+                .cmp(&(!b.0.is_empty(), &b.0))
+                .then_with(|| discovery_order(&a.1, &b.1))
+        });
         gvs
     }
 
