@@ -121,7 +121,7 @@ pub fn all() -> Vec<Scenario> {
             run: rotation::rotate,
         },
         Scenario {
-            title: "7. bad input: missing CA Secret, invalid etcd endpoints; both recover",
+            title: "7. bad input: missing CA Secret, invalid etcd endpoints, missing RootShard, bad path mapping; all recover",
             needs: &[1],
             run: bad_input::report_and_recover,
         },
