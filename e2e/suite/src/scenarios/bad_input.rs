@@ -8,6 +8,8 @@ use std::time::Duration;
 use kcp_testing::identities::self_signed_ca_pem;
 use serde_json::Value;
 
+use super::full::shard_manifest_of;
+use super::rootshard::FIRST_VERSION;
 use super::{POLL, SHARD_KIND, Suite};
 use crate::Outcome;
 use crate::cluster::{Cluster, eventually, is_true};
@@ -32,21 +34,6 @@ spec:
 }
 
 const MANAGED_ETCD: &str = "{managed: {replicas: 1, storage: {size: 1Gi}}}";
-
-fn shard(name: &str, root: &str) -> String {
-    format!(
-        r#"apiVersion: operator.kcp.io/v1alpha1
-kind: Shard
-metadata:
-  name: {name}
-  namespace: {NAMESPACE}
-spec:
-  rootShard: {{ref: {{name: {root}}}}}
-  replicas: 1
-  etcd: {MANAGED_ETCD}
-"#
-    )
-}
 
 /// A FrontProxy of `bad-etcd` with one more mapping at `path`, to that root shard.
 fn front_proxy(name: &str, path: &str) -> String {
@@ -121,7 +108,12 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
     suite
         .narrator
         .step("Shard orphan: rootShard.ref names a RootShard that does not exist");
-    admin.apply(&shard("orphan", "missing-root"))?;
+    admin.apply(&shard_manifest_of(
+        NAMESPACE,
+        "orphan",
+        "missing-root",
+        FIRST_VERSION,
+    ))?;
     reported(
         suite,
         &admin,
@@ -132,7 +124,12 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
     suite
         .narrator
         .step("fixed: rootShard.ref names bad-etcd; the Shard recovers");
-    admin.apply(&shard("orphan", "bad-etcd"))?;
+    admin.apply(&shard_manifest_of(
+        NAMESPACE,
+        "orphan",
+        "bad-etcd",
+        FIRST_VERSION,
+    ))?;
     recovered(suite, &admin, (SHARD_KIND, "orphan"))?;
 
     suite
@@ -153,7 +150,8 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
     recovered(suite, &admin, ("frontproxy", "bad-mapping"))?;
 
     suite.narrator.step("clean up");
-    for kind in [SHARD_KIND, "frontproxy"] {
+    // Shards and FrontProxies first: their RootShard must still be there to deregister from.
+    for kind in [SHARD_KIND, "frontproxy", "rootshard"] {
         admin.run(&[
             "delete",
             kind,
@@ -164,15 +162,6 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
             "--timeout=120s",
         ])?;
     }
-    admin.run(&[
-        "delete",
-        "rootshard",
-        "-n",
-        NAMESPACE,
-        "--all",
-        "--wait=true",
-        "--timeout=120s",
-    ])?;
     admin.run(&["delete", "namespace", NAMESPACE, "--wait=false"])?;
     Ok(())
 }

@@ -29,16 +29,22 @@ const MAX_WORKSPACES: usize = 12;
 
 /// A Shard of the RootShard with its own managed etcd (one member), one replica.
 pub fn shard_manifest(name: &str, tag: &str) -> String {
+    shard_manifest_of(NAMESPACE, name, ROOT_SHARD, tag)
+}
+
+/// A Shard `name` in `namespace` of RootShard `root`, with its own managed etcd (one member),
+/// one replica.
+pub fn shard_manifest_of(namespace: &str, name: &str, root: &str, tag: &str) -> String {
     format!(
         r#"apiVersion: operator.kcp.io/v1alpha1
 kind: Shard
 metadata:
   name: {name}
-  namespace: {NAMESPACE}
+  namespace: {namespace}
 spec:
   rootShard:
     ref:
-      name: {ROOT_SHARD}
+      name: {root}
   replicas: 1
   image:
     tag: {tag}
