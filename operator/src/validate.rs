@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Resource, ResourceExt};
 
 use crate::api::common::{CertificateTemplateMap, EtcdConfig, ExternalConfig, ImageSpec};
-use crate::api::{CacheServer, CommonShardSpec, FrontProxy, RootShard, Shard};
+use crate::api::{CacheServer, CommonShardSpec, FrontProxy, PathMappingEntry, RootShard, Shard};
 use crate::naming::{self, Kind, Names};
 
 const DEFAULT_SERVER_REPLICAS: i32 = 2;
@@ -37,6 +37,8 @@ pub enum Error {
     NoKubeconfigTarget,
     #[error("validity: {0}")]
     InvalidValidity(String),
+    #[error("additionalPathMappings: mapping {path:?}: {reason}")]
+    InvalidPathMapping { path: String, reason: String },
 }
 
 impl Error {
@@ -155,6 +157,52 @@ fn resolve_etcd(config: &EtcdConfig) -> Result<Etcd, Error> {
 
 /// `http(s)://host[:port]` as etcd clients take it: a scheme, a host, at most a numeric port and
 /// nothing else (a path would be ignored by kcp, so it is a mistake).
+/// The paths every FrontProxy maps itself (to the root shard); additional mappings may not repeat them.
+pub const GENERATED_PATH_MAPPINGS: [&str; 2] = ["/clusters/", "/services/"];
+
+/// What the front-proxy refuses at start (it would crash-loop): a path not starting with `/`,
+/// a path mapped twice (generated ones included), a backend that is not an http(s) URL with a
+/// host, an empty file field.
+fn check_path_mappings(entries: &[PathMappingEntry]) -> Result<(), Error> {
+    let mut seen: Vec<&str> = GENERATED_PATH_MAPPINGS.to_vec();
+    for entry in entries {
+        let invalid = |reason: String| Error::InvalidPathMapping {
+            path: entry.path.clone(),
+            reason,
+        };
+        if !entry.path.starts_with('/') {
+            return Err(invalid("the path must start with '/'".into()));
+        }
+        if seen.contains(&entry.path.as_str()) {
+            return Err(invalid("the path is mapped already".into()));
+        }
+        if !is_backend_url(&entry.backend) {
+            return Err(invalid(format!(
+                "backend {:?} is not an http:// or https:// URL with a host",
+                entry.backend
+            )));
+        }
+        for (field, value) in [
+            ("backend_server_ca", &entry.backend_server_ca),
+            ("proxy_client_cert", &entry.proxy_client_cert),
+            ("proxy_client_key", &entry.proxy_client_key),
+        ] {
+            if value.is_empty() {
+                return Err(invalid(format!("{field} must not be empty")));
+            }
+        }
+        seen.push(&entry.path);
+    }
+    Ok(())
+}
+
+/// An http(s) URL with a host, any path after it.
+fn is_backend_url(backend: &str) -> bool {
+    let (scheme, rest) = backend.split_once("://").unwrap_or(("", backend));
+    let authority = rest.split('/').next().unwrap_or_default();
+    is_endpoint_url(&format!("{scheme}://{authority}"))
+}
+
 fn is_endpoint_url(endpoint: &str) -> bool {
     let Some(rest) = endpoint
         .strip_prefix("https://")
@@ -408,6 +456,7 @@ pub fn front_proxy(
         kind: "RootShard",
         name: proxy.spec.root_shard.reference.name.clone(),
     })?;
+    check_path_mappings(&proxy.spec.additional_path_mappings)?;
     let facts = RootShardFacts::of(root)?;
     let owner = owner(proxy, Kind::FrontProxy, Some(&facts.names.cluster_domain))?;
     let (external_hostname, external_port) =
@@ -613,7 +662,58 @@ fn cert_manager_warnings(templates: &CertificateTemplateMap) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_endpoint_url;
+    use super::{check_path_mappings, is_endpoint_url};
+    use crate::api::PathMappingEntry;
+
+    fn mapping(path: &str, backend: &str, key: &str) -> PathMappingEntry {
+        PathMappingEntry {
+            path: path.into(),
+            backend: backend.into(),
+            backend_server_ca: "/etc/ca.crt".into(),
+            proxy_client_cert: "/etc/tls.crt".into(),
+            proxy_client_key: key.into(),
+        }
+    }
+
+    #[test]
+    fn additional_path_mappings_the_front_proxy_would_refuse_are_invalid() {
+        let good = mapping(
+            "/extra/",
+            "https://vw.kcp.svc:6443/services",
+            "/etc/tls.key",
+        );
+        assert_eq!(check_path_mappings(std::slice::from_ref(&good)), Ok(()));
+        for (entries, reason) in [
+            (
+                vec![mapping("extra/", "https://vw", "/k")],
+                "must start with '/'",
+            ),
+            (
+                vec![mapping("/clusters/", "https://vw", "/k")],
+                "mapped already",
+            ),
+            (vec![good.clone(), good.clone()], "mapped already"),
+            (
+                vec![mapping("/extra/", "vw:6443", "/k")],
+                "not an http:// or https://",
+            ),
+            (
+                vec![mapping("/extra/", "https://", "/k")],
+                "not an http:// or https://",
+            ),
+            (
+                vec![mapping("/extra/", "https://vw", "")],
+                "proxy_client_key must not be empty",
+            ),
+        ] {
+            let error = check_path_mappings(&entries).expect_err(reason).to_string();
+            assert!(error.contains(reason), "{error}");
+            assert!(
+                error.starts_with("additionalPathMappings: mapping"),
+                "{error}"
+            );
+        }
+    }
 
     #[test]
     fn etcd_endpoints_must_be_urls_with_a_host() {

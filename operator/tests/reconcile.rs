@@ -771,7 +771,7 @@ async fn force_delete_deregisters_a_shard_that_holds_workspaces_at_once() {
 }
 
 #[tokio::test]
-async fn an_unreachable_root_shard_keeps_the_shard_until_force_delete() {
+async fn an_unreachable_root_shard_keeps_the_shard_until_force_delete_and_its_attempts() {
     let scene = Scene::new();
     let mut shard = shard_value();
     shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
@@ -793,20 +793,24 @@ async fn an_unreachable_root_shard_keeps_the_shard_until_force_delete() {
         scene.ctx.backoff.retry(key);
         assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
     }
+    // Forced, it is best effort: the Kubeconfig's number of attempts, counted from here.
     force_delete(&scene);
     scene.kcp.api.take_log();
-    scene.reconcile().await.expect("gives up on request");
-    assert_eq!(scene.kcp.api.take_log(), [format!("DELETE {KCP_SHARD}")]);
+    for _ in 1..finalizer::MAX_ATTEMPTS {
+        let error = scene.reconcile().await.expect_err("kcp is unavailable");
+        assert_eq!(error.reason(), "KcpRequestFailed");
+        scene.ctx.backoff.retry(key);
+        assert_eq!(scene.finalizers(), json!(["operator.kcp.io/cleanup-shard"]));
+    }
+    scene.reconcile().await.expect("gives up");
+    assert_eq!(
+        scene.kcp.api.take_log(),
+        vec![format!("DELETE {KCP_SHARD}"); finalizer::MAX_ATTEMPTS as usize],
+        "forced: no capacity read, one DELETE per attempt"
+    );
     let event = scene.host.body_of(EVENTS);
     assert_eq!(event["reason"], "CleanupAbandoned");
     assert_eq!(event["type"], "Warning");
-    assert!(
-        event["note"]
-            .as_str()
-            .expect("note")
-            .contains("operator.kcp.io/force-delete"),
-        "{event}"
-    );
     assert_eq!(scene.finalizers(), json!([]));
 }
 

@@ -1,7 +1,10 @@
 //! Talking to a cluster the way users do: kubectl (a real peer) with a kubeconfig, JSON output,
 //! and bounded waits that fail with the last thing seen.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kcp_testing::Kubectl;
@@ -58,6 +61,38 @@ impl Cluster {
         }
     }
 
+    /// Starts `kubectl <args>` in the background (a watch); its stdout lines are collected as they
+    /// come until the returned [`Watch`] is dropped (which kills it by its PID).
+    pub fn watch(&self, args: &[&str]) -> Result<Watch, String> {
+        let dir = std::env::var_os("KUBECTL_DIR").map_or_else(
+            || PathBuf::from("/usr/lib/google-cloud-sdk/bin"),
+            PathBuf::from,
+        );
+        let binary = dir.join(format!("kubectl.{KUBECTL_VERSION}"));
+        let mut child = Command::new(&binary)
+            .arg(format!("--kubeconfig={}", self.kubeconfig().display()))
+            .args(args)
+            .env("HOME", self.kubectl.home())
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+        let stdout = child.stdout.take().ok_or("kubectl without stdout")?;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut lines) = sink.lock() {
+                    lines.push(line);
+                }
+            }
+        });
+        Ok(Watch { child, lines })
+    }
+
     /// `kubectl apply -f -` of `manifest` (YAML or JSON).
     pub fn apply(&self, manifest: &str) -> Result<String, String> {
         let file = self.kubectl.home().join(format!(
@@ -72,6 +107,32 @@ impl Cluster {
         let out = self.run(&["apply", "--server-side", "--force-conflicts", "-f", &path]);
         let _ = std::fs::remove_file(&file);
         out
+    }
+}
+
+/// A kubectl running in the background (see [`Cluster::watch`]).
+pub struct Watch {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Watch {
+    /// Every line printed so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Whether kubectl is still running (a watch that ended early lost events).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // This child only, by its PID; it may have exited already.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -42,6 +42,8 @@ fn main() -> ExitCode {
         dir,
         figures: Figures::default(),
         kcp_kubeconfig: None,
+        proxy_kubeconfig: None,
+        placed: Vec::new(),
     };
     let all = scenarios::all();
     let mut passed_titles: Vec<&str> = Vec::new();
@@ -97,20 +99,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// `N requests/M failed`, or `-` when not measured.
+fn requests(counted: Option<(usize, usize)>) -> String {
+    counted.map_or("-".to_owned(), |(sent, failed)| {
+        format!("{sent} requests/{failed} failed")
+    })
+}
+
 fn describe(figures: &Figures) -> String {
     let secs = |d: Option<std::time::Duration>| {
         d.map_or("-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()))
     };
     format!(
-        "operator ready after helm install {}, RootShard apply -> Available {}, upgrade {}, client during upgrade {}, operator RSS {}",
+        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), operator RSS {}",
         secs(figures.operator_ready),
         secs(figures.root_shard_available),
+        secs(figures.full_deployment_available),
         secs(figures.upgrade),
-        figures
-            .upgrade_requests
-            .map_or("-".to_owned(), |(sent, failed)| format!(
-                "{sent} requests/{failed} failed"
-            )),
+        requests(figures.upgrade_requests),
+        requests(figures.upgrade_proxied_requests),
         figures
             .operator_memory_mib
             .map_or("-".to_owned(), |m| format!("{m:.1} MiB")),

@@ -9,9 +9,10 @@
 //! (every shard bootstraps one), with a `Deleting` condition naming the count, and deregisters
 //! once they are gone. A root shard that cannot be reached is retried with the usual backoff,
 //! without a limit. The annotation `operator.kcp.io/force-delete: "true"` ends the wait: the
-//! shard is deregistered whatever it holds, and a failure to reach the root shard then removes
-//! the finalizer anyway with a Warning. When the RootShard is gone (or going) there is nothing
-//! to deregister from and the Shard is released at once.
+//! shard is deregistered whatever it holds, and a root shard that cannot be reached is then
+//! given up after the Kubeconfig's number of failed attempts (with a Warning). When the
+//! RootShard is gone (or going) there is nothing to deregister from and the Shard is released
+//! at once.
 
 use std::time::Duration;
 
@@ -105,10 +106,9 @@ pub async fn finalize(shard: &Shard, ctx: &Context) -> Result<Action, Error> {
             let note = "the root shard is gone; nothing to deregister";
             finalizer::succeed(ctx, shard, SHARD_FINALIZER, cleaned("RootShardGone", note)).await
         }
-        Err(error) if forced => {
-            let why = format!("as annotation {FORCE_DELETE_ANNOTATION} asks");
-            finalizer::abandon(ctx, shard, SHARD_FINALIZER, &error, &why).await
-        }
+        // Forced, the cleanup is best effort like the Kubeconfig's: retried with the usual
+        // backoff, given up after `finalizer::MAX_ATTEMPTS` failures.
+        Err(error) if forced => finalizer::release(ctx, shard, SHARD_FINALIZER, Err(error)).await,
         Err(error) => Err(error),
     }
 }

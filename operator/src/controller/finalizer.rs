@@ -8,8 +8,8 @@
 //! Warning event that says what may have been left behind. Only failures of the cleanup itself
 //! count: reconciles that failed before the deletion (say, while kcp was still starting) never
 //! use up its attempts. That is the Kubeconfig's rule ([`release`]); the Shard finalizer
-//! (`deregister`) waits instead, because giving up there orphans workspaces, and is ended early
-//! only on request ([`abandon`], [`succeed`]).
+//! (`deregister`) waits instead, because giving up there orphans workspaces, and follows the
+//! rule only once the user forces the deletion.
 
 use kube::api::Patch;
 use kube::runtime::controller::Action;
@@ -43,14 +43,7 @@ where
     match cleanup {
         Ok(cleaned) => succeed(ctx, object, finalizer, cleaned).await,
         Err(error) if ctx.backoff.cleanup_failed(&backoff::key(object)) >= MAX_ATTEMPTS => {
-            abandon(
-                ctx,
-                object,
-                finalizer,
-                &error,
-                &format!("after {MAX_ATTEMPTS} failed attempts"),
-            )
-            .await
+            abandon(ctx, object, finalizer, &error).await
         }
         Err(error) => Err(error),
     }
@@ -74,19 +67,18 @@ pub async fn succeed<K: Watched>(
     .await
 }
 
-/// A cleanup given up (`why`: after how many attempts, or on whose request): a Warning event
-/// `CleanupAbandoned` saying what may remain, then the finalizer goes.
-pub async fn abandon<K: Watched>(
+/// A cleanup given up: a Warning event `CleanupAbandoned` saying what may remain, then the
+/// finalizer goes.
+async fn abandon<K: Watched>(
     ctx: &Context,
     object: &K,
     finalizer: &str,
     error: &Error,
-    why: &str,
 ) -> Result<Action, Error> {
     let chain = super::error_chain(error);
     tracing::warn!(object = %backoff::key(object), %finalizer, error = %chain, "giving up the cleanup");
     let note = format!(
-        "removing finalizer {finalizer} {why}; what it cleans up may remain in kcp: {}",
+        "removing finalizer {finalizer} after {MAX_ATTEMPTS} failed attempts; what it cleans up may remain in kcp: {}",
         error.reason()
     );
     finish(

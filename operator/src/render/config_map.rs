@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::api::PathMappingEntry;
 use crate::paths::{self, file};
-use crate::validate::FrontProxyConfig;
+use crate::validate::{FrontProxyConfig, GENERATED_PATH_MAPPINGS};
 
 use super::pod;
 
@@ -29,7 +29,10 @@ pub fn path_mappings(config: &FrontProxyConfig) -> Vec<PathMappingEntry> {
         proxy_client_cert: file(paths::FRONT_PROXY_REQUESTHEADER_CERT_DIR, "tls.crt"),
         proxy_client_key: file(paths::FRONT_PROXY_REQUESTHEADER_CERT_DIR, "tls.key"),
     };
-    let mut entries = vec![entry("/clusters/"), entry("/services/")];
+    let mut entries: Vec<PathMappingEntry> = GENERATED_PATH_MAPPINGS
+        .iter()
+        .map(|path| entry(path))
+        .collect();
     entries.extend(config.spec.additional_path_mappings.iter().cloned());
     entries
 }

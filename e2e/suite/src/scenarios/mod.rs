@@ -1,12 +1,16 @@
 //! The scenarios, in the order they run. Each asserts with deadlines and cleans up what it made
-//! (the RootShard of scenario 2 lives on through the later ones until scenario 6 deletes it).
+//! (the CacheServer and RootShard of scenario 2, the Shard and FrontProxy of scenario 8 live on
+//! through the later ones until scenario 6 deletes them).
 
 mod bad_input;
 mod chart;
 mod deletion;
+mod full;
+mod kubeconfigs;
 mod rootshard;
 mod rotation;
 mod scale;
+mod shards;
 mod upgrade;
 
 use std::path::PathBuf;
@@ -21,6 +25,17 @@ use crate::{Narrator, Outcome};
 pub const NAMESPACE: &str = "kcp";
 /// Name of the RootShard.
 pub const ROOT_SHARD: &str = "root";
+/// Name of the CacheServer the RootShard's `cache.ref` names.
+pub const CACHE_SERVER: &str = "cache";
+/// Name of the Shard of scenario 8 (it registers under this name).
+pub const SHARD: &str = "shard-1";
+/// Name of the Shard scenario 10 adds and scenario 11 deletes.
+pub const SECOND_SHARD: &str = "shard-2";
+/// The operator's Shard kind as kubectl must name it on a host that is this project's server,
+/// which serves kcp's own `shards.core.kcp.io` too.
+pub const SHARD_KIND: &str = "shards.operator.kcp.io";
+/// Name of the FrontProxy.
+pub const FRONT_PROXY: &str = "public";
 
 /// The figures the suite measures for docs/performance.md (reported, never asserted).
 #[derive(Debug, Default)]
@@ -29,7 +44,11 @@ pub struct Figures {
     pub root_shard_available: Option<Duration>,
     pub upgrade: Option<Duration>,
     pub upgrade_requests: Option<(usize, usize)>,
+    /// (sent, failed) of the client polling a workspace on the Shard through the FrontProxy.
+    pub upgrade_proxied_requests: Option<(usize, usize)>,
     pub operator_memory_mib: Option<f64>,
+    /// Shard + FrontProxy applied (next to the running CacheServer and RootShard) -> all Available.
+    pub full_deployment_available: Option<Duration>,
 }
 
 /// What the scenarios share: the host, where they write files, what earlier ones made.
@@ -40,6 +59,10 @@ pub struct Suite {
     pub figures: Figures,
     /// Admin kubeconfig of the kcp that scenario 2 brought up (reachable from here).
     pub kcp_kubeconfig: Option<PathBuf>,
+    /// Admin kubeconfig through the FrontProxy of scenario 8 (reachable from here).
+    pub proxy_kubeconfig: Option<PathBuf>,
+    /// Workspaces made through the FrontProxy and the shard each landed on.
+    pub placed: Vec<(String, String)>,
 }
 
 /// One scenario: its title, what it needs to have passed before, and its body.
@@ -63,8 +86,28 @@ pub fn all() -> Vec<Scenario> {
             run: rootshard::apply_and_use,
         },
         Scenario {
-            title: "3. upgrade: a new version rolls out while a client keeps polling",
+            title: "8. full deployment: Shard and FrontProxy; workspaces on every shard, used through the FrontProxy only",
             needs: &[2],
+            run: full::deploy_and_use,
+        },
+        Scenario {
+            title: "9. a Kubeconfig for every target kind, with ClusterRoleBindings inside kcp",
+            needs: &[8],
+            run: kubeconfigs::every_target,
+        },
+        Scenario {
+            title: "10. scale out: a second Shard takes new workspaces; FrontProxy 1 -> 2 replicas",
+            needs: &[8],
+            run: shards::scale_out,
+        },
+        Scenario {
+            title: "11. delete a Shard: its finalizer waits for its workspaces, then deregisters it",
+            needs: &[10],
+            run: shards::delete_second,
+        },
+        Scenario {
+            title: "3. upgrade: one version change on every CR rolls out in order while clients keep polling",
+            needs: &[8],
             run: upgrade::roll_out,
         },
         Scenario {
@@ -78,12 +121,12 @@ pub fn all() -> Vec<Scenario> {
             run: rotation::rotate,
         },
         Scenario {
-            title: "7. bad input: missing CA Secret, invalid etcd endpoints; both recover",
+            title: "7. bad input: missing CA Secret, invalid etcd endpoints, missing RootShard, bad path mapping; all recover",
             needs: &[1],
             run: bad_input::report_and_recover,
         },
         Scenario {
-            title: "6. delete the RootShard: everything it made is gone",
+            title: "6. delete the whole deployment: everything it made is gone",
             needs: &[2],
             run: deletion::delete_everything,
         },

@@ -1,5 +1,6 @@
-//! Scenario 2, the user's promise: `kubectl apply` a RootShard with managed etcd, get a
-//! `Kubeconfig` for it, and use kcp with kubectl: a workspace, a CRD in it, objects of that CRD.
+//! Scenario 2, the user's promise: `kubectl apply` a CacheServer and a RootShard with managed etcd
+//! whose `cache.ref` names it, get a `Kubeconfig` for it, and use kcp with kubectl: a workspace, a
+//! CRD in it, objects of that CRD.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -8,7 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use super::{NAMESPACE, POLL, ROOT_SHARD, Suite};
+use super::{CACHE_SERVER, NAMESPACE, POLL, ROOT_SHARD, Suite};
 use crate::Outcome;
 use crate::cluster::{Cluster, eventually, is_true};
 
@@ -19,8 +20,23 @@ pub const WORKSPACE: &str = "e2e";
 /// How many objects of the CRD scenario 2 creates.
 pub const WIDGETS: usize = 3;
 
+/// The CacheServer of the scenarios (embedded store) at image tag `tag`.
+pub fn cache_server_manifest(tag: &str) -> String {
+    format!(
+        r#"apiVersion: operator.kcp.io/v1alpha1
+kind: CacheServer
+metadata:
+  name: {CACHE_SERVER}
+  namespace: {NAMESPACE}
+spec:
+  image:
+    tag: {tag}
+"#
+    )
+}
+
 /// The RootShard of the scenarios at image tag `tag`, `replicas` server replicas and `members`
-/// managed etcd members.
+/// managed etcd members, replicating into the CacheServer.
 pub fn root_shard_manifest(tag: &str, replicas: u32, members: u32) -> String {
     format!(
         r#"apiVersion: operator.kcp.io/v1alpha1
@@ -33,6 +49,9 @@ spec:
     hostname: kcp.e2e.test
     port: 6443
   certificates: {{}}
+  cache:
+    ref:
+      name: {CACHE_SERVER}
   replicas: {replicas}
   image:
     tag: {tag}
@@ -74,12 +93,14 @@ pub fn apply_and_use(suite: &mut Suite) -> Outcome {
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n"
     ))?;
 
-    suite
-        .narrator
-        .step("kubectl apply RootShard (managed etcd, 1 member)");
+    suite.narrator.step(
+        "kubectl apply CacheServer (embedded store) and RootShard (managed etcd, 1 member, cache.ref)",
+    );
     let began = Instant::now();
-    admin.apply(&root_shard_manifest("v0.1.0", 1, 1))?;
+    admin.apply(&cache_server_manifest(FIRST_VERSION))?;
+    admin.apply(&root_shard_manifest(FIRST_VERSION, 1, 1))?;
     wait_available(suite, Duration::from_secs(240))?;
+    wait_kind_available(&admin, "cacheserver", CACHE_SERVER, Duration::from_secs(60))?;
     let took = began.elapsed();
     suite.figures.root_shard_available = Some(took);
     suite.narrator.step(&format!(
@@ -87,7 +108,7 @@ pub fn apply_and_use(suite: &mut Suite) -> Outcome {
         took.as_secs_f64()
     ));
 
-    let kubeconfig = admin_kubeconfig(suite, ADMIN_KUBECONFIG)?;
+    let kubeconfig = admin_kubeconfig(suite, ADMIN_KUBECONFIG, Target::RootShard(ROOT_SHARD))?;
     suite.kcp_kubeconfig = Some(kubeconfig.clone());
     let kcp = Cluster::new(&kubeconfig);
 
@@ -136,29 +157,83 @@ pub fn apply_and_use(suite: &mut Suite) -> Outcome {
     Ok(())
 }
 
+/// The image tag everything is deployed at first.
+pub const FIRST_VERSION: &str = "v0.1.0";
+
 /// Waits until the RootShard reports Available.
 pub fn wait_available(suite: &Suite, within: Duration) -> Result<Value, String> {
-    let admin = suite.host.admin();
-    eventually("RootShard Available", within, POLL, || {
-        let root = admin
-            .get(&["rootshard", "-n", NAMESPACE, ROOT_SHARD])?
-            .ok_or("no RootShard")?;
-        if is_true(&root, "Available") {
-            Ok(root)
+    wait_kind_available(&suite.host.admin(), "rootshard", ROOT_SHARD, within)
+}
+
+/// Waits until the custom resource `kind`/`name` reports Available.
+pub fn wait_kind_available(
+    admin: &Cluster,
+    kind: &str,
+    name: &str,
+    within: Duration,
+) -> Result<Value, String> {
+    wait_for(admin, kind, name, within, |object| {
+        is_true(object, "Available")
+    })
+}
+
+/// Waits until the custom resource `kind`/`name` (in the scenarios' namespace) satisfies `done`;
+/// the error shows its last status.
+pub fn wait_for(
+    admin: &Cluster,
+    kind: &str,
+    name: &str,
+    within: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Result<Value, String> {
+    eventually(&format!("{kind} {name}"), within, POLL, || {
+        let object = admin
+            .get(&[kind, "-n", NAMESPACE, name])?
+            .ok_or_else(|| format!("no {kind} {name}"))?;
+        if done(&object) {
+            Ok(object)
         } else {
-            Err(root["status"].to_string())
+            Err(object["status"].to_string())
         }
     })
 }
 
-/// Creates a `Kubeconfig` (admin: `system:masters`) for the root shard and returns a file
-/// reachable from here.
-pub fn admin_kubeconfig(suite: &mut Suite, name: &str) -> Result<PathBuf, String> {
-    suite
-        .narrator
-        .step(&format!("Kubeconfig {name} for the RootShard"));
-    let admin = suite.host.admin();
-    admin.apply(&format!(
+/// What a `Kubeconfig` points at: its `spec.target`.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    RootShard(&'a str),
+    Shard(&'a str),
+    FrontProxy(&'a str),
+}
+
+impl Target<'_> {
+    /// The `spec.target` field and the referenced name.
+    fn field(&self) -> (&'static str, &str) {
+        match self {
+            Target::RootShard(name) => ("rootShardRef", name),
+            Target::Shard(name) => ("shardRef", name),
+            Target::FrontProxy(name) => ("frontProxyRef", name),
+        }
+    }
+}
+
+/// A `Kubeconfig` manifest for user `name` in `groups` (plus `kubeconfig:<name>`, added by the
+/// operator), with ClusterRoleBindings of `cluster_roles` in `root` when there are any.
+pub fn kubeconfig_manifest(
+    name: &str,
+    target: Target<'_>,
+    groups: &[&str],
+    cluster_roles: &[&str],
+) -> String {
+    let (field, reference) = target.field();
+    let authorization = if cluster_roles.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "  authorization:\n    clusterRoleBindings:\n      clusterRoles: {cluster_roles:?}\n"
+        )
+    };
+    format!(
         r#"apiVersion: operator.kcp.io/v1alpha1
 kind: Kubeconfig
 metadata:
@@ -166,15 +241,52 @@ metadata:
   namespace: {NAMESPACE}
 spec:
   target:
-    rootShardRef:
-      name: {ROOT_SHARD}
+    {field}:
+      name: {reference}
   username: {name}
-  groups: ["system:masters"]
+  groups: {groups:?}
   validity: 24h
   secretRef:
     name: {name}-kubeconfig
-"#
-    ))?;
+{authorization}"#
+    )
+}
+
+/// Creates a `Kubeconfig` in `system:masters` for `target` (whose shards take that group;
+/// through a FrontProxy, which drops it, the user is in `system:kcp:admin` instead) and returns
+/// a file reachable from here once kcp answers with it.
+pub fn admin_kubeconfig(
+    suite: &mut Suite,
+    name: &str,
+    target: Target<'_>,
+) -> Result<PathBuf, String> {
+    suite
+        .narrator
+        .step(&format!("Kubeconfig {name} for {target:?}"));
+    let group = match target {
+        Target::FrontProxy(_) => "system:kcp:admin",
+        Target::RootShard(_) | Target::Shard(_) => "system:masters",
+    };
+    let path = issue_kubeconfig(
+        suite,
+        &kubeconfig_manifest(name, target, &[group], &[]),
+        name,
+    )?;
+    let kcp = Cluster::new(&path);
+    eventually(
+        "kcp answers with the new kubeconfig",
+        Duration::from_secs(60),
+        POLL,
+        || kcp.run(&["get", "namespaces"]).map(|_| ()),
+    )?;
+    Ok(path)
+}
+
+/// Applies the `Kubeconfig` `manifest` (named `name`, Secret `<name>-kubeconfig`) and returns
+/// the kubeconfig it yields as a file reachable from here.
+pub fn issue_kubeconfig(suite: &mut Suite, manifest: &str, name: &str) -> Result<PathBuf, String> {
+    let admin = suite.host.admin();
+    admin.apply(manifest)?;
     let text = eventually(
         "kubeconfig Secret written",
         Duration::from_secs(60),
@@ -191,17 +303,9 @@ spec:
         },
     )?;
     let dir = suite.dir.path().to_owned();
-    let path = suite
+    suite
         .host
-        .reachable(&text, &dir, &format!("{name}.kubeconfig"))?;
-    let kcp = Cluster::new(&path);
-    eventually(
-        "kcp answers with the new kubeconfig",
-        Duration::from_secs(60),
-        POLL,
-        || kcp.run(&["get", "namespaces"]).map(|_| ()),
-    )?;
-    Ok(path)
+        .reachable(&text, &dir, &format!("{name}.kubeconfig"))
 }
 
 /// A copy of `kubeconfig` whose servers point at workspace `path` (`/clusters/<path>`).

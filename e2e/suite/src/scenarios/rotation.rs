@@ -9,7 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use x509_parser::pem::parse_x509_pem;
 
-use super::rootshard::{admin_kubeconfig, check_workspace_data, wait_available};
+use super::rootshard::{Target, admin_kubeconfig, check_workspace_data, wait_available};
 use super::scale::{SCALED_MEMBERS, SCALED_REPLICAS};
 use super::upgrade::NEXT_VERSION;
 use super::{NAMESPACE, POLL, ROOT_SHARD, Suite};
@@ -69,7 +69,7 @@ pub fn rotate(suite: &mut Suite) -> Outcome {
     suite
         .narrator
         .step(&format!("server certificate now valid for {hours:.2}h"));
-    let kubeconfig = admin_kubeconfig(suite, "e2e-rotated")?;
+    let kubeconfig = admin_kubeconfig(suite, "e2e-rotated", Target::RootShard(ROOT_SHARD))?;
     check_workspace_data(&kubeconfig, suite.dir.path())?;
     suite.narrator.step("a new kubeconfig works; data intact");
     admin.run(&[
