@@ -809,11 +809,14 @@ async fn multiple_versions() {
     assert_eq!(list["apiVersion"], "schema.kcp.io/v2", "{list}");
     assert_eq!(list["kind"], "FeatureList", "{list}");
     assert_eq!(list["items"][0]["apiVersion"], "schema.kcp.io/v2", "{list}");
+    // As kube-apiserver's CRD discovery: versions in Kubernetes' priority order (v2 before v1,
+    // whichever stores), and the first is preferred.
     let discovery = read(&server, "/clusters/crd-schema/apis/schema.kcp.io").await;
     assert_eq!(
-        discovery["preferredVersion"]["version"], "v1",
+        discovery["preferredVersion"]["version"], "v2",
         "{discovery}"
     );
+    assert_eq!(discovery["versions"][1]["version"], "v1", "{discovery}");
 }
 
 #[tokio::test]
