@@ -72,6 +72,17 @@ pub struct Scenario {
     pub run: fn(&mut Suite) -> Outcome,
 }
 
+impl Scenario {
+    /// The number its title starts with (`8.` -> 8).
+    pub fn number(&self) -> usize {
+        self.title
+            .split('.')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
 /// All scenarios in order (numbered from 1 as in the README).
 pub fn all() -> Vec<Scenario> {
     vec![
