@@ -279,19 +279,28 @@ fn component(facts: Facts<'_>, certificates: &[CertificateExpiry], now: Timestam
     }
 }
 
-fn condition_row(condition: &Condition) -> ConditionRow {
-    // A condition is good when it is True, except those that report trouble when True.
-    let trouble_when_true = matches!(
-        condition.type_.as_str(),
-        crate::api::conditions::DEGRADED
-            | crate::api::conditions::DELETING
-            | crate::api::conditions::IGNORED_FIELDS
-    );
-    let class = match (condition.status.as_str(), trouble_when_true) {
-        ("True", false) | ("False", true) => "ok",
-        ("True", true) | ("False", false) => "bad",
-        _ => "unknown",
+/// The CSS class of a condition: whether its status is good news for its type.
+fn condition_class(condition: &Condition) -> &'static str {
+    use crate::api::conditions::{DEGRADED, DELETING, IGNORED_FIELDS, PROGRESSING, ROLLOUT_FAILED};
+    let status = match condition.status.as_str() {
+        "True" => true,
+        "False" => false,
+        _ => return "unknown",
     };
+    match (condition.type_.as_str(), status) {
+        (DEGRADED | DELETING, true) => "bad",
+        (IGNORED_FIELDS, true) => "warn",
+        (DEGRADED | DELETING | IGNORED_FIELDS, false) => "ok",
+        (PROGRESSING, true) => "progress",
+        (PROGRESSING, false) if condition.reason == ROLLOUT_FAILED => "bad",
+        (PROGRESSING, false) => "ok",
+        (_, true) => "ok",
+        (_, false) => "bad",
+    }
+}
+
+fn condition_row(condition: &Condition) -> ConditionRow {
+    let class = condition_class(condition);
     ConditionRow {
         type_: condition.type_.clone(),
         status: condition.status.clone(),
@@ -459,6 +468,36 @@ mod tests {
             page.events[0].last_seen,
             format_time(Timestamp::from_second(99).expect("t"))
         );
+    }
+
+    #[test]
+    fn conditions_are_coloured_by_what_they_mean() {
+        let condition = |type_: &str, status: &str, reason: &str| Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()),
+        };
+        for (type_, status, reason, class) in [
+            ("Available", "True", "ReplicasUp", "ok"),
+            ("Available", "False", "ReplicasDown", "bad"),
+            ("ReferencesValid", "False", "ReferenceNotFound", "bad"),
+            ("Degraded", "False", "AsExpected", "ok"),
+            ("Degraded", "True", "ApiError", "bad"),
+            ("Progressing", "False", "RolledOut", "ok"),
+            ("Progressing", "True", "Upgrading", "progress"),
+            ("Progressing", "False", "RolloutFailed", "bad"),
+            ("IgnoredFields", "True", "CertManagerFields", "warn"),
+            ("Available", "Unknown", "", "unknown"),
+        ] {
+            assert_eq!(
+                condition_class(&condition(type_, status, reason)),
+                class,
+                "{type_}={status} ({reason})"
+            );
+        }
     }
 
     #[test]
