@@ -1,9 +1,10 @@
 //! README command 1 (`kcp-managed up`, then `down` from another terminal) gives a managed kcp
 //! that kubectl reaches through the front-proxy, and `down` leaves nothing behind: the network
-//! namespaces, links, mounts and processes (this tree's programs and etcd) that exist after it
-//! are exactly those that existed before `up`, while during the run there were new ones of each
-//! kind but mounts. Needs root, like the e2e suite; CI runs test binaries one after another, so
-//! nothing else makes namespaces meanwhile.
+//! namespaces and links of its bridge (the agent names them after it: `<bridge>-p<N>` and
+//! `kv<FNV-1a of the bridge><N>`, so other runs on the machine do not disturb the count), the
+//! mounts and the processes of this tree's programs and etcd that exist after it are exactly
+//! those that existed before `up`, while during the run there were new ones of each kind but
+//! mounts. Needs root, like the e2e suite.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -77,12 +78,26 @@ impl Footprint {
         }
     }
 
-    /// What exists now that did not `before`, by kind.
-    fn new_since(&self, before: &Footprint) -> Vec<String> {
+    /// What exists now that did not `before`, by kind, of namespaces and links only those of
+    /// `bridge`.
+    fn new_since(&self, before: &Footprint, bridge: &str) -> Vec<String> {
+        let veths = veth_prefix(bridge);
+        let namespaces: BTreeSet<String> = self
+            .namespaces
+            .iter()
+            .filter(|name| name.starts_with(&format!("{bridge}-")))
+            .cloned()
+            .collect();
+        let links: BTreeSet<String> = self
+            .links
+            .iter()
+            .filter(|name| *name == bridge || name.starts_with(&veths))
+            .cloned()
+            .collect();
         let mut new = Vec::new();
         for (kind, now, then) in [
-            ("namespace", &self.namespaces, &before.namespaces),
-            ("link", &self.links, &before.links),
+            ("namespace", &namespaces, &before.namespaces),
+            ("link", &links, &before.links),
             ("mount", &self.mounts, &before.mounts),
             ("process", &self.processes, &before.processes),
         ] {
@@ -90,6 +105,15 @@ impl Footprint {
         }
         new
     }
+}
+
+/// The prefix of the host ends of the veths the agent makes on `bridge`: `kv` and the low 24
+/// bits of the bridge name's 32-bit FNV-1a hash, in hex.
+fn veth_prefix(bridge: &str) -> String {
+    let hash = bridge.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    });
+    format!("kv{:06x}", hash & 0x00ff_ffff)
 }
 
 /// Runs `down` when the test ends early (while armed), so a failure does not leave the run
@@ -181,8 +205,9 @@ fn up_gives_a_working_kcp_and_down_leaves_nothing_behind() {
         assert!(log.contains(printed), "{printed:?} not printed:\n{log}");
     }
 
+    let bridge = state.running().expect("up records its run").bridge;
     let during = Footprint::now();
-    let made = during.new_since(&before);
+    let made = during.new_since(&before, &bridge);
     for kind in ["namespace ", "link ", "process "] {
         assert!(
             made.iter().any(|item| item.starts_with(kind)),
@@ -219,7 +244,7 @@ fn up_gives_a_working_kcp_and_down_leaves_nothing_behind() {
     wait_exit(&mut up);
     down_on_failure.armed = false;
 
-    let left = Footprint::now().new_since(&before);
+    let left = Footprint::now().new_since(&before, &bridge);
     assert!(left.is_empty(), "down left: {left:#?}\n{}", up.log_tail());
     assert!(state.running().is_none(), "the run's record is still there");
     let (_, said) = run_managed(&["down"], &state_path);
