@@ -11,7 +11,9 @@
 //!
 //! The state directory records the `up` process (PID and bridge), so `up` again is idempotent (it
 //! prints what runs) and `down` finds what to stop; after a crash (the `up` process gone), `down`
-//! or the next `up` removes what it left by its bridge name. Like the suite it needs root.
+//! or the next `up` removes what it left by its bridge name. Ctrl-C while it is still starting
+//! stops its child processes by PID, removes the pod network by the bridge name and exits at once
+//! (the step under way is abandoned, not awaited). Like the suite it needs root.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -205,7 +207,10 @@ pub fn up(state: &StateDir) -> Result<(), String> {
         None => {
             println!("interrupted while starting: stopping what was started");
             interrupted(&me, state);
-            return Err("interrupted".into());
+            // The setup thread may still be inside a step: leave at once, so it starts
+            // nothing more (its runtime is not shut down under it).
+            println!("stopped; nothing of this run is left");
+            std::process::exit(130);
         }
     };
 
@@ -275,7 +280,8 @@ fn stop_everything(runtime: &tokio::runtime::Runtime, suite: Suite, state: &Stat
 
 /// Setup was interrupted (or its thread failed) while holding the host: this process's children
 /// (server, agent, kubectl, helm) are stopped by their PIDs, then the agent's `cleanup` removes
-/// pods, namespaces and links by the bridge name.
+/// pods, namespaces and links by the bridge name, and children the still running setup step
+/// started meanwhile are stopped too.
 fn interrupted(me: &Running, state: &StateDir) {
     let children = children_of(me.pid);
     signal(&children, "TERM");
@@ -287,6 +293,7 @@ fn interrupted(me: &Running, state: &StateDir) {
     if let Err(error) = clean_up_bridge(&me.bridge) {
         println!("cleanup of bridge {}: {error}", me.bridge);
     }
+    signal(&children_of(me.pid), "KILL");
     state.clear();
 }
 
@@ -358,6 +365,7 @@ fn signal(pids: &[u32], name: &str) {
     for pid in pids {
         let _ = Command::new("kill")
             .args([&format!("-{name}"), &pid.to_string()])
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }
