@@ -129,13 +129,22 @@ impl Running {
         let Ok(exe) = std::fs::read_link(format!("/proc/{}/exe", self.pid)) else {
             return false;
         };
-        let ours = std::env::current_exe().ok();
-        exe.file_name().is_some_and(|name| {
-            ours.as_ref()
-                .and_then(|ours| ours.file_name())
-                .is_some_and(|ours| ours == name)
-        })
+        std::env::current_exe().is_ok_and(|ours| same_program(&exe, &ours))
     }
+}
+
+/// Whether the executable `exe` (as `/proc/<pid>/exe` names it) is the program `ours`: the
+/// same file name, also when it was rebuilt since it started (the kernel then appends
+/// ` (deleted)`).
+pub fn same_program(exe: &Path, ours: &Path) -> bool {
+    let name = |path: &Path| {
+        path.file_name().map(|name| {
+            name.to_string_lossy()
+                .trim_end_matches(" (deleted)")
+                .to_owned()
+        })
+    };
+    name(exe).is_some_and(|exe| Some(exe) == name(ours))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -398,6 +407,17 @@ mod tests {
         assert_eq!(Running::parse(&running.render()), Some(running));
         assert_eq!(Running::parse("pid x\nbridge kcpe2e1\n"), None);
         assert_eq!(Running::parse("pid 1\n"), None);
+    }
+
+    #[test]
+    fn a_rebuilt_program_is_the_same_program() {
+        let ours = Path::new("/target/debug/kcp-managed");
+        assert!(same_program(Path::new("/target/debug/kcp-managed"), ours));
+        assert!(same_program(
+            Path::new("/target/debug/kcp-managed (deleted)"),
+            ours
+        ));
+        assert!(!same_program(Path::new("/usr/bin/sleep"), ours));
     }
 
     #[test]
