@@ -1,10 +1,11 @@
 //! README command 1 (`kcp-managed up`, then `down` from another terminal) gives a managed kcp
 //! that kubectl reaches through the front-proxy, and `down` leaves nothing behind: the network
-//! namespaces and links of its bridge (the agent names them after it: `<bridge>-p<N>` and
-//! `kv<FNV-1a of the bridge><N>`, so other runs on the machine do not disturb the count), the
-//! mounts and the processes of this tree's programs and etcd that exist after it are exactly
-//! those that existed before `up`, while during the run there were new ones of each kind but
-//! mounts. Needs root, like the e2e suite.
+//! namespaces, links and mounts and the processes of this tree's programs and etcd that exist
+//! after it are exactly those that existed before `up`, while during the run there were new
+//! ones of each kind. Only what belongs to its bridge counts (the agent names namespaces and
+//! links after it: `<bridge>-p<N>`, `kv<FNV-1a of the bridge><N>`; its etcd runs in those
+//! namespaces), so other runs on the machine do not disturb the count. Needs root, like the e2e
+//! suite.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -78,9 +79,29 @@ impl Footprint {
         }
     }
 
-    /// What exists now that did not `before`, by kind, of namespaces and links only those of
-    /// `bridge`.
+    /// What exists now that did not `before`, by kind: of namespaces, links and their mounts
+    /// (`/run/netns/<name>`) only those of `bridge`, of etcd processes (one binary for every run
+    /// on the machine) only those in its pod namespaces.
     fn new_since(&self, before: &Footprint, bridge: &str) -> Vec<String> {
+        let ours = format!("{bridge}-");
+        let mounts: BTreeSet<String> = self
+            .mounts
+            .iter()
+            .filter(|mount| match mount.split_once("/netns/") {
+                Some((_, name)) => name.starts_with(&ours),
+                None => true,
+            })
+            .cloned()
+            .collect();
+        let processes: BTreeSet<String> = self
+            .processes
+            .iter()
+            .filter(|process| match process.split_once(" /usr/bin/etcd") {
+                Some((pid, _)) => ip(&["netns", "identify", pid]).starts_with(&ours),
+                None => true,
+            })
+            .cloned()
+            .collect();
         let veths = veth_prefix(bridge);
         let namespaces: BTreeSet<String> = self
             .namespaces
@@ -98,8 +119,8 @@ impl Footprint {
         for (kind, now, then) in [
             ("namespace", &namespaces, &before.namespaces),
             ("link", &links, &before.links),
-            ("mount", &self.mounts, &before.mounts),
-            ("process", &self.processes, &before.processes),
+            ("mount", &mounts, &before.mounts),
+            ("process", &processes, &before.processes),
         ] {
             new.extend(now.difference(then).map(|item| format!("{kind} {item}")));
         }
@@ -208,7 +229,7 @@ fn up_gives_a_working_kcp_and_down_leaves_nothing_behind() {
     let bridge = state.running().expect("up records its run").bridge;
     let during = Footprint::now();
     let made = during.new_since(&before, &bridge);
-    for kind in ["namespace ", "link ", "process "] {
+    for kind in ["namespace ", "link ", "mount ", "process "] {
         assert!(
             made.iter().any(|item| item.starts_with(kind)),
             "the run made no {kind}: {made:#?}"
