@@ -43,21 +43,12 @@ pub fn run(choice: Choice, only: Option<&[usize]>) -> ExitCode {
         }
     };
     narrator.step(&format!("host ready: {}", host.name()));
-    let dir = match tempfile::Builder::new().prefix("kcp-e2e-files-").tempdir() {
-        Ok(dir) => dir,
+    let mut suite = match Suite::new(host, narrator) {
+        Ok(suite) => suite,
         Err(error) => {
-            println!("no temporary directory: {error}\n0 passed, 1 failed");
+            println!("{error}\n0 passed, 1 failed");
             return ExitCode::FAILURE;
         }
-    };
-    let mut suite = Suite {
-        host,
-        narrator,
-        dir,
-        figures: Figures::default(),
-        kcp_kubeconfig: None,
-        proxy_kubeconfig: None,
-        placed: Vec::new(),
     };
     let all: Vec<Scenario> = scenarios::all()
         .into_iter()

@@ -133,6 +133,22 @@ impl Host {
         Ok(path)
     }
 
+    /// `address:port` where this machine reaches `port` of Service `namespace/service` (its
+    /// virtual IP on the local host, a port-forward on a real cluster).
+    pub fn service_address(
+        &mut self,
+        namespace: &str,
+        service: &str,
+        port: u16,
+    ) -> Result<String, String> {
+        match self {
+            Host::Local(host) => host.service_address(namespace, service, port),
+            Host::Remote(host) | Host::LocalAsRemote(_, host) => {
+                host.service_address(namespace, service, port)
+            }
+        }
+    }
+
     /// The operator's resident memory (MiB), when the host lets the suite see it.
     pub fn operator_memory_mib(&self) -> Option<f64> {
         match self {

@@ -48,6 +48,19 @@ impl RemoteHost {
         })
     }
 
+    /// `127.0.0.1:<port>` forwarded to `port` of Service `namespace/service`.
+    pub fn service_address(
+        &mut self,
+        namespace: &str,
+        service: &str,
+        port: u16,
+    ) -> Result<String, String> {
+        Ok(format!(
+            "127.0.0.1:{}",
+            self.forward(service, namespace, port)?
+        ))
+    }
+
     /// Starts `kubectl port-forward svc/<service> :<port>` and returns the local port.
     fn forward(&mut self, service: &str, namespace: &str, port: u16) -> Result<u16, String> {
         let kubectl = std::env::var("KUBECTL")
