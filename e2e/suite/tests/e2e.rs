@@ -2,7 +2,8 @@
 //! they happen, a figures table, and `N passed, N failed` at the end; any failure fails the run.
 //!
 //! `E2E_HOST=local` (default) starts everything here; `E2E_HOST=kubeconfig E2E_KUBECONFIG=…` runs
-//! the same scenarios against a real cluster.
+//! the same scenarios against a real cluster. `E2E_SCENARIOS=1,2,12` runs only those (a scenario
+//! whose prerequisites are left out counts as failed, `not run`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::ExitCode;
@@ -16,6 +17,13 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("no Tokio runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let selected = match scenarios::selected(std::env::var("E2E_SCENARIOS").ok().as_deref()) {
+        Ok(selected) => selected,
+        Err(error) => {
+            println!("{error}\n0 passed, 1 failed");
             return ExitCode::FAILURE;
         }
     };
@@ -49,6 +57,11 @@ fn main() -> ExitCode {
     let mut passed_titles: Vec<&str> = Vec::new();
     let mut failures: Vec<(String, String)> = Vec::new();
     for scenario in &all {
+        if let Some(selected) = &selected
+            && !scenario.number().is_some_and(|n| selected.contains(&n))
+        {
+            continue;
+        }
         suite.narrator.scenario(scenario.title);
         let missing: Vec<&usize> = scenario
             .needs

@@ -128,7 +128,7 @@ pub fn deployment() -> Value {
     })
 }
 
-fn descriptors(descriptors: &[Descriptor]) -> Value {
+fn descriptors(descriptors: &[&Descriptor]) -> Value {
     descriptors
         .iter()
         .map(|descriptor| {
@@ -166,8 +166,8 @@ fn owned() -> Value {
                 "resources": owned.resources.iter().map(|(kind, version)| {
                     json!({ "kind": kind, "name": "", "version": version })
                 }).collect::<Vec<_>>(),
-                "specDescriptors": descriptors(owned.spec),
-                "statusDescriptors": descriptors(owned.status),
+                "specDescriptors": descriptors(&owned.spec.iter().copied().flatten().collect::<Vec<_>>()),
+                "statusDescriptors": descriptors(&owned.status.iter().collect::<Vec<_>>()),
             })
         })
         .collect()

@@ -21,7 +21,8 @@ pub struct Owned {
     pub description: &'static str,
     /// Native kinds (`Kind`, `version`) its reconcile creates.
     pub resources: &'static [(&'static str, &'static str)],
-    pub spec: &'static [Descriptor],
+    /// Spec descriptors, in groups (kinds share some).
+    pub spec: &'static [&'static [Descriptor]],
     pub status: &'static [Descriptor],
 }
 
@@ -89,6 +90,7 @@ const COMPONENT_STATUS: &[Descriptor] = &[
         &[TEXT],
     ),
 ];
+/// What every shard (root or not) has.
 const SHARD_SPEC: &[Descriptor] = &[
     field("replicas", "Replicas", "kcp server pods", &[POD_COUNT]),
     IMAGE_TAG,
@@ -114,38 +116,27 @@ pub const OWNED: &[Owned] = &[
         description: "The kcp root shard: the root workspace, its certificate authorities and its etcd (external or managed by the operator).",
         resources: SHARD_WORKLOAD,
         spec: &[
-            field(
-                "external.hostname",
-                "External hostname",
-                "Name clients outside the host cluster use to reach kcp",
-                &[TEXT],
-            ),
-            field(
-                "external.port",
-                "External port",
-                "Port clients outside the host cluster use",
-                &[NUMBER],
-            ),
-            field(
-                "cache.ref.name",
-                "Cache server",
-                "CacheServer the shard replicates into",
-                &[TEXT],
-            ),
-            field("replicas", "Replicas", "kcp server pods", &[POD_COUNT]),
-            IMAGE_TAG,
-            field(
-                "etcd.managed.replicas",
-                "Managed etcd members",
-                "etcd members the operator runs (odd; scaled one member at a time)",
-                &[NUMBER],
-            ),
-            field(
-                "etcd.managed.storage.size",
-                "Managed etcd volume size",
-                "Size of each member's PersistentVolumeClaim",
-                &[TEXT],
-            ),
+            &[
+                field(
+                    "external.hostname",
+                    "External hostname",
+                    "Name clients outside the host cluster use to reach kcp",
+                    &[TEXT],
+                ),
+                field(
+                    "external.port",
+                    "External port",
+                    "Port clients outside the host cluster use",
+                    &[NUMBER],
+                ),
+                field(
+                    "cache.ref.name",
+                    "Cache server",
+                    "CacheServer the shard replicates into",
+                    &[TEXT],
+                ),
+            ],
+            SHARD_SPEC,
         ],
         status: COMPONENT_STATUS,
     },
@@ -154,7 +145,7 @@ pub const OWNED: &[Owned] = &[
         display_name: "Shard",
         description: "A further kcp shard joining a RootShard: it registers in the root workspace and takes new workspaces.",
         resources: SHARD_WORKLOAD,
-        spec: SHARD_SPEC,
+        spec: &[SHARD_SPEC],
         status: COMPONENT_STATUS,
     },
     Owned {
@@ -162,7 +153,7 @@ pub const OWNED: &[Owned] = &[
         display_name: "Front Proxy",
         description: "The kcp front-proxy: one endpoint for every workspace on every shard of a RootShard.",
         resources: WORKLOAD,
-        spec: &[
+        spec: &[&[
             field(
                 "rootShard.ref.name",
                 "Root shard",
@@ -182,7 +173,7 @@ pub const OWNED: &[Owned] = &[
                 &[POD_COUNT],
             ),
             IMAGE_TAG,
-        ],
+        ]],
         status: COMPONENT_STATUS,
     },
     Owned {
@@ -190,10 +181,10 @@ pub const OWNED: &[Owned] = &[
         display_name: "Cache Server",
         description: "The kcp cache server shards replicate shared objects into (APIExports, workspace types, ...).",
         resources: WORKLOAD,
-        spec: &[
+        spec: &[&[
             field("replicas", "Replicas", "cache server pods", &[POD_COUNT]),
             IMAGE_TAG,
-        ],
+        ]],
         status: COMPONENT_STATUS,
     },
     Owned {
@@ -201,7 +192,7 @@ pub const OWNED: &[Owned] = &[
         display_name: "Kubeconfig",
         description: "A kubeconfig for a user of kcp, signed by the operator's PKI and written to a Secret, optionally with ClusterRoleBindings inside kcp.",
         resources: &[("Secret", "v1")],
-        spec: &[
+        spec: &[&[
             field(
                 "username",
                 "User name",
@@ -220,7 +211,7 @@ pub const OWNED: &[Owned] = &[
                 "Lifetime of the client certificate (Go duration)",
                 &[TEXT],
             ),
-        ],
+        ]],
         status: &[
             field("phase", "Phase", "Lifecycle summary", &[PHASE]),
             field(
