@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod host;
 pub mod narrator;
+pub mod run;
 pub mod scenarios;
 
 pub use narrator::Narrator;

@@ -16,6 +16,7 @@ pub mod binding;
 pub mod conditions;
 pub mod conversion;
 pub mod crds;
+pub mod default_bindings;
 pub mod identity;
 pub mod schema;
 

@@ -19,11 +19,13 @@ impl RemoteHost {
         let kubeconfig = std::env::var_os("E2E_KUBECONFIG")
             .map(PathBuf::from)
             .ok_or("E2E_HOST=kubeconfig needs E2E_KUBECONFIG")?;
+        RemoteHost::new(kubeconfig)
+    }
+
+    /// The cluster `kubeconfig` names.
+    pub fn new(kubeconfig: PathBuf) -> Result<RemoteHost, String> {
         if !kubeconfig.is_file() {
-            return Err(format!(
-                "E2E_KUBECONFIG {} is not a file",
-                kubeconfig.display()
-            ));
+            return Err(format!("kubeconfig {} is not a file", kubeconfig.display()));
         }
         Ok(RemoteHost {
             kubeconfig,
@@ -65,10 +67,14 @@ impl RemoteHost {
             .spawn()
             .map_err(|e| format!("starting {kubectl} port-forward: {e}"))?;
         let stdout = child.stdout.take().ok_or("port-forward without stdout")?;
+        let mut stdout = BufReader::new(stdout);
         let mut line = String::new();
-        BufReader::new(stdout)
+        stdout
             .read_line(&mut line)
             .map_err(|e| format!("reading port-forward: {e}"))?;
+        // kubectl goes on writing (the IPv6 listener, "Handling connection for ..."): its output
+        // is drained for as long as it runs, or its next line would kill it with SIGPIPE.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
         self.forwards.push(child);
         // "Forwarding from 127.0.0.1:41234 -> 6443"
         line.split_whitespace()

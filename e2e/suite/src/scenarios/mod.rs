@@ -73,6 +73,17 @@ pub struct Scenario {
     pub run: fn(&mut Suite) -> Outcome,
 }
 
+impl Scenario {
+    /// The number its title starts with (`8.` -> 8).
+    pub fn number(&self) -> usize {
+        self.title
+            .split('.')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
 /// All scenarios in order (numbered from 1 as in the README).
 pub fn all() -> Vec<Scenario> {
     vec![
@@ -139,51 +150,5 @@ pub fn all() -> Vec<Scenario> {
     ]
 }
 
-impl Scenario {
-    /// The number the title starts with (`"12. ..."` is 12).
-    pub fn number(&self) -> Option<usize> {
-        self.title.split('.').next()?.parse().ok()
-    }
-}
-
-/// The scenario numbers `E2E_SCENARIOS` selects (`"1,2,12"`), or `None` (unset: all of them).
-pub fn selected(value: Option<&str>) -> Result<Option<Vec<usize>>, String> {
-    let Some(value) = value.filter(|value| !value.trim().is_empty()) else {
-        return Ok(None);
-    };
-    value
-        .split(',')
-        .map(|number| {
-            number
-                .trim()
-                .parse()
-                .map_err(|_| format!("E2E_SCENARIOS={value}: {number:?} is not a scenario number"))
-        })
-        .collect::<Result<Vec<usize>, String>>()
-        .map(Some)
-}
-
 /// How often waits look again.
 pub const POLL: Duration = Duration::from_millis(500);
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn scenarios_are_selected_by_number() {
-        assert_eq!(selected(None).unwrap(), None);
-        assert_eq!(selected(Some(" ")).unwrap(), None);
-        assert_eq!(selected(Some("1, 2,12")).unwrap(), Some(vec![1, 2, 12]));
-        assert!(selected(Some("1,x")).is_err());
-        let numbers: Vec<usize> = all().iter().filter_map(Scenario::number).collect();
-        assert_eq!(
-            numbers.len(),
-            all().len(),
-            "every title starts with its number"
-        );
-        assert!(numbers.contains(&12));
-    }
-}

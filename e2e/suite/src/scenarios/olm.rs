@@ -170,6 +170,8 @@ pub fn install_and_run(suite: &mut Suite) -> Outcome {
         .unwrap_or_default()
         .to_owned();
 
+    // The suite's figure is the memory of the operator that ran every earlier scenario.
+    suite.figures.operator_memory_mib = suite.host.operator_memory_mib();
     suite
         .narrator
         .step("helm uninstall kcp-operator (if the chart scenario installed it; CRDs stay)");

@@ -1,9 +1,10 @@
 //! The controllers of APIs as a service (kcp-apis holds their rules): [`exports`] gives every
 //! APIExport its identity and default endpoint slice, [`bindings`] decides what APIBindings bind
-//! and [`bound_types`] serves it.
+//! and [`bound_types`] serves it; [`default_bindings`] is the `system:apibindings` initializer.
 
 pub mod bindings;
 mod bound_types;
+pub mod default_bindings;
 pub mod exports;
 
 pub(crate) use bound_types::serve_existing;
