@@ -14,9 +14,11 @@
 //! `bash e2e/tools/install-helm.sh`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/helm.rs"]
+mod helm;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -26,7 +28,6 @@ use k8s_openapi::api::core::v1::{Container, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kcp_operator::manager::Options;
 use kcp_operator::{naming, rbac};
-use serde::Deserialize;
 use serde_json::Value;
 
 const RELEASE: &str = "kcp-operator";
@@ -148,32 +149,6 @@ fn chart_version_is_the_workspace_version() {
     assert_eq!(meta["appVersion"], env!("CARGO_PKG_VERSION"));
 }
 
-/// `$HELM`, else `helm` on `PATH`; never skipped.
-fn helm() -> PathBuf {
-    if let Some(path) = std::env::var_os("HELM") {
-        return PathBuf::from(path);
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("helm"))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "helm not found (neither $HELM nor helm on PATH): run `bash e2e/tools/install-helm.sh` \
-                 to install Helm 4 to /usr/local/bin, or set HELM=/path/to/helm"
-            )
-        })
-}
-
-fn run_helm(args: &[&str]) -> std::process::Output {
-    let helm = helm();
-    Command::new(&helm)
-        .args(args)
-        .output()
-        .unwrap_or_else(|error| panic!("failed to run {}: {error}", helm.display()))
-}
-
 /// Writes `values` (YAML) to a file of its own for `--values`.
 fn values_file(values: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -201,31 +176,13 @@ fn template(values: &str, extra: &[&str]) -> Result<String, String> {
         values.to_str().expect("UTF-8 path"),
     ];
     args.extend_from_slice(extra);
-    let output = run_helm(&args);
+    let output = helm::run(&args);
     let _ = std::fs::remove_file(&values);
     if output.status.success() {
         Ok(String::from_utf8(output.stdout).expect("UTF-8 output"))
     } else {
         Err(String::from_utf8_lossy(&output.stderr).into_owned())
     }
-}
-
-/// The rendered objects by `Kind/name`.
-fn objects(rendered: &str) -> BTreeMap<String, Value> {
-    let mut objects = BTreeMap::new();
-    for document in yaml_serde::Deserializer::from_str(rendered) {
-        let value = Value::deserialize(document).expect("rendered YAML parses");
-        if value.is_null() {
-            continue;
-        }
-        let key = format!(
-            "{}/{}",
-            value["kind"].as_str().expect("kind"),
-            value["metadata"]["name"].as_str().expect("name")
-        );
-        assert!(objects.insert(key.clone(), value).is_none(), "{key} twice");
-    }
-    objects
 }
 
 fn typed<T: serde::de::DeserializeOwned>(objects: &BTreeMap<String, Value>, key: &str) -> T {
@@ -236,7 +193,7 @@ fn typed<T: serde::de::DeserializeOwned>(objects: &BTreeMap<String, Value>, key:
 }
 
 fn render(values: &str) -> BTreeMap<String, Value> {
-    objects(&template(values, &[]).unwrap_or_else(|error| panic!("helm template: {error}")))
+    helm::objects(&template(values, &[]).unwrap_or_else(|error| panic!("helm template: {error}")))
 }
 
 fn container(deployment: &Deployment) -> Container {
@@ -425,7 +382,7 @@ fn helm_lint_passes() {
     for values in ["", OVERRIDES] {
         let file = values_file(values);
         let chart = chart();
-        let output = run_helm(&[
+        let output = helm::run(&[
             "lint",
             "--strict",
             chart.to_str().expect("UTF-8 path"),
@@ -699,7 +656,7 @@ fn invalid_values_are_refused() {
 #[test]
 fn crds_are_installed_from_the_chart() {
     let rendered = template("", &["--include-crds"]).expect("helm template --include-crds");
-    let crds: BTreeSet<String> = objects(&rendered)
+    let crds: BTreeSet<String> = helm::objects(&rendered)
         .into_keys()
         .filter_map(|key| {
             key.strip_prefix("CustomResourceDefinition/")

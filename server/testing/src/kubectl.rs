@@ -82,6 +82,11 @@ impl Kubectl {
         &self.version
     }
 
+    /// The kubectl binary itself (for a test that puts it on a shell's `PATH` as `kubectl`).
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
     /// This kubectl's kubeconfig (with plugins, the copy they may rewrite).
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::{POLL, Suite};
 use crate::Outcome;
-use crate::cluster::{eventually, is_true};
+use crate::cluster::{Cluster, eventually, is_true};
 use crate::host::local::repo_root;
 
 pub const RELEASE: &str = "kcp-operator";
@@ -51,22 +51,32 @@ pub fn install(suite: &mut Suite) -> Outcome {
     suite
         .narrator
         .step("operator Deployment Available (readiness probe /readyz)");
-    eventually("operator Available", Duration::from_secs(120), POLL, || {
-        let deployment = admin
-            .get(&["deployment", "-n", OPERATOR_NAMESPACE, RELEASE])?
-            .ok_or("no Deployment yet")?;
-        if is_true(&deployment, "Available")
-            && deployment["status"]["readyReplicas"].as_i64() >= Some(1)
-        {
-            Ok(())
-        } else {
-            Err(deployment["status"].to_string())
-        }
-    })?;
+    deployment_available(&admin, OPERATOR_NAMESPACE, RELEASE)?;
     suite.figures.operator_ready = Some(began.elapsed());
     suite.narrator.step(&format!(
         "operator ready {:.1}s after helm install",
         began.elapsed().as_secs_f64()
     ));
     Ok(())
+}
+
+/// Waits (2 minutes at most) until Deployment `namespace/name` is Available with a ready replica.
+pub fn deployment_available(admin: &Cluster, namespace: &str, name: &str) -> Outcome {
+    eventually(
+        &format!("Deployment {namespace}/{name} Available"),
+        Duration::from_secs(120),
+        POLL,
+        || {
+            let deployment = admin
+                .get(&["deployment", "-n", namespace, name])?
+                .ok_or("no Deployment yet")?;
+            if is_true(&deployment, "Available")
+                && deployment["status"]["readyReplicas"].as_i64() >= Some(1)
+            {
+                Ok(())
+            } else {
+                Err(deployment["status"].to_string())
+            }
+        },
+    )
 }

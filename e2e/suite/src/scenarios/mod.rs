@@ -7,6 +7,7 @@ mod chart;
 mod deletion;
 mod full;
 mod kubeconfigs;
+pub mod olm;
 mod rootshard;
 mod rotation;
 mod scale;
@@ -190,6 +191,11 @@ pub fn all() -> Vec<Scenario> {
             title: "6. delete the whole deployment: everything it made is gone",
             needs: &[2],
             run: deletion::delete_everything,
+        },
+        Scenario {
+            title: "13. install the operator from its OLM bundle as OLM would, then the RootShard scenario on it",
+            needs: &[],
+            run: olm::install_and_run,
         },
     ]
 }
