@@ -13,9 +13,11 @@
 
 pub mod admission;
 pub mod binding;
+pub mod claims;
 pub mod conditions;
 pub mod conversion;
 pub mod crds;
+pub mod endpoints;
 pub mod identity;
 pub mod schema;
 

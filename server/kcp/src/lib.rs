@@ -17,3 +17,4 @@ mod root_shard;
 mod shard_client;
 pub mod sharded;
 pub mod start;
+mod virtual_workspaces;
