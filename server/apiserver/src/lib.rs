@@ -19,6 +19,7 @@ mod request;
 mod serve;
 mod server;
 pub mod services;
+pub mod standalone;
 mod tls;
 
 pub use filters::authentication::{Authentication, rbac_user};
@@ -32,5 +33,5 @@ pub use request::path::percent_decode;
 pub use request::query::{ListOptions, Query};
 pub use request::{RequestInfo, Verb};
 pub use serve::{ApiServer, ServeError};
-pub use server::{ServerConfig, access_log, read_body};
+pub use server::{DEEP_SUBJECT_ACCESS_REVIEW, ServerConfig, access_log, read_body};
 pub use tls::TlsMaterial;

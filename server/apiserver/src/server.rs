@@ -36,7 +36,6 @@ use crate::handlers::{self, Scope, discovery, elsewhere, health, openapi};
 use crate::pod_connect;
 use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
-use crate::request::path::percent_decode;
 use crate::request::query::Query;
 use crate::services::{Loopback, ServiceRequest, Services};
 use kcp_admission::chain::Admission;
@@ -227,9 +226,7 @@ impl App {
         user_name: &mut String,
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = request.into_parts();
-        let full_path = percent_decode(parts.uri.path()).ok_or_else(|| {
-            ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
-        })?;
+        let full_path = crate::request::path::decoded(parts.uri.path())?;
         let raw_query = parts.uri.query().map(str::to_string);
         let (cluster, path) = match self.split_cluster(&full_path) {
             Ok(split) => split,
@@ -510,10 +507,14 @@ fn resource_request(
         user_agent: header_text(headers, header::USER_AGENT),
         user,
         body,
+        deep_review: header_text(headers, DEEP_SUBJECT_ACCESS_REVIEW).as_deref() == Some("true"),
     }
 }
 
-fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<String> {
+/// The header that makes a SubjectAccessReview deep (upstream's `deepSARHeader`).
+pub const DEEP_SUBJECT_ACCESS_REVIEW: &str = "x-kcp-internal-deep-subjectaccessreview";
+
+fn header_text(headers: &http::HeaderMap, name: impl header::AsHeaderName) -> Option<String> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())

@@ -18,3 +18,4 @@ mod shard_client;
 pub mod sharded;
 pub mod start;
 mod virtual_workspaces;
+pub mod virtual_workspaces_server;

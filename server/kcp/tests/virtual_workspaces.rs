@@ -1108,3 +1108,200 @@ async fn a_terminator_finishes_deleted_workspaces_of_its_type_through_the_virtua
         .wait_for("the workspace gone", workspace, |r| r.status == 404)
         .await;
 }
+
+/// A running `kcp virtual-workspaces` for `server`'s shard (its admin kubeconfig, its serving
+/// certificate and client CA, so the same clients reach both); stopped (by PID) when dropped.
+struct StandaloneVirtualWorkspaces {
+    _process: kcp_testing::ChildGuard,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl StandaloneVirtualWorkspaces {
+    async fn start(server: &KcpProcess) -> StandaloneVirtualWorkspaces {
+        let dir = kcp_testing::temp_dir("standalone-vw");
+        let root = server.root_directory();
+        let port = kcp_testing::free_port();
+        let file = |name: &str| root.join(name).to_str().unwrap().to_string();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kcp"));
+        command.args([
+            "virtual-workspaces",
+            "--kubeconfig",
+            &file("admin.kubeconfig"),
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &file("apiserver.crt"),
+            "--tls-private-key-file",
+            &file("apiserver.key"),
+            "--client-ca-file",
+            &file("client-ca.crt"),
+            "--root-directory",
+            dir.path().join("root").to_str().unwrap(),
+        ]);
+        let process = kcp_testing::ChildGuard::spawn(
+            "kcp virtual-workspaces",
+            &mut command,
+            &dir.path().join("virtual-workspaces.log"),
+        );
+        let base = format!("https://127.0.0.1:{port}");
+        let client = server.admin().client();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = client.get(format!("{base}/healthz")).send().await;
+            if ready.is_ok_and(|r| r.status() == 200) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}",
+                process.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        StandaloneVirtualWorkspaces {
+            _process: process,
+            base,
+            _dir: dir,
+        }
+    }
+}
+
+/// A comparable form of an answer: the status, and for lists the sorted items' cluster,
+/// namespace, name, resourceVersion and labels; other documents as they are.
+fn comparable(status: u16, body: &Value) -> (u16, Value) {
+    let Some(items) = body["items"].as_array() else {
+        return (status, body.clone());
+    };
+    let mut keys: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let m = &o["metadata"];
+            json!([
+                m["annotations"][CLUSTER_ANNOTATION],
+                m["namespace"],
+                m["name"],
+                m["resourceVersion"],
+                m["labels"]
+            ])
+        })
+        .collect();
+    keys.sort_by_key(|k| k.to_string());
+    (status, Value::Array(keys))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standalone_virtual_workspaces_answer_as_the_in_process_ones() {
+    let server = SERVER.get().await;
+    let claim = json!([{"group": "", "resource": "configmaps", "verbs": ["*"]}]);
+    let provider = Provider::start_with(&server, "vw-standalone", 2, claim).await;
+    grant_content(&server, &provider.cluster, "standalone-controller").await;
+    for consumer in &provider.consumers {
+        provider.create_widget(&server, consumer, "w", 2).await;
+        set_claim(&server, consumer, Some(&Selector::Tier("a"))).await;
+        create_configmap(&server, consumer, "a", json!({"tier": "a"})).await;
+        create_configmap(&server, consumer, "b", json!({"tier": "b"})).await;
+    }
+    let standalone = StandaloneVirtualWorkspaces::start(&server).await;
+    let controller = client_as(&server, "standalone-controller");
+    let stranger = client_as(&server, "standalone-stranger");
+    let vw = format!("/services/apiexport/{}/widgets/clusters", provider.cluster);
+    let consumer = &provider.consumers[0];
+    let paths = [
+        format!("{vw}/*/apis/{}/v1/widgets", provider.group),
+        format!(
+            "{vw}/{consumer}/apis/{}/v1/namespaces/vw/widgets",
+            provider.group
+        ),
+        format!("{vw}/*/api/v1/configmaps"),
+        format!("{vw}/{consumer}/api/v1/namespaces/vw/configmaps/a"),
+        format!("{vw}/{consumer}/api/v1/namespaces/vw/configmaps/b"),
+        format!("{vw}/*/apis"),
+        format!("{vw}/*/api/v1"),
+        format!(
+            "{vw}/{}/apis/{}/v1/widgets",
+            provider.cluster, provider.group
+        ),
+    ];
+    let ask = async |client: &reqwest::Client, base: &str, path: &str| {
+        let response = client.get(format!("{base}{path}")).send().await.unwrap();
+        let status = response.status().as_u16();
+        comparable(status, &response.json().await.unwrap_or(Value::Null))
+    };
+    for path in &paths {
+        // Both read the same store; the claim labels may still be coming: wait until the
+        // in-process answer is settled (both configmaps lists show one per consumer).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let in_process = ask(&controller, server.base_url(), path).await;
+            let standalone_answer = ask(&controller, &standalone.base, path).await;
+            if in_process == standalone_answer || std::time::Instant::now() > deadline {
+                assert_eq!(standalone_answer, in_process, "{path}");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let refused_in_process = ask(&stranger, server.base_url(), path).await;
+        let refused_standalone = ask(&stranger, &standalone.base, path).await;
+        assert_eq!(refused_in_process.0, 403, "{path}");
+        assert_eq!(refused_standalone, refused_in_process, "{path}");
+    }
+
+    // A watch through the standalone server sees a change, and a status write goes through.
+    let kubeconfig = kubeconfig_for(
+        &server,
+        "standalone-controller",
+        &format!("{}{vw}/*", standalone.base),
+    );
+    let all: kube::Api<DynamicObject> =
+        kube::Api::all_with(kube_client(&kubeconfig).await, &provider.api_resource());
+    let mut stream = std::pin::pin!(watcher::watcher(all, watcher::Config::default()));
+    loop {
+        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if matches!(event, Event::InitDone) {
+            break;
+        }
+    }
+    provider.create_widget(&server, consumer, "late", 5).await;
+    let seen = loop {
+        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Event::Apply(object) = event {
+            break object;
+        }
+    };
+    assert_eq!(
+        keys(&[seen]),
+        BTreeSet::from([(consumer.clone(), "late".to_string())])
+    );
+    let one = kubeconfig_for(
+        &server,
+        "standalone-controller",
+        &format!("{}{vw}/{consumer}", standalone.base),
+    );
+    let api: kube::Api<DynamicObject> =
+        kube::Api::namespaced_with(kube_client(&one).await, "vw", &provider.api_resource());
+    let mut late = api.get("late").await.unwrap();
+    late.data["status"] = json!({"observedSize": 5});
+    api.replace_status("late", &PostParams::default(), &late)
+        .await
+        .unwrap();
+    let stored = server
+        .get(&format!("{}/late", provider.widgets(consumer)))
+        .await;
+    assert_eq!(
+        stored.json()["status"]["observedSize"],
+        5,
+        "{}",
+        stored.text()
+    );
+}

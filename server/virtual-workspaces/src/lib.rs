@@ -20,6 +20,7 @@ mod documents;
 mod export_view;
 pub mod lifecycle;
 mod mounted;
+pub mod remote;
 mod request;
 mod url;
 
@@ -32,7 +33,8 @@ use std::sync::Arc;
 use kcp_apiserver::services::Services;
 use mounted::Mounted;
 
-/// Mounts every virtual workspace on `services`, each served through `backend`.
+/// Mounts every virtual workspace on `services`, each served through `backend` (a shard mounts
+/// them beside its API; `kcp virtual-workspaces` serves them alone).
 pub fn mount(services: Services, backend: &Backend) -> Services {
     let lifecycle = |which| Arc::new(Mounted(LifecycleService::new(which, backend.clone())));
     services
