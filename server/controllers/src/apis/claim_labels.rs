@@ -2,7 +2,8 @@
 //! claimed resource in a consumer's logical cluster carries the claim label of each export whose
 //! accepted claim selects it (kcp-apis' `claims`), and no other claim label; the apiexport
 //! virtual workspace lists and watches claimed objects by that label. The binding's status records
-//! `appliedPermissionClaims` and the condition `PermissionClaimsApplied`.
+//! `appliedPermissionClaims` and the condition `PermissionClaimsApplied` (bindings that make
+//! claims only: a binding without claims gets no extra status write).
 //!
 //! A key is one claimed resource in one logical cluster. It is reconciled when a binding of that
 //! cluster changes its claims (accepted, rejected, selector changed, removed: the previous claims
@@ -121,7 +122,7 @@ impl Controller for ClaimLabels {
             let labels = claim_labels(&bindings, resource);
             self.relabel(&rt, cluster, &labels).await?;
         }
-        for binding in &bindings {
+        for binding in bindings.iter().filter(|b| has_claims(b)) {
             self.record_applied(cluster, binding).await?;
         }
         Ok(Pass::Done)
@@ -143,6 +144,14 @@ impl ClaimLabels {
         let Some(cluster) = cluster_of(binding) else {
             return Ok(());
         };
+        // A binding that never had claims needs no claim status (nothing to write per binding).
+        if ![Some(binding), previous]
+            .into_iter()
+            .flatten()
+            .any(has_claims)
+        {
+            return Ok(());
+        }
         queue.add((cluster.clone(), None));
         let resources: BTreeSet<ClaimedResource> = [Some(binding), previous]
             .into_iter()
@@ -278,6 +287,19 @@ impl ClaimLabels {
         )
         .await
     }
+}
+
+/// Whether a binding makes claims (accepted or rejected) or has claim status to keep current.
+fn has_claims(binding: &Value) -> bool {
+    let non_empty = |pointer: &str| {
+        binding
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .is_some_and(|list| !list.is_empty())
+    };
+    non_empty("/spec/permissionClaims")
+        || non_empty("/status/appliedPermissionClaims")
+        || kcp_apis::conditions::is_true(binding, PERMISSION_CLAIMS_APPLIED)
 }
 
 /// An accepted claim as `status.appliedPermissionClaims` records it (without `state`).

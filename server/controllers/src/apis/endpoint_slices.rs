@@ -6,14 +6,15 @@
 //! bindings, so nothing is wiped while the cache server or another shard is unreachable.
 //! Slices and exports of logical clusters on other shards are left to those shards.
 
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::select;
 use kcp_apimachinery::{ApiError, meta};
 use kcp_apis::endpoints::{apiexport_url, binds_export};
-use kcp_registry::storage::objects::ListRequest;
+use kcp_registry::storage::objects::{ChangeType, ListRequest};
 use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType};
 use serde_json::{Value, json};
@@ -47,6 +48,7 @@ pub async fn run(
             virtual_workspace_url,
             slices,
             bindings,
+            bound: Mutex::default(),
         },
         shutdown,
     )
@@ -59,48 +61,130 @@ struct EndpointSlices {
     virtual_workspace_url: String,
     slices: Arc<ResourceType>,
     bindings: Arc<ResourceType>,
+    /// Which exports this shard's bindings bind, kept by `follow` from the bindings' watch
+    /// before it wakes the slices that depend on it.
+    bound: Mutex<BoundExports>,
+}
+
+/// An export: its logical cluster and name.
+type Export = (String, String);
+/// A binding or a slice: its logical cluster and name.
+type ObjectKey = (LogicalClusterName, String);
+
+/// The bindings of this shard by the export they bind.
+#[derive(Default)]
+struct BoundExports {
+    by_export: HashMap<Export, BTreeSet<ObjectKey>>,
+    export_of: HashMap<ObjectKey, Export>,
+}
+
+impl BoundExports {
+    /// Records what `binding` binds now (`None`: nothing, or it is gone); returns the exports
+    /// whose bound-or-not state changed.
+    fn set(&mut self, binding: ObjectKey, binds: Option<Export>) -> Vec<Export> {
+        let mut flipped = Vec::new();
+        let before = self.export_of.get(&binding).cloned();
+        if before == binds {
+            return flipped;
+        }
+        if let Some(old) = before {
+            self.export_of.remove(&binding);
+            if let Some(set) = self.by_export.get_mut(&old) {
+                set.remove(&binding);
+                if set.is_empty() {
+                    self.by_export.remove(&old);
+                    flipped.push(old);
+                }
+            }
+        }
+        if let Some(new) = binds {
+            self.export_of.insert(binding.clone(), new.clone());
+            let set = self.by_export.entry(new.clone()).or_default();
+            if set.is_empty() {
+                flipped.push(new);
+            }
+            set.insert(binding);
+        }
+        flipped
+    }
+
+    fn is_bound(&self, export: &Export) -> bool {
+        self.by_export.contains_key(export)
+    }
+}
+
+/// The export a binding binds, once it bound something (kcp-apis' `binds_export`).
+fn export_bound_by(binding: &Value) -> Option<Export> {
+    let cluster = binding.pointer("/status/apiExportClusterName")?.as_str()?;
+    let name = binding.pointer("/spec/reference/export/name")?.as_str()?;
+    binds_export(binding, cluster, name).then(|| (cluster.to_string(), name.to_string()))
 }
 
 impl Controller for EndpointSlices {
-    type Key = (LogicalClusterName, String);
+    type Key = ObjectKey;
     const NAME: &'static str = "apiexportendpointslices";
     const RETRY_AFTER: Duration = Duration::from_secs(1);
 
     async fn follow(&self, queue: &Queue<Self::Key>) -> Result<(), ApiError> {
-        let slices_prefix = self.store.keys(&self.slices).all_clusters().to_string();
-        let bindings_prefix = self.store.keys(&self.bindings).all_clusters().to_string();
-        let page = self.all(&self.slices).await?;
-        for slice in &page.items {
+        let bindings = self.all(&self.bindings).await?;
+        {
+            let mut bound = self.bound();
+            *bound = BoundExports::default();
+            for binding in &bindings.items {
+                if let Some(key) = key_of(binding) {
+                    bound.set(key, export_bound_by(binding));
+                }
+            }
+        }
+        let slices = self.all(&self.slices).await?;
+        // Slices by the name of their export (its cluster is resolved when reconciled).
+        let mut slices_of: HashMap<String, BTreeSet<ObjectKey>> = HashMap::new();
+        for slice in &slices.items {
             if let Some(key) = key_of(slice) {
+                slices_of
+                    .entry(export_name(slice))
+                    .or_default()
+                    .insert(key.clone());
                 queue.add(key);
             }
         }
         let objects = self.store.objects();
+        let slice_prefix = self.store.keys(&self.slices).all_clusters().to_string();
+        let binding_prefix = self.store.keys(&self.bindings).all_clusters().to_string();
         let slice_changes = objects
-            .watch_current(&slices_prefix, page.revision + 1)
+            .watch_current(&slice_prefix, slices.revision + 1)
             .await?;
         let binding_changes = objects
-            .watch_current(&bindings_prefix, page.revision + 1)
+            .watch_current(&binding_prefix, bindings.revision + 1)
             .await?;
         let mut changes = select(
             slice_changes.map(|change| (false, change)),
             binding_changes.map(|change| (true, change)),
         );
         while let Some((is_binding, change)) = changes.next().await {
-            let object = change?.object;
+            let change = change?;
+            let Some(key) = key_of(&change.object) else {
+                continue;
+            };
+            let gone = change.kind == ChangeType::Deleted;
             if is_binding {
-                // A binding can add or remove this shard's URL on every slice of its export.
-                let export = object
-                    .pointer("/spec/reference/export/name")
-                    .and_then(Value::as_str);
-                for slice in self.all(&self.slices).await?.items {
-                    if slice.pointer("/spec/export/name").and_then(Value::as_str) == export
-                        && let Some(key) = key_of(&slice)
-                    {
-                        queue.add(key);
+                let binds = export_bound_by(&change.object).filter(|_| !gone);
+                let flipped = self.bound().set(key, binds);
+                for (_, name) in flipped {
+                    for slice in slices_of.get(&name).into_iter().flatten() {
+                        queue.add(slice.clone());
                     }
                 }
-            } else if let Some(key) = key_of(&object) {
+            } else {
+                for keys in slices_of.values_mut() {
+                    keys.remove(&key);
+                }
+                if !gone {
+                    slices_of
+                        .entry(export_name(&change.object))
+                        .or_default()
+                        .insert(key.clone());
+                }
                 queue.add(key);
             }
         }
@@ -136,12 +220,8 @@ impl Controller for EndpointSlices {
             .pointer("/spec/export/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let bound_here = self
-            .all(&self.bindings)
-            .await?
-            .items
-            .iter()
-            .any(|b| binds_export(b, export_cluster.as_str(), export_name));
+        let export = (export_cluster.to_string(), export_name.to_string());
+        let bound_here = self.bound().is_bound(&export);
         let url = apiexport_url(
             &self.virtual_workspace_url,
             export_cluster.as_str(),
@@ -165,6 +245,12 @@ impl Controller for EndpointSlices {
 }
 
 impl EndpointSlices {
+    fn bound(&self) -> std::sync::MutexGuard<'_, BoundExports> {
+        self.bound
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Every object of `rt` in every logical cluster of this shard.
     async fn all(
         &self,
@@ -177,8 +263,17 @@ impl EndpointSlices {
     }
 }
 
-fn key_of(slice: &Value) -> Option<(LogicalClusterName, String)> {
-    Some((cluster_of(slice)?, meta::name(slice)?.to_string()))
+fn key_of(object: &Value) -> Option<ObjectKey> {
+    Some((cluster_of(object)?, meta::name(object)?.to_string()))
+}
+
+/// The name of the export a slice is for.
+fn export_name(slice: &Value) -> String {
+    slice
+        .pointer("/spec/export/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// `slice` with `url` in `status.endpoints` (`present`) or without it; other shards' endpoints
@@ -206,6 +301,22 @@ fn with_endpoint(slice: &Value, url: &str, present: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_export_flips_with_its_first_and_last_binding() {
+        let mut bound = BoundExports::default();
+        let cluster = |n: &str| LogicalClusterName::parse(n).unwrap();
+        let export = ("p".to_string(), "e".to_string());
+        let a = (cluster("a"), "b".to_string());
+        let b = (cluster("b"), "b".to_string());
+        assert_eq!(bound.set(a.clone(), Some(export.clone())), vec![export.clone()]);
+        assert!(bound.set(b.clone(), Some(export.clone())).is_empty());
+        assert!(bound.set(a.clone(), Some(export.clone())).is_empty());
+        assert!(bound.set(a, None).is_empty());
+        assert!(bound.is_bound(&export));
+        assert_eq!(bound.set(b, None), vec![export.clone()]);
+        assert!(!bound.is_bound(&export));
+    }
 
     #[test]
     fn only_this_shards_endpoint_is_added_or_removed() {
