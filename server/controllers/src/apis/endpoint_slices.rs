@@ -309,7 +309,10 @@ mod tests {
         let export = ("p".to_string(), "e".to_string());
         let a = (cluster("a"), "b".to_string());
         let b = (cluster("b"), "b".to_string());
-        assert_eq!(bound.set(a.clone(), Some(export.clone())), vec![export.clone()]);
+        assert_eq!(
+            bound.set(a.clone(), Some(export.clone())),
+            vec![export.clone()]
+        );
         assert!(bound.set(b.clone(), Some(export.clone())).is_empty());
         assert!(bound.set(a.clone(), Some(export.clone())).is_empty());
         assert!(bound.set(a, None).is_empty());
