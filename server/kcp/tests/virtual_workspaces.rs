@@ -672,7 +672,10 @@ async fn claimed_configmaps_are_seen_exactly_where_accepted_and_selected() {
     println!("seed {seed:#x}");
     let mut random = Random(seed);
     let server = SERVER.get().await;
-    let claim = json!([{"group": "", "resource": "configmaps", "verbs": ["*"]}]);
+    // The export's claim carries a defaultSelector, which must not change the claim's label
+    // (kcp PR #4200): the consumers' own selectors decide.
+    let claim = json!([{"group": "", "resource": "configmaps", "verbs": ["*"],
+        "defaultSelector": {"matchLabels": {"tier": "c"}}}]);
     let provider = Provider::start_with(&server, "vw-claims", 5, claim).await;
     let selectors = [
         Some(Selector::All),
