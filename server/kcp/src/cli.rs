@@ -411,6 +411,22 @@ mod tests {
     }
 
     #[test]
+    fn virtual_workspaces_parse_by_subcommand_and_program_name() {
+        for list in [
+            &["kcp", "virtual-workspaces", "--kubeconfig=shard.kubeconfig"][..],
+            &["/virtual-workspaces", "--kubeconfig", "shard.kubeconfig"][..],
+        ] {
+            let Ok(Invocation::VirtualWorkspaces(options)) = parse(args(list)) else {
+                panic!("{list:?} must parse as the virtual workspaces");
+            };
+            assert_eq!(options.kubeconfig, std::path::Path::new("shard.kubeconfig"));
+            assert_eq!(options.serving.secure_port, 6444, "upstream's port");
+        }
+        let missing = parse(args(&["virtual-workspaces"])).unwrap_err();
+        assert_eq!(missing.exit_code(), 2, "--kubeconfig is required");
+    }
+
+    #[test]
     fn the_cache_server_takes_the_operators_flags() {
         let parsed = |list: &[&str]| match parse(args(list)) {
             Ok(Invocation::CacheServer(options)) => options,
