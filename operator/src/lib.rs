@@ -13,5 +13,6 @@ pub mod paths;
 pub mod pki;
 pub mod rbac;
 pub mod render;
+pub mod status_page;
 pub mod upgrade;
 pub mod validate;

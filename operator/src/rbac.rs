@@ -17,7 +17,8 @@
 //! children from [`Child`] (an exhaustive match, so a new child kind does not compile until it
 //! has a rule), the custom resources from [`crds::definitions`].
 //!
-//! Least privilege: the kinds the operator creates or watches get exactly the verbs it uses;
+//! Least privilege: the kinds the operator creates or watches get exactly the verbs it uses
+//! (events: `create`/`patch` for the recorder, `list`/`watch` for the status page);
 //! nothing is deleted on the host (garbage collection follows the owner references, which do
 //! not set `blockOwnerDeletion`, so no `<kind>/finalizers` permission is needed either); the
 //! finalizers the operator adds are a merge patch of `metadata.finalizers`, so only Shards and
@@ -166,6 +167,18 @@ fn custom_resources() -> Vec<GroupResource> {
                 .collect()
         })
         .clone()
+}
+
+/// What the status page watches: the four component kinds, Secrets and events.
+fn status_page_resources() -> Vec<GroupResource> {
+    vec![
+        GroupResource::of::<RootShard>(),
+        GroupResource::of::<Shard>(),
+        GroupResource::of::<FrontProxy>(),
+        GroupResource::of::<CacheServer>(),
+        GroupResource::of::<Secret>(),
+        GroupResource::of::<Event>(),
+    ]
 }
 
 /// Every place the operator talks to an API server, with the verbs it uses there.
@@ -404,6 +417,23 @@ pub fn uses() -> Vec<Use> {
             Cluster,
             "the Shards a RootShard and its FrontProxies list in their statuses",
         ),
+        // The status page (every replica, leader or standby).
+        entry(
+            "status_page/caches.rs",
+            "Api<K>",
+            status_page_resources(),
+            watch,
+            Cluster,
+            "the status page's watches: the components, the operator's certificate Secrets (validity only) and events",
+        ),
+        entry(
+            "status_page/caches.rs",
+            "watcher::watcher",
+            status_page_resources(),
+            watch,
+            Cluster,
+            "kube-runtime's watcher lists and watches what the status page shows",
+        ),
         // Libraries that talk to the API on their own.
         entry(
             "controller/mod.rs",
@@ -569,6 +599,7 @@ mod tests {
         (".list(&", None, &["list"]),
         (".watch(&", None, &["watch"]),
         ("Controller::new(", None, &["list", "watch"]),
+        ("watcher::watcher(", None, &["list", "watch"]),
         (".owns(", None, &["list", "watch"]),
         (".watches(", None, &["list", "watch"]),
         (".create(&", None, &["create"]),
@@ -981,7 +1012,9 @@ mod tests {
   - events
   verbs:
   - create
+  - list
   - patch
+  - watch
 ";
         assert!(yaml.starts_with(expected), "{yaml}");
         let kcp_side: Vec<GroupResource> = uses()

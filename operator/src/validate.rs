@@ -11,7 +11,8 @@ use crate::api::common::{CertificateTemplateMap, EtcdConfig, ExternalConfig, Ima
 use crate::api::{CacheServer, CommonShardSpec, FrontProxy, PathMappingEntry, RootShard, Shard};
 use crate::naming::{self, Kind, Names};
 
-const DEFAULT_SERVER_REPLICAS: i32 = 2;
+/// Replicas of a server, front-proxy or cache server with an etcd when the spec sets none.
+pub const DEFAULT_SERVER_REPLICAS: i32 = 2;
 const DEFAULT_ETCD_STORAGE: &str = "8Gi";
 
 /// Why a custom resource cannot be rendered.

@@ -1,4 +1,4 @@
-//! The HTTP endpoints in process: `/metrics`, `/healthz` and `/readyz` served by hyper on
+//! The HTTP endpoints in process: `/metrics`, the status page, `/healthz` and `/readyz` served by hyper on
 //! 127.0.0.1 port 0, asked with plain HTTP/1.1 requests, then shut down gracefully.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -134,4 +134,50 @@ async fn shutdown_closes_idle_connections() {
         0,
         "connection closed"
     );
+}
+
+#[tokio::test]
+async fn the_metrics_port_serves_the_status_page_at_the_root() {
+    let metrics = Arc::new(Metrics::default());
+    let caches = Arc::new(kcp_operator::status_page::Caches::default());
+    let health = Arc::new(Health::default());
+    health.set(Phase::Standby);
+    let (served, pages, phase) = (metrics.clone(), caches.clone(), health.clone());
+    let (address, token, server) = start(move |path| {
+        http::metrics_port_reply(
+            &served,
+            || pages.render(phase.phase(), jiff::Timestamp::now()),
+            path,
+        )
+    })
+    .await;
+
+    let (status, head, body) = request(address, "GET", "/").await;
+    assert_eq!(status, 200);
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(
+        body.contains("<title>kcp-operator status</title>"),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"id="standby""#),
+        "a standby says so: {body}"
+    );
+    assert!(
+        body.contains(r#"id="not-synced""#),
+        "no watch has listed yet: {body}"
+    );
+    let (status, head, _) = request(address, "GET", "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(head.contains("openmetrics"), "{head}");
+    assert_eq!(request(address, "GET", "/status").await.0, 404);
+    stop(token, server).await;
+
+    let failing = http::metrics_port_reply(
+        &metrics,
+        || Err::<String, _>(std::io::Error::other("template broke")),
+        "/",
+    );
+    assert_eq!(failing.status, 500);
+    assert!(failing.body.contains("template broke"), "{}", failing.body);
 }

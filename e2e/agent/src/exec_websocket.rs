@@ -1,8 +1,9 @@
-//! `exec` and `attach` over a WebSocket with `v5.channel.k8s.io` (kubectl 1.30+): every
-//! message is binary, its first byte the channel (0 stdin, 1 stdout, 2 stderr, 3 error,
-//! 4 resize) and the rest the data; a message `[255, n]` closes the client's channel `n` (v5's
-//! addition: how stdin reaches end of file). The status is the last message on channel 3, then
-//! the server closes the connection.
+//! `exec` and `attach` over a WebSocket with `v5.channel.k8s.io` (kubectl 1.30+) or
+//! `v4.channel.k8s.io` (the Python client and other libraries): every message's first byte is the
+//! channel (0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize) and the rest the data (the client may
+//! send text frames, read alike). v5 adds a message `[255, n]` that closes the client's channel
+//! `n` (how stdin reaches end of file); with v4 stdin ends with the connection. The status is the
+//! last message on channel 3, then the server closes the connection.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -13,7 +14,9 @@ use crate::exec_process::Running;
 use crate::remote_command::{self, Channel, ExecOptions, Input, Transport};
 use crate::websocket::{self, Message, OPCODE_BINARY, OPCODE_PONG};
 
-pub const PROTOCOL: &str = "v5.channel.k8s.io";
+/// The subprotocols served, in the server's order of preference (kubelet's).
+pub const PROTOCOLS: [&str; 2] = [V5, "v4.channel.k8s.io"];
+const V5: &str = "v5.channel.k8s.io";
 
 const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
@@ -63,6 +66,7 @@ async fn demultiplex<R: AsyncRead + Unpin, T: AsyncWrite>(
     writer: Writer<T>,
     stdin: Option<mpsc::Sender<Bytes>>,
     resize: mpsc::Sender<Bytes>,
+    closes_channels: bool,
 ) {
     let mut stdin = stdin;
     loop {
@@ -84,16 +88,16 @@ async fn demultiplex<R: AsyncRead + Unpin, T: AsyncWrite>(
                 Some((&RESIZE, rest)) => {
                     let _ = resize.send(Bytes::copy_from_slice(rest)).await;
                 }
-                Some((&CLOSE, [STDIN])) => stdin = None,
+                Some((&CLOSE, [STDIN])) if closes_channels => stdin = None,
                 _ => {}
             },
         }
     }
 }
 
-/// Serves one exchange on a connection the client switched to a `v5.channel.k8s.io`
-/// WebSocket.
-pub async fn serve<T, F>(io: T, options: ExecOptions, start: F)
+/// Serves one exchange on a connection the client switched to a WebSocket with `protocol` (one
+/// of [`PROTOCOLS`]).
+pub async fn serve<T, F>(io: T, protocol: &str, options: ExecOptions, start: F)
 where
     T: AsyncRead + AsyncWrite + Send + 'static,
     F: FnOnce(&ExecOptions) -> Result<Running, String>,
@@ -103,7 +107,13 @@ where
     let (stdin_tx, stdin_rx) = mpsc::channel(16);
     let (resize_tx, resize_rx) = mpsc::channel(4);
     let stdin_tx = options.stdin.then_some(stdin_tx);
-    tokio::spawn(demultiplex(reader, writer.clone(), stdin_tx, resize_tx));
+    tokio::spawn(demultiplex(
+        reader,
+        writer.clone(),
+        stdin_tx,
+        resize_tx,
+        protocol == V5,
+    ));
     let transport = WebSocketTransport { writer };
     let input = Input {
         stdin: options.stdin.then_some(stdin_rx),
@@ -132,7 +142,7 @@ mod tests {
         let writer = std::sync::Arc::new(tokio::sync::Mutex::new(writer));
         let (stdin_tx, mut stdin_rx) = mpsc::channel(4);
         let (resize_tx, mut resize_rx) = mpsc::channel(4);
-        let task = tokio::spawn(demultiplex(reader, writer, Some(stdin_tx), resize_tx));
+        let task = tokio::spawn(demultiplex(reader, writer, Some(stdin_tx), resize_tx, true));
         let (mut client_read, mut client_write) = tokio::io::split(client);
         client_write.write_all(&masked(b"\x00hi")).await.unwrap();
         client_write
@@ -158,6 +168,39 @@ mod tests {
         assert_eq!(pong, [0x8a, 0x00]);
         client_write.shutdown().await.unwrap();
         task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn with_v4_stdin_ends_with_the_connection_not_a_close_message() {
+        let (client, server) = tokio::io::duplex(4096);
+        let (reader, writer) = tokio::io::split(server);
+        let writer = std::sync::Arc::new(tokio::sync::Mutex::new(writer));
+        let (stdin_tx, mut stdin_rx) = mpsc::channel(4);
+        let (resize_tx, _resize_rx) = mpsc::channel(4);
+        let task = tokio::spawn(demultiplex(
+            reader,
+            writer,
+            Some(stdin_tx),
+            resize_tx,
+            false,
+        ));
+        let (_client_read, mut client_write) = tokio::io::split(client);
+        client_write
+            .write_all(&masked(&[CLOSE, STDIN]))
+            .await
+            .unwrap();
+        client_write.write_all(&masked(b"\x00after")).await.unwrap();
+        assert_eq!(
+            stdin_rx.recv().await.unwrap(),
+            Bytes::from_static(b"after"),
+            "[255, 0] is no signal in v4: stdin stays open"
+        );
+        client_write.shutdown().await.unwrap();
+        task.await.unwrap();
+        assert!(
+            stdin_rx.recv().await.is_none(),
+            "stdin ends with the connection"
+        );
     }
 
     #[test]

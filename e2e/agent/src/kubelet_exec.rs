@@ -244,7 +244,7 @@ pub fn serve(
     let transport = match negotiate(
         request.headers(),
         exec_spdy::PROTOCOL,
-        &[exec_websocket::PROTOCOL],
+        &exec_websocket::PROTOCOLS,
     ) {
         Ok(transport) => transport,
         Err(message) => return text(StatusCode::FORBIDDEN, message),
@@ -266,7 +266,9 @@ pub fn serve(
         };
         match transport {
             Transport::Spdy => exec_spdy::serve(io, options, start).await,
-            Transport::WebSocket(_) => exec_websocket::serve(io, options, start).await,
+            Transport::WebSocket(protocol) => {
+                exec_websocket::serve(io, protocol, options, start).await
+            }
         }
     });
     response

@@ -9,9 +9,12 @@
 //! rotated and finally deleted), print every step with its elapsed time, and measure the
 //! figures `docs/performance.md` reports (apply to Available, upgrade duration, operator memory).
 
+pub mod browser;
 pub mod cluster;
 pub mod host;
+pub mod managed;
 pub mod narrator;
+pub mod run;
 pub mod scenarios;
 
 pub use narrator::Narrator;

@@ -1,5 +1,6 @@
-//! The plain-HTTP endpoints (hyper, HTTP/1.1): `/metrics` on the metrics address, `/healthz`
-//! and `/readyz` on the health probe address. Each listener stops accepting when its token is
+//! The plain-HTTP endpoints (hyper, HTTP/1.1): `/metrics` and the status page (`/`, see
+//! `crate::status_page`) on the metrics address, `/healthz` and `/readyz` on the health probe
+//! address. Each listener stops accepting when its token is
 //! cancelled and gives open connections a few seconds to finish.
 
 use std::convert::Infallible;
@@ -24,6 +25,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 const TEXT: &str = "text/plain; charset=utf-8";
+const HTML: &str = "text/html; charset=utf-8";
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The answer to a GET of one path.
@@ -62,6 +64,28 @@ pub fn metrics_reply(metrics: &Metrics, path: &str) -> Reply {
         Err(error) => Reply::text(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("failed to encode metrics: {error}\n"),
+        ),
+    }
+}
+
+/// The metrics port: the status page at `/` (rendered by `page` only when asked for), `/metrics`.
+pub fn metrics_port_reply<E: std::error::Error>(
+    metrics: &Metrics,
+    page: impl FnOnce() -> Result<String, E>,
+    path: &str,
+) -> Reply {
+    if path != "/" {
+        return metrics_reply(metrics, path);
+    }
+    match page() {
+        Ok(body) => Reply {
+            status: StatusCode::OK,
+            content_type: HTML,
+            body,
+        },
+        Err(error) => Reply::text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{}\n", crate::controller::error_chain(&error)),
         ),
     }
 }

@@ -1,6 +1,8 @@
 //! What `kcp-operator run` runs around the controllers, like controller-runtime's manager:
-//! leader election (`leader`), `/metrics` and the `/healthz` `/readyz` probes on their own
-//! ports (`http`, `health`), and one shutdown for all of them.
+//! leader election (`leader`), `/metrics` and the status page (`/`) on the metrics port, the
+//! `/healthz` `/readyz` probes on their own port (`http`, `health`), and one shutdown for all
+//! of them. The status page's watches start on every replica before the election, so a
+//! standby serves it too.
 //!
 //! With leader election the controllers start only once this process holds the lease; losing
 //! it drops them at once and [`run`] fails, so the process exits non-zero and its pod restarts
@@ -23,6 +25,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::controller::{Context, run::run as run_controllers};
+use crate::status_page::Caches;
 use health::{Health, Phase};
 use leader::{Election, Lost};
 pub use options::Options;
@@ -61,9 +64,16 @@ pub async fn run(
     let mut servers = Vec::new();
     if let Some(address) = options.metrics_bind_address.socket() {
         let metrics = ctx.metrics.clone();
+        let (caches, watches) = Caches::start(&ctx.client, &endpoints);
+        servers.extend(watches);
+        let health = health.clone();
         servers.push(
             listen(address, &endpoints, move |path| {
-                http::metrics_reply(&metrics, path)
+                http::metrics_port_reply(
+                    &metrics,
+                    || caches.render(health.phase(), jiff::Timestamp::now()),
+                    path,
+                )
             })
             .await?,
         );
@@ -92,7 +102,7 @@ pub async fn run(
     endpoints.cancel();
     for server in servers {
         if let Err(error) = server.await {
-            tracing::warn!(%error, "HTTP endpoint task failed");
+            tracing::warn!(%error, "HTTP endpoint or status page watch task failed");
         }
     }
     result

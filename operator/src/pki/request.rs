@@ -6,6 +6,9 @@ use std::time::Duration;
 pub const DEFAULT_LEAF_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Ten years: the lifetime of generated CAs.
 pub const DEFAULT_CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Without `renewBefore`, a certificate is renewed when this fraction (1/N) of its lifetime is
+/// left, as cert-manager does: at two thirds of the lifetime.
+pub const RENEWAL_LIFETIME_DIVISOR: u32 = 3;
 
 /// Extended key usages a leaf certificate is issued for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -81,7 +84,8 @@ impl CertificateRequest {
 
     /// The time before expiry at which a renewal is due.
     pub fn renewal_margin(&self) -> Duration {
-        self.renew_before.unwrap_or(self.validity / 3)
+        self.renew_before
+            .unwrap_or(self.validity / RENEWAL_LIFETIME_DIVISOR)
     }
 
     /// Sorted, deduplicated names, so that comparing with an issued certificate ignores order.

@@ -17,6 +17,7 @@ pub mod claims;
 pub mod conditions;
 pub mod conversion;
 pub mod crds;
+pub mod default_bindings;
 pub mod endpoints;
 pub mod identity;
 pub mod schema;

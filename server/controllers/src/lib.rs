@@ -106,6 +106,11 @@ async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationTo
             stop.clone(),
         )),
         tokio::spawn(apis::claim_labels::run(store.clone(), stop.clone())),
+        tokio::spawn(apis::default_bindings::run(
+            store.clone(),
+            tenancy.clone(),
+            stop.clone(),
+        )),
         tokio::spawn(logical_clusters::run(
             store.clone(),
             tenancy.clone(),

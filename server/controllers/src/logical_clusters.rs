@@ -367,13 +367,24 @@ impl LogicalClusters {
             lc::remove_initializer(logical_cluster, UNIVERSAL_INITIALIZER);
             ran = true;
         }
-        // The APIs default bindings would bring (tenancy.kcp.io, topology.kcp.io) are served in
-        // every logical cluster here, so there is nothing to bind.
-        if pending.iter().any(|i| i == API_BINDINGS_INITIALIZER) {
+        // kcp's own exports (tenancy.kcp.io, topology.kcp.io) are served in every logical
+        // cluster here: a type binding only those has nothing to bind. Other exports are bound
+        // by the default-bindings initializer (`apis::default_bindings`), which removes it.
+        if pending.iter().any(|i| i == API_BINDINGS_INITIALIZER)
+            && self.binds_only_kcps_own_exports(logical_cluster)
+        {
             lc::remove_initializer(logical_cluster, API_BINDINGS_INITIALIZER);
             ran = true;
         }
         Ok(ran)
+    }
+
+    /// Whether every default API binding of the cluster's types names one of kcp's own exports
+    /// (false when the types do not resolve: the initializer reports that).
+    fn binds_only_kcps_own_exports(&self, logical_cluster: &Value) -> bool {
+        self.index
+            .default_api_bindings(logical_cluster)
+            .is_ok_and(|defaults| kcp_apis::default_bindings::to_make(defaults).is_empty())
     }
 
     /// What `root:universal` initializes: namespaces `default` and `kube-system` (created

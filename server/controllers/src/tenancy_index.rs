@@ -22,8 +22,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::select_all;
 use kcp_apimachinery::{ApiError, meta};
-use kcp_tenancy::logical_cluster::PATH_ANNOTATION;
+use kcp_tenancy::logical_cluster::{PATH_ANNOTATION, TYPE_ANNOTATION};
 use kcp_tenancy::paths::rewrite_home;
+use kcp_tenancy::types::{self, DefaultApiBinding, ResolvedType, TypeError};
 use kcp_tenancy::{Path, TypeRef};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -178,6 +179,24 @@ impl TenancyIndex {
             .as_object_mut()
             .map(|a| a.insert(PATH_ANNOTATION.into(), Value::String(path)));
         Some(object)
+    }
+
+    /// The exports a logical cluster binds while it initializes: `spec.defaultAPIBindings` of its
+    /// type (the `internal.tenancy.kcp.io/type` annotation) and of every type that extends;
+    /// none for a cluster without a type.
+    pub fn default_api_bindings(
+        &self,
+        logical_cluster: &Value,
+    ) -> Result<Vec<DefaultApiBinding>, TypeError> {
+        let annotations = meta::annotations(logical_cluster);
+        let Some(annotation) = annotations.get(TYPE_ANNOTATION).filter(|a| !a.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let reference = TypeRef::parse(annotation);
+        let lookup = |r: &TypeRef| self.workspace_type(r);
+        let object = lookup(&reference).ok_or_else(|| TypeError::NotFound(annotation.clone()))?;
+        let aliases = types::resolve_aliases(&ResolvedType::new(object, &reference), &lookup)?;
+        Ok(types::default_api_bindings(&aliases))
     }
 
     /// The logical cluster holding the WorkspaceTypes of `path`: one of this shard's, else

@@ -710,3 +710,124 @@ async fn a_maximal_permission_policy_caps_what_consumers_may_do() {
     // Erin may do everything else in her workspace (the cap is only on the bound resource).
     erin.ok(&["create", "configmap", "free", "-n", "default"]);
 }
+
+/// A WorkspaceType in root that extends `root:universal` and binds `defaults` (`(path, export)`).
+fn type_with_defaults(name: &str, defaults: &[(&str, &str)]) -> String {
+    let bindings: String = defaults
+        .iter()
+        .map(|(path, export)| format!("  - {{path: \"{path}\", export: {export}}}\n"))
+        .collect();
+    format!(
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: {name}\nspec:\n  extend:\n    with:\n    - {{name: universal, path: root}}\n  defaultAPIBindings:\n{bindings}"
+    )
+}
+
+/// Creates workspace `root:<name>` of type `root:<type_name>` without waiting.
+fn typed_workspace<'a>(server: &KcpProcess, root: &Ws<'a>, name: &str, type_name: &str) -> Ws<'a> {
+    root.apply(&format!(
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  type: {{name: {type_name}, path: root}}\n"
+    ));
+    Ws {
+        kubectl: root.kubectl,
+        server: format!("{}/clusters/root:{name}", server.base_url()),
+        path: format!("root:{name}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_type_binds_its_default_exports_before_the_workspace_is_ready() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let provider = workspace(&server, &kubectl, "defaults-provider");
+    export_widgets(&provider, "");
+    let root = Ws {
+        kubectl: &kubectl,
+        server: format!("{}/clusters/root", server.base_url()),
+        path: "root".into(),
+    };
+
+    // Ready only with its binding bound: the bound resource is usable at once.
+    root.apply(&type_with_defaults(
+        "with-widgets",
+        &[
+            ("root", "tenancy.kcp.io"),
+            ("root:defaults-provider", "widgets"),
+        ],
+    ));
+    let ws = typed_workspace(&server, &root, "has-widgets", "with-widgets");
+    root.wait(
+        &[
+            "get",
+            "workspace",
+            "has-widgets",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Ready",
+    );
+    let names = ws.jsonpath(&["get", "apibindings"], "{.items[*].metadata.name}");
+    let name = names.split_whitespace().collect::<Vec<_>>();
+    assert_eq!(
+        name.len(),
+        1,
+        "one binding (none for kcp's own export): {names}"
+    );
+    assert!(
+        name[0].starts_with("widgets-") && name[0].len() == "widgets-".len() + 5,
+        "{names}"
+    );
+    assert_eq!(
+        ws.jsonpath(
+            &["get", "apibinding", name[0]],
+            "{.status.phase}/{.spec.reference.export.path}"
+        ),
+        "Bound/root:defaults-provider"
+    );
+    ws.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: default\nspec: {}\n");
+    assert_eq!(
+        ws.jsonpath(
+            &["get", "logicalcluster", "cluster"],
+            "{.status.conditions[?(@.type==\"APIBindingsInitialized\")].status}"
+        ),
+        "True"
+    );
+
+    // An export that does not exist yet holds the workspace in Initializing, and says so.
+    root.apply(&type_with_defaults(
+        "with-gadgets",
+        &[("root:defaults-provider", "gadgets")],
+    ));
+    let waiting = typed_workspace(&server, &root, "has-gadgets", "with-gadgets");
+    waiting.wait(
+        &[
+            "get",
+            "logicalcluster",
+            "cluster",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"APIBindingsInitialized\")].reason}",
+        ],
+        "APIBindingErrors",
+    );
+    assert_eq!(
+        root.jsonpath(&["get", "workspace", "has-gadgets"], "{.status.phase}"),
+        "Initializing"
+    );
+    provider.apply(&schema_yaml("v1", "example.com", "gadgets", "Gadget"));
+    provider.apply(&export_yaml(
+        "gadgets",
+        "example.com",
+        "gadgets",
+        "v1.gadgets.example.com",
+    ));
+    root.wait(
+        &[
+            "get",
+            "workspace",
+            "has-gadgets",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "Ready",
+    );
+    waiting.ok(&["get", "gadgets", "-A"]);
+}

@@ -695,59 +695,6 @@ async fn kube_rs_streaming_list() {
     }
 }
 
-/// The Python client release the Python scenario installs (pinned, so runs are repeatable).
-const PYTHON_KUBERNETES: &str = "37.0.2";
-
-/// A virtual environment with the Python `kubernetes` client, made once under the target
-/// directory (next to the test binaries); returns its `python`. It is built aside and renamed into
-/// place (a venv's `bin/python` finds its packages relative to itself), so a half-made one is never
-/// used.
-fn python_with_kubernetes() -> std::path::PathBuf {
-    use std::process::Command;
-    let dir =
-        kcp_testing::binaries::profile_dir().join(format!("python-kubernetes-{PYTHON_KUBERNETES}"));
-    let python = dir.join("bin/python");
-    if dir.join(".installed").is_file() {
-        return python;
-    }
-    let staging = dir.with_extension(format!("tmp-{}", std::process::id()));
-    let run = |command: &mut Command, what: &str| {
-        let output = command
-            .output()
-            .unwrap_or_else(|error| panic!("{what}: {error}"));
-        assert!(
-            output.status.success(),
-            "{what}: {}\n{}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
-    let _ = std::fs::remove_dir_all(&staging);
-    run(
-        Command::new("python3").args(["-m", "venv"]).arg(&staging),
-        "python3 -m venv",
-    );
-    run(
-        Command::new(staging.join("bin/python")).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            &format!("kubernetes=={PYTHON_KUBERNETES}"),
-        ]),
-        "pip install kubernetes",
-    );
-    std::fs::write(staging.join(".installed"), PYTHON_KUBERNETES).expect("marking the venv");
-    let _ = std::fs::remove_dir_all(&dir);
-    if std::fs::rename(&staging, &dir).is_err() {
-        // Another test process got there first.
-        let _ = std::fs::remove_dir_all(&staging);
-    }
-    python
-}
-
 /// The Python scenario: a WatchList through `watch.Watch().stream`, printing one JSON line per
 /// event; after the initial-events-end bookmark it creates `later` and stops once it sees it.
 const PYTHON_WATCH: &str = r#"
@@ -785,7 +732,7 @@ async fn python_kubernetes_watch_list() {
     let collection = "/clusters/root/api/v1/namespaces/wl-python/configmaps";
     create(&server, collection, "a").await;
     create(&server, collection, "b").await;
-    let python = tokio::task::spawn_blocking(python_with_kubernetes)
+    let python = tokio::task::spawn_blocking(kcp_testing::python::with_kubernetes)
         .await
         .unwrap();
     let dir = kcp_testing::temp_dir("watch-list-python");

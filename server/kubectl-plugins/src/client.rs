@@ -3,8 +3,10 @@
 //! Upstream builds a kcp cluster clientset from the kubeconfig and strips the server URL's
 //! path (`newKCPClusterClient`), addressing each workspace as `<scheme://host>/clusters/<path>`.
 //! This client does the same with reqwest, taking TLS and credentials from the kubeconfig
-//! stanzas so it works against upstream kcp and kcp-rs alike.
+//! stanzas (`tls-server-name` included, as client-go) so it works against upstream kcp and
+//! kcp-rs alike.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use kcp_kubeconfig::KubeconfigError;
@@ -60,6 +62,44 @@ fn read_relative(file: &Path, dir: &Path) -> Result<Vec<u8>, Error> {
     std::fs::read(&path).map_err(|e| Error::io(path, e))
 }
 
+/// A kubeconfig's `tls-server-name`, as client-go honours it: the server certificate is
+/// verified for (and SNI names) that name while the connection goes to the server URL's address.
+/// reqwest takes its TLS name from the URL, so the origin is rewritten to the name and the name
+/// resolves to the original address. `None` when there is no such name or it is the URL's host.
+fn tls_server_name_origin(
+    origin: &str,
+    tls_server_name: Option<&str>,
+) -> Result<Option<(String, String, SocketAddr)>, Error> {
+    let Some(name) = tls_server_name.filter(|name| !name.is_empty()) else {
+        return Ok(None);
+    };
+    let (scheme, authority) = origin
+        .split_once("://")
+        .ok_or_else(|| Error::msg(format!("invalid server URL {origin:?}")))?;
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (
+            host,
+            port.parse::<u16>()
+                .map_err(|_| Error::msg(format!("invalid port in server URL {origin:?}")))?,
+        ),
+        _ => (authority, if scheme == "http" { 80 } else { 443 }),
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare == name {
+        return Ok(None);
+    }
+    let address = (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| Error::msg(format!("resolving {bare}: {e}")))?
+        .next()
+        .ok_or_else(|| Error::msg(format!("{bare} has no address")))?;
+    Ok(Some((
+        format!("{scheme}://{name}:{port}"),
+        name.to_owned(),
+        address,
+    )))
+}
+
 impl ApiClient {
     /// Builds the client for the selected context; relative files resolve against `dir`.
     pub fn new(selected: &Selected, dir: &Path, overrides: &Overrides) -> Result<Self, Error> {
@@ -70,6 +110,13 @@ impl ApiClient {
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("kubectl-ws/v", env!("CARGO_PKG_VERSION")))
             .use_rustls_tls();
+        let mut origin = origin.to_owned();
+        if let Some((renamed, name, address)) =
+            tls_server_name_origin(&origin, cluster.tls_server_name.as_deref())?
+        {
+            builder = builder.resolve(&name, address);
+            origin = renamed;
+        }
 
         let insecure = overrides.insecure_skip_tls_verify || cluster.insecure_skip_tls_verify;
         if insecure {
@@ -126,7 +173,7 @@ impl ApiClient {
 
         Ok(Self {
             http: builder.build()?,
-            origin: origin.to_owned(),
+            origin,
             auth,
         })
     }
@@ -361,6 +408,31 @@ mod tests {
         let err = api_error(StatusCode::NOT_FOUND, body);
         assert!(err.is_not_found());
         assert_eq!(err.message, "workspaces.tenancy.kcp.io \"x\" not found");
+    }
+
+    #[test]
+    fn tls_server_name_keeps_the_address_and_names_the_certificate() {
+        let (origin, name, address) = tls_server_name_origin(
+            "https://10.214.3.7:6443",
+            Some("proxy.kcp.svc.cluster.local"),
+        )
+        .expect("valid")
+        .expect("renamed");
+        assert_eq!(origin, "https://proxy.kcp.svc.cluster.local:6443");
+        assert_eq!(name, "proxy.kcp.svc.cluster.local");
+        assert_eq!(address, "10.214.3.7:6443".parse().expect("address"));
+        let (_, _, address) = tls_server_name_origin("https://[::1]", Some("kcp.example"))
+            .expect("valid")
+            .expect("renamed");
+        assert_eq!(address, "[::1]:443".parse().expect("address"));
+        for unchanged in [None, Some(""), Some("10.0.0.1")] {
+            assert!(
+                tls_server_name_origin("https://10.0.0.1:6443", unchanged)
+                    .expect("valid")
+                    .is_none(),
+                "{unchanged:?}"
+            );
+        }
     }
 
     #[test]

@@ -19,35 +19,62 @@ const HOME_DIGEST_BYTES: usize = 8;
 /// Length of the deprecated shard hash annotation `internal.tenancy.kcp.io/shard`.
 const SHARD_HASH_LENGTH: usize = 8;
 
-const BASE36_DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+const BASE36_DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+const BASE62_DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
-/// `bytes` as a big-endian number in base36, one `0` per leading zero byte (`Encoder.BytesPad`).
-pub fn base36_pad(bytes: &[u8]) -> String {
-    let zeros = bytes.iter().take_while(|b| **b == 0).count();
-    let mut number: Vec<u8> = bytes[zeros..].to_vec();
-    let mut digits = Vec::new();
+/// `bytes` as a big-endian number written with `digits` (their count is the base), without
+/// leading zeros (Go's `big.Int.Text`).
+fn big_endian_text(bytes: &[u8], digits: &[u8]) -> String {
+    let base = u32::try_from(digits.len()).unwrap_or(u32::MAX);
+    let mut number: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
+    let mut out = Vec::new();
     while !number.is_empty() {
         let mut remainder = 0u32;
         let mut quotient = Vec::with_capacity(number.len());
         for byte in &number {
             let accumulator = (remainder << 8) | u32::from(*byte);
-            let digit = accumulator / 36;
-            remainder = accumulator % 36;
+            let digit = accumulator / base;
+            remainder = accumulator % base;
             if !(quotient.is_empty() && digit == 0) {
                 quotient.push(digit as u8);
             }
         }
-        digits.push(BASE36_DIGITS[remainder as usize]);
+        out.push(digits[remainder as usize]);
         number = quotient;
     }
-    let mut out = "0".repeat(zeros);
-    out.extend(digits.iter().rev().map(|d| char::from(*d)));
-    out
+    out.iter().rev().map(|d| char::from(*d)).collect()
+}
+
+/// `bytes` as a big-endian number in base36, one `0` per leading zero byte (`Encoder.BytesPad`).
+pub fn base36_pad(bytes: &[u8]) -> String {
+    let zeros = bytes.iter().take_while(|b| **b == 0).count();
+    "0".repeat(zeros) + &big_endian_text(bytes, BASE36_DIGITS)
 }
 
 /// `Base36Sha224.BytesPad`: the padded base36 rendering of SHA-224 of `input`.
 pub fn base36_sha224(input: &[u8]) -> String {
     base36_pad(&Sha224::digest(input))
+}
+
+/// `Base62Sha224.Bytes`: SHA-224 of `input` in base62 (`0-9a-zA-Z`), leading zero bytes dropped.
+pub fn base62_sha224(input: &[u8]) -> String {
+    big_endian_text(&Sha224::digest(input), BASE62_DIGITS)
+}
+
+/// Longest export-name prefix of a generated APIBinding name: a DNS-1123 subdomain (253) less
+/// the dash and the five hash characters.
+const API_BINDING_PREFIX_MAX: usize = 253 - 1 - 5;
+
+/// The name of the APIBinding the `system:apibindings` initializer creates in `cluster` for the
+/// export `path`:`export` (upstream's `GenerateAPIBindingName`): the export's name, a dash, and
+/// five lower-cased characters of the base62 SHA-224 of `<cluster>|<path>|<export>`.
+pub fn api_binding_name(cluster: &str, path: &str, export: &str) -> String {
+    let prefix: String = export.chars().take(API_BINDING_PREFIX_MAX).collect();
+    let hash: String = base62_sha224(format!("{cluster}|{path}|{export}").as_bytes())
+        .chars()
+        .take(5)
+        .collect();
+    format!("{prefix}-{}", hash.to_lowercase())
 }
 
 /// The logical cluster name for a workspace, from 32 random bytes (deterministic, for tests and
@@ -112,6 +139,33 @@ mod tests {
             base36_sha224(b"input50"),
             "04xtfzmllsov5334t8xolbc31qfgtl44oza013n6uzk"
         );
+    }
+
+    #[test]
+    fn base62_sha224_matches_upstream_vectors() {
+        // kcp-dev/apimachinery pkg/util/crypto hasher_test.go (Bytes)
+        assert_eq!(base62_sha224(b""), "aAkHCkvjglfF66mdhRcVKb0I3FT1lepYlWZNwj");
+        assert_eq!(
+            base62_sha224(b"hello"),
+            "bPWFAjMdldrWYheSsV0t7VkdTNtgGHBplr6qLF"
+        );
+        assert_eq!(
+            base62_sha224(b"input50"),
+            "WF7EK9IErgKvTHdcQRzkjJDEJDBOwfQSmzEQ"
+        );
+    }
+
+    #[test]
+    fn api_binding_names_are_the_export_and_five_hash_characters() {
+        let name = api_binding_name("2abc", "root:provider", "widgets");
+        let (prefix, hash) = name.rsplit_once('-').unwrap();
+        assert_eq!(prefix, "widgets");
+        assert_eq!(hash.len(), 5);
+        assert_eq!(hash, hash.to_lowercase());
+        assert_eq!(name, api_binding_name("2abc", "root:provider", "widgets"));
+        assert_ne!(name, api_binding_name("2abd", "root:provider", "widgets"));
+        let long = "x".repeat(300);
+        assert_eq!(api_binding_name("c", "root", &long).len(), 253);
     }
 
     #[test]

@@ -227,9 +227,31 @@ impl ResolvedType {
     }
 
     pub fn has_default_api_bindings(&self) -> bool {
+        !self.default_api_bindings().is_empty()
+    }
+
+    /// `spec.defaultAPIBindings`, each export's path defaulted to this type's own workspace.
+    pub fn default_api_bindings(&self) -> Vec<DefaultApiBinding> {
         self.spec("defaultAPIBindings")
             .and_then(Value::as_array)
-            .is_some_and(|bindings| !bindings.is_empty())
+            .map(|bindings| {
+                bindings
+                    .iter()
+                    .filter_map(|binding| {
+                        let export = binding.get("export")?.as_str()?;
+                        let path = binding
+                            .get("path")
+                            .and_then(Value::as_str)
+                            .filter(|path| !path.is_empty())
+                            .unwrap_or(&self.reference.path);
+                        Some(DefaultApiBinding {
+                            path: path.to_string(),
+                            export: export.to_string(),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// `spec.additionalWorkspaceLabels`.
@@ -330,6 +352,25 @@ pub fn initializers(aliases: &[ResolvedType]) -> Vec<String> {
         initializers.push(API_BINDINGS_INITIALIZER.to_string());
     }
     initializers
+}
+
+/// One APIExport a type binds in every workspace of it (`spec.defaultAPIBindings[]`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DefaultApiBinding {
+    /// The export's workspace path (the type's own when the entry has none).
+    pub path: String,
+    pub export: String,
+}
+
+/// The exports a logical cluster of a type with these aliases binds while it initializes: the
+/// union over every alias (upstream's transitive set), each once, in alias order.
+pub fn default_api_bindings(aliases: &[ResolvedType]) -> Vec<DefaultApiBinding> {
+    let mut seen = HashSet::new();
+    aliases
+        .iter()
+        .flat_map(ResolvedType::default_api_bindings)
+        .filter(|binding| seen.insert(binding.clone()))
+        .collect()
 }
 
 /// The terminators of a logical cluster of a type with these aliases.
@@ -651,6 +692,39 @@ mod tests {
         assert_eq!(terminators(&aliases), ["c-root-org:custom"]);
         let plain = store(vec![wst("root", "plain", json!({}))]);
         assert!(initializers(&resolve(&plain, "root:plain")).is_empty());
+    }
+
+    #[test]
+    fn default_api_bindings_are_the_union_of_the_aliases_with_paths_defaulted() {
+        let mut types = root_types();
+        types.push(wst(
+            "root:org",
+            "custom",
+            json!({
+                "extend": {"with": [{"name": "universal", "path": "root"}]},
+                "defaultAPIBindings": [
+                    {"export": "widgets"},
+                    {"path": "root:provider", "export": "gadgets"},
+                    {"path": "root", "export": "tenancy.kcp.io"},
+                ],
+            }),
+        ));
+        let lookup = store(types);
+        let bindings = default_api_bindings(&resolve(&lookup, "root:org:custom"));
+        let pairs: Vec<(&str, &str)> = bindings
+            .iter()
+            .map(|b| (b.path.as_str(), b.export.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("root", "tenancy.kcp.io"),
+                ("root:org", "widgets"),
+                ("root:provider", "gadgets"),
+            ]
+        );
+        let plain = store(vec![wst("root", "plain", json!({}))]);
+        assert!(default_api_bindings(&resolve(&plain, "root:plain")).is_empty());
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod pki;
 pub mod plugins;
 mod ports;
 mod process;
+pub mod python;
 mod sharded;
 mod wait;
 

@@ -30,6 +30,24 @@ pub fn repo_root() -> PathBuf {
 const ETCD: &str = "/usr/bin/etcd";
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 
+/// The number of the bridge and /24 of the run in process `pid`.
+fn network_id(pid: u32) -> u32 {
+    pid % 200 + 20
+}
+
+/// The bridge of the run in process `pid`: every namespace, link and address the agent makes
+/// for it derives from this name (`kcp-node-agent cleanup --bridge` finds them by it).
+pub fn bridge_name(pid: u32) -> String {
+    format!("kcpe2e{}", network_id(pid))
+}
+
+/// Removes what a run whose process is gone left on bridge `bridge`: pod processes, network
+/// namespaces, links and addresses, the bridge.
+pub fn clean_up_bridge(bridge: &str) -> Result<(), String> {
+    let agent = workspace_binary("kcp-node-agent", "kcp-node-agent");
+    run(&agent, &["cleanup", "--bridge", bridge]).map(|_| ())
+}
+
 pub struct LocalHost {
     dir: TempDir,
     bridge: String,
@@ -42,8 +60,8 @@ pub struct LocalHost {
 
 impl LocalHost {
     pub async fn start(narrator: &Narrator) -> Result<LocalHost, String> {
-        let id = std::process::id() % 200 + 20;
-        let bridge = format!("kcpe2e{id}");
+        let id = network_id(std::process::id());
+        let bridge = bridge_name(std::process::id());
         let subnet = format!("10.214.{id}.0/24");
         let address = format!("10.214.{id}.1");
         let dir = tempfile::Builder::new()
@@ -147,22 +165,36 @@ impl LocalHost {
 
     /// `kubeconfig` with its in-cluster servers made reachable from here.
     pub fn reachable(&mut self, kubeconfig: &str) -> Result<String, String> {
-        let admin = Cluster::new(self.kubeconfig());
         rewrite_servers(kubeconfig, |host, port| {
             let Some((service, namespace)) = service_of(host) else {
                 return Ok((host.to_owned(), port));
             };
-            let object = admin
-                .get(&["service", "-n", &namespace, &service])?
-                .ok_or_else(|| format!("no service {namespace}/{service}"))?;
-            let address = object
-                .pointer("/metadata/annotations/e2e.kcp.io~1virtual-ip")
-                .or_else(|| object.pointer("/spec/clusterIP"))
-                .and_then(|v| v.as_str())
-                .filter(|ip| !ip.is_empty() && *ip != "None")
-                .ok_or_else(|| format!("service {namespace}/{service} has no virtual IP yet"))?;
-            Ok((address.to_owned(), port))
+            Ok((self.virtual_ip(&namespace, &service)?, port))
         })
+    }
+
+    /// `address:port` where this machine reaches `port` of Service `namespace/service`: its
+    /// virtual IP on the agent's bridge.
+    pub fn service_address(
+        &self,
+        namespace: &str,
+        service: &str,
+        port: u16,
+    ) -> Result<String, String> {
+        Ok(format!("{}:{port}", self.virtual_ip(namespace, service)?))
+    }
+
+    fn virtual_ip(&self, namespace: &str, service: &str) -> Result<String, String> {
+        let object = Cluster::new(self.kubeconfig())
+            .get(&["service", "-n", namespace, service])?
+            .ok_or_else(|| format!("no service {namespace}/{service}"))?;
+        object
+            .pointer("/metadata/annotations/e2e.kcp.io~1virtual-ip")
+            .or_else(|| object.pointer("/spec/clusterIP"))
+            .and_then(|v| v.as_str())
+            .filter(|ip| !ip.is_empty() && *ip != "None")
+            .map(str::to_owned)
+            .ok_or_else(|| format!("service {namespace}/{service} has no virtual IP yet"))
     }
 
     /// Resident memory of the operator process the agent runs (the chart's pod).

@@ -9,7 +9,12 @@
 //!   `cargo xtask images` loaded, see `e2e/kind.sh`); in-cluster URLs are reached through
 //!   `kubectl port-forward`.
 //!
-//! `E2E_HOST=local|kubeconfig` chooses; `local` is the default.
+//! - `local-kubeconfig`: the local host, used the way the suite uses a real cluster (through its
+//!   kubeconfig, in-cluster URLs through `kubectl port-forward` served by the local host's pods/
+//!   portforward), so the `kubeconfig` host's own code runs in CI and the only difference left on
+//!   kind is the cluster itself.
+//!
+//! `E2E_HOST=local|kubeconfig|local-kubeconfig` chooses; `local` is the default.
 
 pub mod local;
 pub mod remote;
@@ -22,17 +27,45 @@ use crate::cluster::Cluster;
 pub enum Host {
     Local(Box<local::LocalHost>),
     Remote(remote::RemoteHost),
+    /// The local host reached as a remote one (the local host is kept to be stopped).
+    LocalAsRemote(Box<local::LocalHost>, remote::RemoteHost),
+}
+
+/// Which host to run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Local,
+    Kubeconfig,
+    LocalAsKubeconfig,
+}
+
+impl Choice {
+    /// The host `E2E_HOST` names.
+    pub fn from_env() -> Result<Choice, String> {
+        match std::env::var("E2E_HOST").as_deref() {
+            Ok("kubeconfig") => Ok(Choice::Kubeconfig),
+            Ok("local-kubeconfig") => Ok(Choice::LocalAsKubeconfig),
+            Ok("local") | Err(_) => Ok(Choice::Local),
+            Ok(other) => Err(format!(
+                "E2E_HOST={other}: use local, kubeconfig or local-kubeconfig"
+            )),
+        }
+    }
 }
 
 impl Host {
-    /// The host `E2E_HOST` names, started (local) or checked (kubeconfig).
-    pub async fn from_env(narrator: &crate::Narrator) -> Result<Host, String> {
-        match std::env::var("E2E_HOST").as_deref() {
-            Ok("kubeconfig") => Ok(Host::Remote(remote::RemoteHost::from_env()?)),
-            Ok("local") | Err(_) => Ok(Host::Local(Box::new(
+    /// The host `choice` names, started (local) or checked (kubeconfig).
+    pub async fn start(choice: Choice, narrator: &crate::Narrator) -> Result<Host, String> {
+        match choice {
+            Choice::Kubeconfig => Ok(Host::Remote(remote::RemoteHost::from_env()?)),
+            Choice::Local => Ok(Host::Local(Box::new(
                 local::LocalHost::start(narrator).await?,
             ))),
-            Ok(other) => Err(format!("E2E_HOST={other}: use local or kubeconfig")),
+            Choice::LocalAsKubeconfig => {
+                let local = local::LocalHost::start(narrator).await?;
+                let remote = remote::RemoteHost::new(local.kubeconfig().to_path_buf())?;
+                Ok(Host::LocalAsRemote(Box::new(local), remote))
+            }
         }
     }
 
@@ -40,6 +73,9 @@ impl Host {
         match self {
             Host::Local(_) => "local (this repo's server + node agent)",
             Host::Remote(_) => "kubeconfig (E2E_KUBECONFIG)",
+            Host::LocalAsRemote(..) => {
+                "local-kubeconfig (the local host through its kubeconfig and port-forward)"
+            }
         }
     }
 
@@ -47,7 +83,7 @@ impl Host {
     pub fn kubeconfig(&self) -> &Path {
         match self {
             Host::Local(host) => host.kubeconfig(),
-            Host::Remote(host) => host.kubeconfig(),
+            Host::Remote(host) | Host::LocalAsRemote(_, host) => host.kubeconfig(),
         }
     }
 
@@ -90,17 +126,33 @@ impl Host {
     ) -> Result<std::path::PathBuf, String> {
         let rewritten = match self {
             Host::Local(host) => host.reachable(kubeconfig)?,
-            Host::Remote(host) => host.reachable(kubeconfig)?,
+            Host::Remote(host) | Host::LocalAsRemote(_, host) => host.reachable(kubeconfig)?,
         };
         let path = dir.join(name);
         std::fs::write(&path, rewritten).map_err(|e| format!("writing {}: {e}", path.display()))?;
         Ok(path)
     }
 
+    /// `address:port` where this machine reaches `port` of Service `namespace/service` (its
+    /// virtual IP on the local host, a port-forward on a real cluster).
+    pub fn service_address(
+        &mut self,
+        namespace: &str,
+        service: &str,
+        port: u16,
+    ) -> Result<String, String> {
+        match self {
+            Host::Local(host) => host.service_address(namespace, service, port),
+            Host::Remote(host) | Host::LocalAsRemote(_, host) => {
+                host.service_address(namespace, service, port)
+            }
+        }
+    }
+
     /// The operator's resident memory (MiB), when the host lets the suite see it.
     pub fn operator_memory_mib(&self) -> Option<f64> {
         match self {
-            Host::Local(host) => host.operator_memory_mib(),
+            Host::Local(host) | Host::LocalAsRemote(host, _) => host.operator_memory_mib(),
             Host::Remote(_) => None,
         }
     }
@@ -112,7 +164,7 @@ impl Host {
             .run(&["get", "pods", "-A", "-o", "wide"])
             .unwrap_or_else(|e| e);
         let own = match self {
-            Host::Local(host) => host.diagnostics(),
+            Host::Local(host) | Host::LocalAsRemote(host, _) => host.diagnostics(),
             Host::Remote(_) => String::new(),
         };
         format!("pods:\n{pods}\n{own}")
@@ -120,8 +172,13 @@ impl Host {
 
     /// Stops what the host started (local) and removes what it made.
     pub async fn stop(self) {
-        if let Host::Local(host) = self {
-            host.stop().await;
+        match self {
+            Host::Local(host) => host.stop().await,
+            Host::LocalAsRemote(host, remote) => {
+                drop(remote);
+                host.stop().await;
+            }
+            Host::Remote(_) => {}
         }
     }
 }

@@ -19,11 +19,13 @@ impl RemoteHost {
         let kubeconfig = std::env::var_os("E2E_KUBECONFIG")
             .map(PathBuf::from)
             .ok_or("E2E_HOST=kubeconfig needs E2E_KUBECONFIG")?;
+        RemoteHost::new(kubeconfig)
+    }
+
+    /// The cluster `kubeconfig` names.
+    pub fn new(kubeconfig: PathBuf) -> Result<RemoteHost, String> {
         if !kubeconfig.is_file() {
-            return Err(format!(
-                "E2E_KUBECONFIG {} is not a file",
-                kubeconfig.display()
-            ));
+            return Err(format!("kubeconfig {} is not a file", kubeconfig.display()));
         }
         Ok(RemoteHost {
             kubeconfig,
@@ -46,6 +48,19 @@ impl RemoteHost {
         })
     }
 
+    /// `127.0.0.1:<port>` forwarded to `port` of Service `namespace/service`.
+    pub fn service_address(
+        &mut self,
+        namespace: &str,
+        service: &str,
+        port: u16,
+    ) -> Result<String, String> {
+        Ok(format!(
+            "127.0.0.1:{}",
+            self.forward(service, namespace, port)?
+        ))
+    }
+
     /// Starts `kubectl port-forward svc/<service> :<port>` and returns the local port.
     fn forward(&mut self, service: &str, namespace: &str, port: u16) -> Result<u16, String> {
         let kubectl = std::env::var("KUBECTL")
@@ -65,10 +80,14 @@ impl RemoteHost {
             .spawn()
             .map_err(|e| format!("starting {kubectl} port-forward: {e}"))?;
         let stdout = child.stdout.take().ok_or("port-forward without stdout")?;
+        let mut stdout = BufReader::new(stdout);
         let mut line = String::new();
-        BufReader::new(stdout)
+        stdout
             .read_line(&mut line)
             .map_err(|e| format!("reading port-forward: {e}"))?;
+        // kubectl goes on writing (the IPv6 listener, "Handling connection for ..."): its output
+        // is drained for as long as it runs, or its next line would kill it with SIGPIPE.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
         self.forwards.push(child);
         // "Forwarding from 127.0.0.1:41234 -> 6443"
         line.split_whitespace()

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use kcp_testing::Kubectl;
 use kcp_testing::binaries::workspace_binary;
-use serde_json::Value;
 
 use super::rootshard::{
     FIRST_VERSION, Target, admin_kubeconfig, in_workspace, wait_available, wait_kind_available,
@@ -80,7 +79,9 @@ spec:
     )
 }
 
-pub fn deploy_and_use(suite: &mut Suite) -> Outcome {
+/// The Shard and the FrontProxy applied next to the CacheServer and RootShard, and all four
+/// Available (the time is a figure); what scenario 8 and `kcp-managed up` build on.
+pub fn deploy(suite: &mut Suite) -> Outcome {
     let admin = suite.host.admin();
     suite.narrator.step(&format!(
         "kubectl apply Shard {SHARD} (managed etcd) and FrontProxy {FRONT_PROXY} (1 replica)"
@@ -99,6 +100,12 @@ pub fn deploy_and_use(suite: &mut Suite) -> Outcome {
         "CacheServer, RootShard, Shard and FrontProxy Available ({:.1}s after the apply)",
         took.as_secs_f64()
     ));
+    Ok(())
+}
+
+pub fn deploy_and_use(suite: &mut Suite) -> Outcome {
+    deploy(suite)?;
+    let admin = suite.host.admin();
     if admin
         .get(&["pdb", "-n", NAMESPACE, &format!("{FRONT_PROXY}-frontproxy")])?
         .is_some()
@@ -138,7 +145,7 @@ pub fn deploy_and_use(suite: &mut Suite) -> Outcome {
     suite
         .narrator
         .step("the watch, open throughout, saw every workspace become Ready");
-    let tree = ws_tree(&kubeconfig, suite.dir.path())?;
+    let tree = ws_tree(&kubeconfig)?;
     for (workspace, _) in &placed {
         if !tree.contains(workspace.as_str()) {
             return Err(format!("kubectl ws tree misses {workspace}:\n{tree}"));
@@ -298,36 +305,16 @@ pub fn check_workspace(kubeconfig: &Path, workspace: &str, shard: &str, dir: &Pa
     }
 }
 
-/// `kubectl ws tree` with this build's plugin, from root through `kubeconfig`.
-///
-/// The plugin does not honour a kubeconfig's `tls-server-name` (kubectl does), which the host
-/// needs when it reaches an in-cluster Service at another address, so it gets a copy that skips
-/// verifying the server; every other request of the scenarios verifies it.
-pub fn ws_tree(kubeconfig: &Path, dir: &Path) -> Result<String, String> {
+/// `kubectl ws tree` with this build's plugin, from root through `kubeconfig` (whose
+/// `tls-server-name`, which the host needs when it reaches an in-cluster Service at another
+/// address, the plugin honours as kubectl does).
+pub fn ws_tree(kubeconfig: &Path) -> Result<String, String> {
     let plugin = workspace_binary("kcp-kubectl-plugins", "kubectl-ws");
     let plugins: PathBuf = plugin
         .parent()
         .ok_or("the plugin has no directory")?
         .to_owned();
-    let text = std::fs::read_to_string(kubeconfig).map_err(|e| e.to_string())?;
-    let mut config: Value = yaml_serde::from_str(&text).map_err(|e| e.to_string())?;
-    for cluster in config["clusters"].as_array_mut().ok_or("no clusters")? {
-        let Some(fields) = cluster["cluster"].as_object_mut() else {
-            continue;
-        };
-        if fields.remove("tls-server-name").is_some() {
-            fields.remove("certificate-authority-data");
-            fields.remove("certificate-authority");
-            fields.insert("insecure-skip-tls-verify".into(), Value::Bool(true));
-        }
-    }
-    let copy = dir.join("ws-tree.kubeconfig");
-    std::fs::write(
-        &copy,
-        yaml_serde::to_string(&config).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    let kubectl = Kubectl::with_plugins(KUBECTL_VERSION, &copy, &plugins);
+    let kubectl = Kubectl::with_plugins(KUBECTL_VERSION, kubeconfig, &plugins);
     let run = kubectl.run(&["ws", "tree"]);
     if run.status.success() {
         Ok(run.stdout)

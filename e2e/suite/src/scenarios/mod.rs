@@ -11,6 +11,7 @@ mod rootshard;
 mod rotation;
 mod scale;
 mod shards;
+mod status_page;
 mod upgrade;
 
 use std::path::PathBuf;
@@ -65,11 +66,66 @@ pub struct Suite {
     pub placed: Vec<(String, String)>,
 }
 
+impl Suite {
+    /// A suite on `host` with nothing made yet and a fresh directory for its files.
+    pub fn new(host: Host, narrator: Narrator) -> Result<Suite, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("kcp-e2e-files-")
+            .tempdir()
+            .map_err(|e| format!("no temporary directory: {e}"))?;
+        Ok(Suite {
+            host,
+            narrator,
+            dir,
+            figures: Figures::default(),
+            kcp_kubeconfig: None,
+            proxy_kubeconfig: None,
+            placed: Vec::new(),
+        })
+    }
+}
+
+/// The whole deployment as scenarios 1, 2 and 8 make it (operator by its chart, CacheServer,
+/// RootShard, Shard, FrontProxy, all Available), without their checks: what `kcp-managed up`
+/// runs. Returns an admin kubeconfig through the FrontProxy, reachable from here.
+pub fn deploy_full(suite: &mut Suite) -> Result<PathBuf, String> {
+    suite.narrator.scenario("operator");
+    chart::install(suite)?;
+    suite
+        .narrator
+        .scenario("kcp: CacheServer, RootShard, Shard, FrontProxy");
+    rootshard::deploy(suite)?;
+    full::deploy(suite)?;
+    let kubeconfig = rootshard::admin_kubeconfig(
+        suite,
+        full::PROXY_KUBECONFIG,
+        rootshard::Target::FrontProxy(FRONT_PROXY),
+    )?;
+    suite.proxy_kubeconfig = Some(kubeconfig.clone());
+    Ok(kubeconfig)
+}
+
+/// `http://<address>/`: the operator's status page as this machine reaches it.
+pub fn status_page_url(suite: &mut Suite) -> Result<String, String> {
+    status_page::url(suite)
+}
+
 /// One scenario: its title, what it needs to have passed before, and its body.
 pub struct Scenario {
     pub title: &'static str,
     pub needs: &'static [usize],
     pub run: fn(&mut Suite) -> Outcome,
+}
+
+impl Scenario {
+    /// The number its title starts with (`8.` -> 8).
+    pub fn number(&self) -> usize {
+        self.title
+            .split('.')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 /// All scenarios in order (numbered from 1 as in the README).
@@ -89,6 +145,11 @@ pub fn all() -> Vec<Scenario> {
             title: "8. full deployment: Shard and FrontProxy; workspaces on every shard, used through the FrontProxy only",
             needs: &[2],
             run: full::deploy_and_use,
+        },
+        Scenario {
+            title: "12. the operator's status page in headless Chromium: every component with its phase",
+            needs: &[8],
+            run: status_page::in_a_browser,
         },
         Scenario {
             title: "9. a Kubeconfig for every target kind, with ClusterRoleBindings inside kcp",

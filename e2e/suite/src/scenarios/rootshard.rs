@@ -86,7 +86,9 @@ spec:
               size: {type: integer, minimum: 1}
 "#;
 
-pub fn apply_and_use(suite: &mut Suite) -> Outcome {
+/// The namespace, the CacheServer and the RootShard applied and Available (the time is a
+/// figure); what scenario 2 and `kcp-managed up` start from.
+pub fn deploy(suite: &mut Suite) -> Outcome {
     let admin = suite.host.admin();
     suite.narrator.step(&format!("namespace {NAMESPACE}"));
     admin.apply(&format!(
@@ -107,6 +109,11 @@ pub fn apply_and_use(suite: &mut Suite) -> Outcome {
         "RootShard Available after {:.1}s",
         took.as_secs_f64()
     ));
+    Ok(())
+}
+
+pub fn apply_and_use(suite: &mut Suite) -> Outcome {
+    deploy(suite)?;
 
     let kubeconfig = admin_kubeconfig(suite, ADMIN_KUBECONFIG, Target::RootShard(ROOT_SHARD))?;
     suite.kcp_kubeconfig = Some(kubeconfig.clone());
