@@ -13,10 +13,12 @@
 
 pub mod admission;
 pub mod binding;
+pub mod claims;
 pub mod conditions;
 pub mod conversion;
 pub mod crds;
 pub mod default_bindings;
+pub mod endpoints;
 pub mod identity;
 pub mod schema;
 

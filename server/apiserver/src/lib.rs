@@ -19,15 +19,19 @@ mod request;
 mod serve;
 mod server;
 pub mod services;
+pub mod standalone;
 mod tls;
 
-pub use filters::authentication::Authentication;
+pub use filters::authentication::{Authentication, rbac_user};
 pub use filters::authorization::webhook::WebhookConfig;
-pub use filters::authorization::workspace_access_not_permitted;
+pub use filters::authorization::{
+    attributes as authorization_attributes, workspace_access_not_permitted,
+};
 pub use handlers::resource::no_such_resource;
 pub use handlers::response;
 pub use request::path::percent_decode;
 pub use request::query::{ListOptions, Query};
+pub use request::{RequestInfo, Verb};
 pub use serve::{ApiServer, ServeError};
-pub use server::{ServerConfig, access_log, read_body};
+pub use server::{DEEP_SUBJECT_ACCESS_REVIEW, ServerConfig, access_log, read_body};
 pub use tls::TlsMaterial;

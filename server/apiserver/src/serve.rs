@@ -105,6 +105,13 @@ impl ApiServer {
         }
     }
 
+    /// The server as mounted services call it back (virtual workspaces; see
+    /// [`crate::services::Loopback`]). It holds the server weakly: once the server is gone,
+    /// dispatched requests answer 503.
+    pub fn loopback(&self) -> Arc<dyn crate::services::Loopback> {
+        Arc::new(crate::server::AppLoopback(Arc::downgrade(&self.app)))
+    }
+
     /// Cancelled when the server starts shutting down (when it stops accepting connections and
     /// ends watches): what the controllers stop on.
     pub fn stopping(&self) -> CancellationToken {

@@ -7,12 +7,13 @@
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use http::{Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -35,14 +36,14 @@ use crate::handlers::{self, Scope, discovery, elsewhere, health, openapi};
 use crate::pod_connect;
 use crate::request::RequestInfo;
 use crate::request::cluster::{ClusterPathError, split_cluster};
-use crate::request::path::percent_decode;
 use crate::request::query::Query;
-use crate::services::{ServiceRequest, Services};
+use crate::services::{Loopback, ServiceRequest, Services};
 use kcp_admission::chain::Admission;
 use kcp_admission::configs::ConfigIndex;
 use kcp_admission::object_count::ObjectCounts;
 use kcp_controllers::TenancyIndex;
 use kcp_controllers::tenancy_index::Unresolved;
+use kcp_rbac::Attributes;
 use kcp_registry::ClusterTarget;
 use kcp_registry::Registry;
 use kcp_registry::storage::ObjectStore;
@@ -225,17 +226,9 @@ impl App {
         user_name: &mut String,
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = request.into_parts();
-        let full_path = percent_decode(parts.uri.path()).ok_or_else(|| {
-            ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
-        })?;
+        let full_path = crate::request::path::decoded(parts.uri.path())?;
         let raw_query = parts.uri.query().map(str::to_string);
-        let resolve = |reference: &str| {
-            self.tenancy.resolve(reference).map_err(|e| match e {
-                Unresolved::Invalid(p) => ClusterPathError::Invalid(p),
-                Unresolved::NotFound(p) => ClusterPathError::NotFound(p),
-            })
-        };
-        let (cluster, path) = match split_cluster(&full_path, resolve) {
+        let (cluster, path) = match self.split_cluster(&full_path) {
             Ok(split) => split,
             // Upstream answers an unknown workspace path as a missing workspace named by the
             // path, and one whose logical cluster is on another shard with 429.
@@ -259,6 +252,7 @@ impl App {
         let query = Query::parse(raw_query.as_deref());
         let info = RequestInfo::parse(&parts.method, &path, query.is_watch());
 
+        let service = self.services.find(&full_path);
         let always_allowed = !info.is_resource_request && self.authorizer.always_allowed(&path);
         let user = if always_allowed {
             UserInfo::anonymous()
@@ -275,9 +269,13 @@ impl App {
             let user =
                 impersonation::impersonate(&self.authorizer, &cluster, user, &mut parts.headers)
                     .await?;
-            let attributes =
-                authorization::attributes(rbac_user(&user), &info, &parts.method, &path);
-            self.authorizer.authorize(&cluster, &attributes).await?;
+            // A service that authorizes its requests itself (virtual workspaces) gets every
+            // authenticated user; the others are authorized for their path first.
+            if !service.is_some_and(|s| s.authorizes_itself()) {
+                let attributes =
+                    authorization::attributes(rbac_user(&user), &info, &parts.method, &path);
+                self.authorizer.authorize(&cluster, &attributes).await?;
+            }
             user
         };
         let accept = parts
@@ -286,7 +284,7 @@ impl App {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
 
-        if let Some(service) = self.services.find(&full_path) {
+        if let Some(service) = service {
             let body = read_body(&parts.headers, body).await?;
             let request = ServiceRequest {
                 user,
@@ -323,29 +321,7 @@ impl App {
             if full_path == "/metrics" {
                 return Ok(handlers::metrics::serve(&self.watch_caches));
             }
-            let base = match &cluster {
-                ClusterTarget::One(name) if full_path.starts_with("/clusters/") => {
-                    format!("/clusters/{name}")
-                }
-                ClusterTarget::Wildcard => "/clusters/*".to_string(),
-                ClusterTarget::One(_) => String::new(),
-            };
-            let apis = self.store.registry().for_target(&cluster);
-            if let Some(response) = openapi::serve(apis.openapi(), &path, accept.as_deref(), &base)
-            {
-                return Ok(response);
-            }
-            if let Some(result) =
-                discovery::serve(&apis, &path, accept.as_deref(), &self.server_address)
-            {
-                return result;
-            }
-            return Err(ApiError {
-                code: 404,
-                reason: StatusReason::NotFound,
-                message: "the server could not find the requested resource".into(),
-                details: None,
-            });
+            return self.serve_api_documents(&cluster, &full_path, &path, accept.as_deref());
         }
 
         let connect = pod_connect::Server {
@@ -359,25 +335,127 @@ impl App {
             return answer;
         }
         let body = read_body(&parts.headers, body).await?;
-        let content_type = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        handlers::serve_resource(
-            &self.scope(),
-            ResourceRequest {
-                cluster,
-                info,
-                query,
-                accept,
-                content_type,
-                user_agent: header_text(&parts.headers, header::USER_AGENT),
-                user,
-                body,
-            },
-        )
-        .await
+        let request = resource_request(cluster, info, query, &parts.headers, user, body);
+        handlers::serve_resource(&self.scope(), request).await
+    }
+}
+
+impl App {
+    /// Splits `/clusters/<name|path|*>` off a percent-decoded path (paths resolved by the
+    /// tenancy index); other paths are root's.
+    fn split_cluster<'p>(
+        &self,
+        full_path: &'p str,
+    ) -> Result<(ClusterTarget, &'p str), ClusterPathError> {
+        let resolve = |reference: &str| {
+            self.tenancy.resolve(reference).map_err(|e| match e {
+                Unresolved::Invalid(p) => ClusterPathError::Invalid(p),
+                Unresolved::NotFound(p) => ClusterPathError::NotFound(p),
+            })
+        };
+        split_cluster(full_path, resolve)
+    }
+
+    /// OpenAPI and discovery documents of a request target, or kube-apiserver's 404.
+    fn serve_api_documents(
+        &self,
+        cluster: &ClusterTarget,
+        full_path: &str,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Result<Response<Body>, ApiError> {
+        let base = match cluster {
+            ClusterTarget::One(name) if full_path.starts_with("/clusters/") => {
+                format!("/clusters/{name}")
+            }
+            ClusterTarget::Wildcard => "/clusters/*".to_string(),
+            ClusterTarget::One(_) => String::new(),
+        };
+        let apis = self.store.registry().for_target(cluster);
+        if let Some(response) = openapi::serve(apis.openapi(), path, accept, &base) {
+            return Ok(response);
+        }
+        if let Some(result) = discovery::serve(&apis, path, accept, &self.server_address) {
+            return result;
+        }
+        Err(ApiError {
+            code: 404,
+            reason: StatusReason::NotFound,
+            message: "the server could not find the requested resource".into(),
+            details: None,
+        })
+    }
+
+    /// Serves a request of a mounted service on the service's behalf ([`Loopback`]): an
+    /// already-authenticated user, a `/clusters/...` path, authorized and served by the handlers
+    /// as a client's request would be (no services, health or pod connections).
+    async fn serve_as(&self, request: ServiceRequest) -> Result<Response<Body>, ApiError> {
+        let (cluster, path) = self
+            .split_cluster(&request.path)
+            .map_err(|_| resource::no_such_resource())?;
+        let query = Query::parse(request.query.as_deref());
+        let info = RequestInfo::parse(&request.method, path, query.is_watch());
+        let attributes =
+            authorization::attributes(rbac_user(&request.user), &info, &request.method, path);
+        self.authorizer.authorize(&cluster, &attributes).await?;
+        let accept = header_text(&request.headers, header::ACCEPT);
+        if !info.is_resource_request {
+            if !matches!(request.method, Method::GET | Method::HEAD) {
+                return Err(ApiError::method_not_supported(
+                    "",
+                    "",
+                    request.method.as_str(),
+                ));
+            }
+            return self.serve_api_documents(&cluster, &request.path, path, accept.as_deref());
+        }
+        let request = resource_request(
+            cluster,
+            info,
+            query,
+            &request.headers,
+            request.user,
+            request.body,
+        );
+        handlers::serve_resource(&self.scope(), request).await
+    }
+}
+
+/// The server as its services see it (see [`Loopback`]); weak, as the server owns its services.
+pub(crate) struct AppLoopback(pub(crate) Weak<App>);
+
+impl Loopback for AppLoopback {
+    fn dispatch(&self, request: ServiceRequest) -> BoxFuture<'static, Response<Body>> {
+        let app = self.0.upgrade();
+        Box::pin(async move {
+            let Some(app) = app else {
+                return response::error(&ApiError::service_unavailable("the server is stopping"));
+            };
+            app.serve_as(request)
+                .await
+                .unwrap_or_else(|error| response::error(&error))
+        })
+    }
+
+    fn allowed_deep(
+        &self,
+        cluster: &str,
+        attributes: Attributes,
+    ) -> BoxFuture<'static, Result<bool, ApiError>> {
+        let app = self.0.upgrade();
+        let cluster = cluster.to_string();
+        Box::pin(async move {
+            let app = app.ok_or_else(|| ApiError::service_unavailable("the server is stopping"))?;
+            // A cluster name or a workspace path this shard knows; others decide nothing.
+            let Ok(cluster) = app.tenancy.resolve(&cluster) else {
+                return Ok(false);
+            };
+            Ok(app
+                .authorizer
+                .decide_deep(&cluster, &attributes)
+                .await?
+                .is_allowed())
+        })
     }
 }
 
@@ -411,7 +489,32 @@ pub fn access_log(
     );
 }
 
-fn header_text(headers: &http::HeaderMap, name: header::HeaderName) -> Option<String> {
+/// A resource request for the handlers, its content negotiation read from `headers`.
+fn resource_request(
+    cluster: ClusterTarget,
+    info: RequestInfo,
+    query: Query,
+    headers: &http::HeaderMap,
+    user: UserInfo,
+    body: Bytes,
+) -> ResourceRequest {
+    ResourceRequest {
+        cluster,
+        info,
+        query,
+        accept: header_text(headers, header::ACCEPT),
+        content_type: header_text(headers, header::CONTENT_TYPE),
+        user_agent: header_text(headers, header::USER_AGENT),
+        user,
+        body,
+        deep_review: header_text(headers, DEEP_SUBJECT_ACCESS_REVIEW).as_deref() == Some("true"),
+    }
+}
+
+/// The header that makes a SubjectAccessReview deep (upstream's `deepSARHeader`).
+pub const DEEP_SUBJECT_ACCESS_REVIEW: &str = "x-kcp-internal-deep-subjectaccessreview";
+
+fn header_text(headers: &http::HeaderMap, name: impl header::AsHeaderName) -> Option<String> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())

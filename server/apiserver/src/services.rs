@@ -41,6 +41,33 @@ pub struct ServiceRequest {
 pub trait Service: Send + Sync + 'static {
     /// Answers one request (errors as a Kubernetes `Status`, like every answer of the server).
     fn serve(self: Arc<Self>, request: ServiceRequest) -> BoxFuture<'static, Response<Body>>;
+
+    /// Whether the service authorizes every request itself (virtual workspaces, whose
+    /// permissions live in other logical clusters); otherwise the server first authorizes the
+    /// path as a non-resource URL for the user.
+    fn authorizes_itself(&self) -> bool {
+        false
+    }
+}
+
+/// The API server as a service may call it back ([`crate::ApiServer::loopback`]): a request
+/// dispatched as a given user into the server's own authorization, admission and handlers, as
+/// upstream's virtual workspaces call their shard with a client. The same trait can be served by
+/// a client of a remote shard (a standalone virtual-workspace server).
+pub trait Loopback: Send + Sync + 'static {
+    /// Serves `request` (a `/clusters/<name|path|*>/...` path) as the server serves a client's
+    /// request from `request.user` after authentication: authorization, then discovery, OpenAPI
+    /// or the resource handlers (watches stream, and end on the server's shutdown).
+    fn dispatch(&self, request: ServiceRequest) -> BoxFuture<'static, Response<Body>>;
+
+    /// A deep SubjectAccessReview in logical cluster `cluster` (a name or a workspace path): its
+    /// RBAC decides, without the workspace access gate (upstream's deep SAR, as admission asks
+    /// for `bind`). A cluster the server does not know allows nothing.
+    fn allowed_deep(
+        &self,
+        cluster: &str,
+        attributes: kcp_rbac::Attributes,
+    ) -> BoxFuture<'static, Result<bool, kcp_apimachinery::ApiError>>;
 }
 
 /// The services a server mounts, by name, and the connector of the pods' connect

@@ -24,7 +24,7 @@ use crate::report::Table;
 use crate::server::{Memory, Server, ServerArgs, ServerError, Stopped};
 use crate::stats::PhaseReport;
 
-const PROVIDER: &str = "bench-provider";
+pub(crate) const PROVIDER: &str = "bench-provider";
 const APIS_V1ALPHA1: &str = "/apis/apis.kcp.io/v1alpha1";
 const APIS: &str = "/apis/apis.kcp.io/v1alpha2";
 const BINDINGS: &str = "/apis/apis.kcp.io/v1alpha2/apibindings";
@@ -101,6 +101,21 @@ async fn measure(
     args: &ApiBindingsArgs,
 ) -> Result<(Memory, Memory, Memory, PhaseReport), ApiBindingsError> {
     let settle = Duration::from_secs(server.idle_seconds);
+    let client = connect(started).await?;
+    export(&client).await?;
+    tokio::time::sleep(settle).await;
+    let idle = started.memory()?;
+    crds::touch_clusters(&client, args.clusters, args.rate, args.drain).await?;
+    tokio::time::sleep(settle).await;
+    let empty_clusters = started.memory()?;
+    let bound = bind_all(&client, args.clusters, args.rate, args.drain).await?;
+    tokio::time::sleep(settle).await;
+    let with_bindings = started.memory()?;
+    Ok((idle, empty_clusters, with_bindings, bound))
+}
+
+/// A warmed-up HTTP/2 client of the started server as its admin.
+pub(crate) async fn connect(started: &Server) -> Result<Arc<Client>, ApiBindingsError> {
     let client = Arc::new(
         Client::new(
             Target::from_file(&started.kubeconfig, Some("base"))?,
@@ -110,13 +125,18 @@ async fn measure(
         .map_err(LoadError::from)?,
     );
     client.warm_up().await.map_err(LoadError::from)?;
-    export(&client).await?;
-    tokio::time::sleep(settle).await;
-    let idle = started.memory()?;
-    crds::touch_clusters(&client, args.clusters, args.rate, args.drain).await?;
-    tokio::time::sleep(settle).await;
-    let empty_clusters = started.memory()?;
-    let bindings = (0..args.clusters)
+    Ok(client)
+}
+
+/// Binds the export in the first `clusters` logical clusters at `rate`, timing each binding from
+/// its create's response to the watch event showing it Bound; every one must be Bound.
+pub(crate) async fn bind_all(
+    client: &Arc<Client>,
+    clusters: u64,
+    rate: f64,
+    drain: Duration,
+) -> Result<PhaseReport, ApiBindingsError> {
+    let bindings = (0..clusters)
         .map(|j| {
             let cluster = cluster_name(j);
             Definition {
@@ -137,22 +157,20 @@ async fn measure(
         phase: "bound",
     };
     let bound = crds::create_until_ready(
-        &client,
+        client,
         &format!("/clusters/*{BINDINGS}"),
         bindings,
         &ready,
-        args.rate,
-        args.drain,
+        rate,
+        drain,
     )
     .await?;
     crds::all_established("binding every cluster", &bound)?;
-    tokio::time::sleep(settle).await;
-    let with_bindings = started.memory()?;
-    Ok((idle, empty_clusters, with_bindings, bound))
+    Ok(bound)
 }
 
 /// Creates the schema and the export in the provider cluster and waits for the export's identity.
-async fn export(client: &Arc<Client>) -> Result<(), ApiBindingsError> {
+pub(crate) async fn export(client: &Arc<Client>) -> Result<(), ApiBindingsError> {
     let provider = format!("/clusters/{PROVIDER}");
     let schema = json!({
         "apiVersion": "apis.kcp.io/v1alpha1",

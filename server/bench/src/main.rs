@@ -51,6 +51,7 @@ mod sharded;
 mod stats;
 mod type_replication;
 mod visibility;
+mod vw_watch;
 mod watchers;
 mod workspaces;
 
@@ -194,6 +195,14 @@ enum Command {
         #[command(flatten)]
         bindings: apibindings::ApiBindingsArgs,
     },
+    /// Start a server; bind N logical clusters to one APIExport; write across them and time the
+    /// events on one watch through the export's virtual workspace.
+    VwWatch {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[command(flatten)]
+        watch: vw_watch::VwWatchArgs,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -224,6 +233,8 @@ enum BenchError {
     FrontProxy(#[from] front_proxy::FrontProxyError),
     #[error(transparent)]
     ApiBindings(#[from] apibindings::ApiBindingsError),
+    #[error(transparent)]
+    VwWatch(#[from] vw_watch::VwWatchError),
     #[error("rendering the report: {0}")]
     Render(#[from] serde_json::Error),
 }
@@ -332,6 +343,10 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
         }
         Command::Apibindings { server, bindings } => Ok(report::render(
             &apibindings::run(&server, &bindings).await?,
+            output,
+        )?),
+        Command::VwWatch { server, watch } => Ok(report::render(
+            &vw_watch::run(&server, &watch).await?,
             output,
         )?),
         Command::Startup { server, runs } => {

@@ -6,7 +6,7 @@
 //! `<prefix>/<group>/<resource>/<shard>/<cluster>/[<ns>/]<name>` ([`keys`]) and are served by
 //! [`handler::CacheService`] through kcp-registry's object store and the API server's encodings.
 //! The same service is mounted in the root shard (kcp-apiserver's `/services/<name>/` hook) and
-//! served alone by `kcp cache-server` ([`standalone`]); [`client`] is its Rust client,
+//! served alone by `kcp cache-server` (through kcp-apiserver's `standalone::ServicesServer`); [`client`] is its Rust client,
 //! [`replication`] keeps a shard's objects in it, and [`read_back`] follows other shards' copies.
 
 pub mod client;
@@ -15,7 +15,6 @@ pub mod keys;
 pub mod path;
 pub mod read_back;
 pub mod replication;
-pub mod standalone;
 mod watch;
 
 pub use handler::CacheService;

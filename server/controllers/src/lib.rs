@@ -86,6 +86,11 @@ async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationTo
         external_url,
         root_ca_pem,
     } = context;
+    // A shard that registered knows where it serves its virtual workspaces.
+    let virtual_workspace_url = sharding
+        .registration
+        .as_ref()
+        .map(|registration| registration.urls.virtual_workspace.clone());
     let tasks = [
         tokio::spawn(namespace::run(store.clone(), stop.clone())),
         tokio::spawn(garbage_collector::run(store.clone(), stop.clone())),
@@ -100,6 +105,7 @@ async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationTo
             tenancy.clone(),
             stop.clone(),
         )),
+        tokio::spawn(apis::claim_labels::run(store.clone(), stop.clone())),
         tokio::spawn(apis::default_bindings::run(
             store.clone(),
             tenancy.clone(),
@@ -113,7 +119,7 @@ async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationTo
         )),
         tokio::spawn(workspaces::run(
             store.clone(),
-            tenancy,
+            tenancy.clone(),
             external_url,
             sharding.registration,
             sharding.cross_shard,
@@ -122,9 +128,15 @@ async fn run_on_shard(context: Context, sharding: Sharding, stop: CancellationTo
         tokio::spawn(clusterrole_aggregation::run(store.clone(), stop.clone())),
         tokio::spawn(admission_policy_status::run(store.clone(), stop.clone())),
         tokio::spawn(resource_quota::run(store.clone(), stop.clone())),
-        tokio::spawn(namespace_defaults::run(store, root_ca_pem, stop)),
+        tokio::spawn(namespace_defaults::run(
+            store.clone(),
+            root_ca_pem,
+            stop.clone(),
+        )),
     ];
-    for task in tasks {
+    let endpoint_slices = virtual_workspace_url
+        .map(|url| tokio::spawn(apis::endpoint_slices::run(store, tenancy, url, stop)));
+    for task in tasks.into_iter().chain(endpoint_slices) {
         let _ = task.await;
     }
 }

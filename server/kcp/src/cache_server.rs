@@ -18,16 +18,15 @@ use std::time::Duration;
 use clap::Args;
 use kcp_apiserver::TlsMaterial;
 use kcp_apiserver::listener::TlsListener;
+use kcp_apiserver::services::Services;
+use kcp_apiserver::standalone::ServicesServer;
 use kcp_cache::CacheService;
-use kcp_cache::standalone::StandaloneCache;
 use kcp_storage::StorageConfig;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::kubeconfig::{self, KubeconfigError};
-use crate::options::{
-    CertKeyFiles, EtcdFlags, LoggingFlags, OptionsError, ServingFlags, non_empty, values,
-};
+use crate::options::{EtcdFlags, LoggingFlags, OptionsError, ServingFlags, non_empty, values};
 use crate::pki::{self, PkiError, TransportOptions};
 
 /// How long in-flight requests may take after a shutdown signal.
@@ -124,15 +123,7 @@ pub async fn run(options: CacheServerOptions) -> Result<(), CacheServerError> {
             source,
         })?;
     }
-    let tls = options
-        .serving
-        .tls_cert_file
-        .clone()
-        .zip(options.serving.tls_private_key_file.clone())
-        .map(|(cert_file, key_file)| CertKeyFiles {
-            cert_file,
-            key_file,
-        });
+    let tls = options.serving.cert_key_files();
     let transport = pki::transport(&TransportOptions {
         root_directory: options.root_directory().as_deref(),
         tls: tls.as_ref(),
@@ -171,11 +162,9 @@ async fn serve(
     storage: Arc<dyn kcp_storage::Storage>,
 ) -> Result<(), CacheServerError> {
     let stopping = CancellationToken::new();
-    let handler = StandaloneCache::new(
-        CacheService::new(storage, &options.etcd_prefix),
-        client_ca_pem,
-        stopping.clone(),
-    )?;
+    let cache = Arc::new(CacheService::new(storage, &options.etcd_prefix));
+    let services = Services::default().with(kcp_cache::path::SERVICE_NAME, cache);
+    let handler = ServicesServer::new(services, client_ca_pem, stopping.clone())?;
     let listener = TlsListener::bind(
         SocketAddr::new(options.serving.bind_address, options.serving.secure_port),
         TlsMaterial {

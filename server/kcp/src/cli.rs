@@ -1,9 +1,9 @@
 //! What the process was asked to do, from its whole argument vector.
 //!
-//! kcp is one multi-call binary: upstream images start `/kcp start`, `/kcp-front-proxy` and
-//! `/cache-server`, so an image can link all three names to this file and the program name picks the
-//! component. Under the name `kcp` (or any other name), subcommands pick it instead (`kcp start`,
-//! `kcp front-proxy`, `kcp cache-server`). Keeping this decision in one pure function lets tests
+//! kcp is one multi-call binary: upstream images start `/kcp start`, `/kcp-front-proxy`,
+//! `/cache-server` and `/virtual-workspaces`, so an image can link these names to this file and
+//! the program name picks the component. Under the name `kcp` (or any other name), subcommands
+//! pick it instead (`kcp start`, `kcp front-proxy`, `kcp cache-server`, `kcp virtual-workspaces`). Keeping this decision in one pure function lets tests
 //! drive it without spawning processes.
 
 use std::ffi::OsString;
@@ -15,12 +15,14 @@ use crate::cache_server::CacheServerOptions;
 use crate::front_proxy::{self, FrontProxyOptions};
 use crate::options::StartOptions;
 use crate::sharded::ShardedOptions;
+use crate::virtual_workspaces_server::{self, VirtualWorkspacesOptions};
 
 /// A component of upstream kcp that has its own entrypoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Component {
     FrontProxy,
     CacheServer,
+    VirtualWorkspaces,
 }
 
 impl Component {
@@ -29,14 +31,19 @@ impl Component {
         match self {
             Component::FrontProxy => "kcp-front-proxy",
             Component::CacheServer => "cache-server",
+            Component::VirtualWorkspaces => "virtual-workspaces",
         }
     }
 
     fn from_program(path: &OsString) -> Option<Self> {
         let name = Path::new(path).file_name()?.to_str()?;
-        [Component::FrontProxy, Component::CacheServer]
-            .into_iter()
-            .find(|component| component.program() == name)
+        [
+            Component::FrontProxy,
+            Component::CacheServer,
+            Component::VirtualWorkspaces,
+        ]
+        .into_iter()
+        .find(|component| component.program() == name)
     }
 }
 
@@ -49,6 +56,8 @@ pub enum Invocation {
     CacheServer(Box<CacheServerOptions>),
     /// Run the front-proxy.
     FrontProxy(Box<FrontProxyOptions>),
+    /// Run a shard's virtual workspaces on their own port.
+    VirtualWorkspaces(Box<VirtualWorkspacesOptions>),
     /// Print this text (`kcp start options`) and exit 0.
     PrintStartFlags(String),
     /// Run a sharded topology on this machine (`kcp sharded`).
@@ -85,6 +94,9 @@ enum CliCommand {
     /// Run the cache server that shards replicate objects into.
     #[command(args_override_self = true)]
     CacheServer(Box<CacheServerOptions>),
+    /// Serve a shard's virtual workspaces (/services/...) on a port of their own.
+    #[command(args_override_self = true)]
+    VirtualWorkspaces(Box<VirtualWorkspacesOptions>),
     /// Run a cache server, a root shard and further shards on 127.0.0.1 with one generated PKI,
     /// until SIGTERM or Ctrl-C.
     Sharded(Box<ShardedOptions>),
@@ -116,6 +128,19 @@ struct FrontProxyCli {
     options: Box<FrontProxyOptions>,
 }
 
+/// `virtual-workspaces` as the program name: the standalone virtual workspaces' flags alone.
+#[derive(Debug, Parser)]
+#[command(
+    name = "virtual-workspaces",
+    version,
+    about = "kcp's virtual workspaces",
+    args_override_self = true
+)]
+struct VirtualWorkspacesCli {
+    #[command(flatten)]
+    options: Box<VirtualWorkspacesOptions>,
+}
+
 #[derive(Debug, Subcommand)]
 enum StartSubcommand {
     /// Print the flags of `kcp start` and exit.
@@ -138,9 +163,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
                 FrontProxyCli::from_arg_matches(&matches)?.options,
             ));
         }
+        Some(Component::VirtualWorkspaces) => {
+            let command = with_virtual_workspaces_port(VirtualWorkspacesCli::command());
+            let matches = command.try_get_matches_from(args)?;
+            return Ok(Invocation::VirtualWorkspaces(
+                VirtualWorkspacesCli::from_arg_matches(&matches)?.options,
+            ));
+        }
         None => {}
     }
-    let command = Cli::command().mut_subcommand("front-proxy", with_front_proxy_port);
+    let command = Cli::command()
+        .mut_subcommand("front-proxy", with_front_proxy_port)
+        .mut_subcommand("virtual-workspaces", with_virtual_workspaces_port);
     let matches = command.try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
     match cli.command {
@@ -167,8 +201,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, clap::Error> {
         }
         CliCommand::FrontProxy(options) => Ok(Invocation::FrontProxy(options)),
         CliCommand::CacheServer(options) => Ok(Invocation::CacheServer(options)),
+        CliCommand::VirtualWorkspaces(options) => Ok(Invocation::VirtualWorkspaces(options)),
         CliCommand::Sharded(options) => Ok(Invocation::Sharded(options)),
     }
+}
+
+/// The standalone virtual workspaces' `--secure-port` defaults to upstream's 6444.
+fn with_virtual_workspaces_port(command: clap::Command) -> clap::Command {
+    command.mut_arg("secure_port", |arg| {
+        arg.default_value(virtual_workspaces_server::DEFAULT_SECURE_PORT)
+    })
 }
 
 /// The front-proxy's `--secure-port` defaults to upstream's 443, not the shards' 6443 that the
@@ -369,6 +411,22 @@ mod tests {
     }
 
     #[test]
+    fn virtual_workspaces_parse_by_subcommand_and_program_name() {
+        for list in [
+            &["kcp", "virtual-workspaces", "--kubeconfig=shard.kubeconfig"][..],
+            &["/virtual-workspaces", "--kubeconfig", "shard.kubeconfig"][..],
+        ] {
+            let Ok(Invocation::VirtualWorkspaces(options)) = parse(args(list)) else {
+                panic!("{list:?} must parse as the virtual workspaces");
+            };
+            assert_eq!(options.kubeconfig, std::path::Path::new("shard.kubeconfig"));
+            assert_eq!(options.serving.secure_port, 6444, "upstream's port");
+        }
+        let missing = parse(args(&["virtual-workspaces"])).unwrap_err();
+        assert_eq!(missing.exit_code(), 2, "--kubeconfig is required");
+    }
+
+    #[test]
     fn the_cache_server_takes_the_operators_flags() {
         let parsed = |list: &[&str]| match parse(args(list)) {
             Ok(Invocation::CacheServer(options)) => options,
@@ -431,10 +489,16 @@ mod tests {
 
     #[test]
     fn builds_knows_every_component_and_subcommand() {
-        for program in ["kcp-front-proxy", "cache-server", "front-proxy", "start"] {
+        for program in [
+            "kcp-front-proxy",
+            "cache-server",
+            "front-proxy",
+            "start",
+            "virtual-workspaces",
+        ] {
             assert!(builds(program), "{program}");
         }
-        assert!(!builds("virtual-workspaces"));
+        assert!(!builds("workspaces"));
     }
 
     #[test]

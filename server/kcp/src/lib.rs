@@ -17,3 +17,5 @@ mod root_shard;
 mod shard_client;
 pub mod sharded;
 pub mod start;
+mod virtual_workspaces;
+pub mod virtual_workspaces_server;

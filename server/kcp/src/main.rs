@@ -9,6 +9,7 @@ use kcp::front_proxy::FrontProxyOptions;
 use kcp::logging::LoggingFormat;
 use kcp::options::{LoggingFlags, StartOptions};
 use kcp::sharded::ShardedOptions;
+use kcp::virtual_workspaces_server::VirtualWorkspacesOptions;
 use kcp::{logging, memory};
 
 const RUNTIME_ERROR: u8 = 1;
@@ -29,7 +30,15 @@ fn main() -> ExitCode {
         Ok(Invocation::Sharded(options)) => sharded(*options),
         Ok(Invocation::CacheServer(options)) => cache_server(*options),
         Ok(Invocation::FrontProxy(options)) => front_proxy(*options),
+        Ok(Invocation::VirtualWorkspaces(options)) => virtual_workspaces(*options),
     }
+}
+
+fn virtual_workspaces(options: VirtualWorkspacesOptions) -> ExitCode {
+    let valid = options.validate();
+    component(options.logging.clone(), valid, || {
+        kcp::virtual_workspaces_server::run(options)
+    })
 }
 
 fn cache_server(options: CacheServerOptions) -> ExitCode {

@@ -470,6 +470,7 @@ impl StartOptions {
             shard_base_url: self.shard_base_url,
             shard_external_url: self.shard_external_url,
             shard_virtual_workspace_url: self.shard_virtual_workspace_url,
+            run_virtual_workspaces: self.run_virtual_workspaces,
             max_logical_clusters: self.max_logical_clusters,
             root_shard_kubeconfig_file: non_empty(self.root_shard_kubeconfig_file.as_ref()),
             cache_kubeconfig: non_empty(self.cache_kubeconfig.as_ref()),
@@ -687,6 +688,8 @@ pub struct ValidatedOptions {
     pub shard_external_url: Option<Uri>,
     /// `--shard-virtual-workspace-url`.
     pub shard_virtual_workspace_url: Option<Uri>,
+    /// `--run-virtual-workspaces`: the virtual workspaces are mounted under `/services/`.
+    pub run_virtual_workspaces: bool,
     /// `--max-logical-clusters` (`None`: unlimited).
     pub max_logical_clusters: Option<u64>,
     /// `--root-shard-kubeconfig-file`: where a non-root shard registers (always set for one).

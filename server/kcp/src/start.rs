@@ -30,6 +30,7 @@ use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
 use crate::root_shard::RootShards;
 use crate::shard_client::ShardClientError;
+use crate::virtual_workspaces;
 
 /// How long in-flight requests may take after a shutdown signal (every server of the binary).
 pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -128,9 +129,12 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         Some(files) => KubeletConnector::new(files)?,
         None => KubeletConnector::without_credentials(),
     };
-    let services =
-        cache::services(in_process_cache.as_ref()).with_pod_connector(Arc::new(kubelets));
+    let virtual_workspaces = virtual_workspaces::InProcess::new(options.run_virtual_workspaces);
+    let services = virtual_workspaces
+        .mount(cache::services(in_process_cache.as_ref()))
+        .with_pod_connector(Arc::new(kubelets));
     let server = ApiServer::bind(config, authentication, storage.clone(), services).await?;
+    virtual_workspaces.connect(&server);
     let port = server
         .local_addr()
         .map_or(options.secure_port, |a| a.port());

@@ -3,6 +3,15 @@
 //! Go's HTTP server hands kube-apiserver decoded paths, and clients rely on that: kubectl sends the
 //! wildcard cluster as `/clusters/%2A/...`. Everything after this point works on the decoded path.
 
+/// A request's percent-decoded path, or kube's 400 for one that is not valid UTF-8.
+pub fn decoded(path: &str) -> Result<String, kcp_apimachinery::ApiError> {
+    percent_decode(path).ok_or_else(|| {
+        kcp_apimachinery::ApiError::bad_request(
+            "the request path is not valid percent-encoded UTF-8",
+        )
+    })
+}
+
 /// Decodes `%XX` escapes; `None` for a malformed escape or a result that is not UTF-8.
 pub fn percent_decode(path: &str) -> Option<String> {
     if !path.contains('%') {

@@ -1,10 +1,14 @@
 //! The controllers of APIs as a service (kcp-apis holds their rules): [`exports`] gives every
 //! APIExport its identity and default endpoint slice, [`bindings`] decides what APIBindings bind
-//! and [`bound_types`] serves it; [`default_bindings`] is the `system:apibindings` initializer.
+//! and [`bound_types`] serves it; [`default_bindings`] is the `system:apibindings` initializer;
+//! [`endpoint_slices`] lists this shard's virtual-workspace URL on the endpoint slices of exports
+//! bound here; [`claim_labels`] labels the objects accepted permission claims grant.
 
 pub mod bindings;
 mod bound_types;
+pub mod claim_labels;
 pub mod default_bindings;
+pub mod endpoint_slices;
 pub mod exports;
 
 pub(crate) use bound_types::serve_existing;

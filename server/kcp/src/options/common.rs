@@ -33,6 +33,18 @@ pub struct ServingFlags {
     pub tls_private_key_file: Option<PathBuf>,
 }
 
+impl ServingFlags {
+    /// `--tls-cert-file` with `--tls-private-key-file`, when both are given.
+    pub fn cert_key_files(&self) -> Option<super::CertKeyFiles> {
+        let cert_file = self.tls_cert_file.clone()?;
+        let key_file = self.tls_private_key_file.clone()?;
+        Some(super::CertKeyFiles {
+            cert_file,
+            key_file,
+        })
+    }
+}
+
 /// The etcd flags.
 #[derive(Debug, Clone, Args)]
 pub struct EtcdFlags {

@@ -33,7 +33,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "external-logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",
     "mount-proxy-client-key-file",
-    "run-virtual-workspaces",
     "shard-client-cert-file",
     "shard-client-key-file",
     "shard-kubeconfig-file",

@@ -616,6 +616,7 @@ fn every_flag_is_classified() {
         "root-directory",
         "root-shard-kubeconfig-file",
         "run-controllers",
+        "run-virtual-workspaces",
         "secure-port",
         "service-account-issuer",
         "service-account-key-file",

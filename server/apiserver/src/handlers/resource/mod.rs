@@ -42,6 +42,9 @@ pub struct ResourceRequest {
     /// Who the request acts as (after impersonation).
     pub user: UserInfo,
     pub body: Bytes,
+    /// Upstream's `X-Kcp-Internal-Deep-SubjectAccessReview: true`: a SubjectAccessReview
+    /// answered by the cluster's RBAC alone (honoured for `system:masters` only).
+    pub deep_review: bool,
 }
 
 /// A request resolved to a resource type.

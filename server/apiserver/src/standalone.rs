@@ -1,8 +1,10 @@
-//! The cache server on a port of its own (`kcp cache-server`): kcp-apiserver's TLS listener, and
-//! in front of [`CacheService`] what a shard's pipeline would do for it: unauthenticated health
-//! checks (`/healthz`, `/livez`, `/readyz`, as upstream's cache server lets through), client
-//! certificate authentication with kcp-authn (no certificate, or one the client CA did not sign:
-//! 401), the body size limit, and an access log line per request.
+//! A server of mounted services alone, on a port of its own (the standalone cache server,
+//! `kcp cache-server`; the standalone virtual workspaces, `kcp virtual-workspaces`): the TLS
+//! listener's handler, doing in front of the services what a shard's pipeline would do for them:
+//! unauthenticated health checks (`/healthz`, `/livez`, `/readyz`, as upstream's cache server lets
+//! through), client certificate authentication with kcp-authn (no certificate, or one the client
+//! CA did not sign: 401), the body size limit, the service by the name in
+//! `/services/<name>/` (404 for others), and an access log line per request.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,35 +12,35 @@ use std::time::Instant;
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use kcp_apimachinery::ApiError;
-use kcp_apiserver::listener::Handler;
-use kcp_apiserver::response::{self, Body};
-use kcp_apiserver::services::ServiceRequest;
 use kcp_authn::{Authenticators, CertificateAuthenticator, X509Error};
 use rustls_pki_types::CertificateDer;
 use tokio_util::sync::CancellationToken;
 
-use crate::CacheService;
+use crate::handlers::resource::no_such_resource;
+use crate::handlers::response::{self, Body};
+use crate::listener::Handler;
+use crate::services::{ServiceRequest, Services};
 
 /// Paths anybody may GET.
 const HEALTH_PATHS: [&str; 3] = ["/healthz", "/livez", "/readyz"];
 
-/// The standalone cache server's request handler.
-pub struct StandaloneCache {
-    service: CacheService,
+/// The request handler of a server of services alone.
+pub struct ServicesServer {
+    services: Services,
     authenticators: Authenticators,
     shutdown: CancellationToken,
 }
 
-impl StandaloneCache {
-    /// Serves `service` to holders of client certificates `client_ca_pem` signed; watches end
+impl ServicesServer {
+    /// Serves `services` to holders of client certificates `client_ca_pem` signed; watches end
     /// when `shutdown` is cancelled.
     pub fn new(
-        service: CacheService,
+        services: Services,
         client_ca_pem: &str,
         shutdown: CancellationToken,
-    ) -> Result<StandaloneCache, X509Error> {
-        Ok(StandaloneCache {
-            service,
+    ) -> Result<ServicesServer, X509Error> {
+        Ok(ServicesServer {
+            services,
             authenticators: Authenticators {
                 x509: Some(CertificateAuthenticator::from_pem(client_ca_pem)?),
                 ..Authenticators::default()
@@ -54,9 +56,7 @@ impl StandaloneCache {
         user_name: &mut String,
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = request.into_parts();
-        let path = kcp_apiserver::percent_decode(parts.uri.path()).ok_or_else(|| {
-            ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
-        })?;
+        let path = crate::request::path::decoded(parts.uri.path())?;
         if HEALTH_PATHS.contains(&path.as_str())
             && matches!(parts.method, Method::GET | Method::HEAD)
         {
@@ -75,10 +75,14 @@ impl StandaloneCache {
             })?
             .into_user();
         user_name.clone_from(&user.name);
-        let body = kcp_apiserver::read_body(&parts.headers, body).await?;
-        Ok(self
-            .service
-            .answer(ServiceRequest {
+        let service = self
+            .services
+            .find(&path)
+            .ok_or_else(no_such_resource)?
+            .clone();
+        let body = crate::read_body(&parts.headers, body).await?;
+        Ok(service
+            .serve(ServiceRequest {
                 user,
                 method: parts.method,
                 path,
@@ -91,7 +95,7 @@ impl StandaloneCache {
     }
 }
 
-impl Handler for StandaloneCache {
+impl Handler for ServicesServer {
     type Body = Body;
 
     async fn handle(
@@ -109,7 +113,7 @@ impl Handler for StandaloneCache {
             Ok(response) => response,
             Err(error) => response::error(&error),
         };
-        kcp_apiserver::access_log(&method, &uri, &user_name, &response, started);
+        crate::access_log(&method, &uri, &user_name, &response, started);
         response
     }
 }

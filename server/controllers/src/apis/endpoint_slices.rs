@@ -1,0 +1,343 @@
+//! The shard's side of APIExportEndpointSlices (upstream's `apiexportendpointsliceurls`
+//! controller): a slice lists this shard's apiexport virtual-workspace URL for its export
+//! (`<virtualWorkspaceURL>/services/apiexport/<export-cluster>/<export-name>`) while this shard
+//! holds an APIBinding of the export, and not otherwise, so a slice is empty before the first
+//! binding (kcp #3364). Only this shard's own URL is ever added or removed, from this shard's own
+//! bindings, so nothing is wiped while the cache server or another shard is unreachable.
+//! Slices and exports of logical clusters on other shards are left to those shards.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::select;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_apis::endpoints::{apiexport_url, binds_export};
+use kcp_registry::storage::objects::{ChangeType, ListRequest};
+use kcp_registry::store::{Location, RestStore};
+use kcp_registry::{LogicalClusterName, ResourceType};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{cluster_of, stored_type};
+use crate::TenancyIndex;
+use crate::cleanup;
+use crate::runner::{self, Controller, Pass, Queue};
+
+/// Runs until `shutdown`; `virtual_workspace_url` is where this shard serves its virtual
+/// workspaces (`Shard.spec.virtualWorkspaceURL`, which defaults to its base URL).
+pub async fn run(
+    store: RestStore,
+    tenancy: Arc<TenancyIndex>,
+    virtual_workspace_url: String,
+    shutdown: CancellationToken,
+) {
+    let types = (
+        stored_type(&store, kcp_apis::API_EXPORT_ENDPOINT_SLICES),
+        stored_type(&store, kcp_apis::API_BINDINGS),
+    );
+    let (Ok(slices), Ok(bindings)) = types else {
+        tracing::error!("the APIExportEndpointSlice controller cannot start: types missing");
+        return;
+    };
+    runner::run(
+        EndpointSlices {
+            store,
+            tenancy,
+            virtual_workspace_url,
+            slices,
+            bindings,
+            bound: Mutex::default(),
+        },
+        shutdown,
+    )
+    .await;
+}
+
+struct EndpointSlices {
+    store: RestStore,
+    tenancy: Arc<TenancyIndex>,
+    virtual_workspace_url: String,
+    slices: Arc<ResourceType>,
+    bindings: Arc<ResourceType>,
+    /// Which exports this shard's bindings bind, kept by `follow` from the bindings' watch
+    /// before it wakes the slices that depend on it.
+    bound: Mutex<BoundExports>,
+}
+
+/// An export: its logical cluster and name.
+type Export = (String, String);
+/// A binding or a slice: its logical cluster and name.
+type ObjectKey = (LogicalClusterName, String);
+
+/// The bindings of this shard by the export they bind.
+#[derive(Default)]
+struct BoundExports {
+    by_export: HashMap<Export, BTreeSet<ObjectKey>>,
+    export_of: HashMap<ObjectKey, Export>,
+}
+
+impl BoundExports {
+    /// Records what `binding` binds now (`None`: nothing, or it is gone); returns the exports
+    /// whose bound-or-not state changed.
+    fn set(&mut self, binding: ObjectKey, binds: Option<Export>) -> Vec<Export> {
+        let mut flipped = Vec::new();
+        let before = self.export_of.get(&binding).cloned();
+        if before == binds {
+            return flipped;
+        }
+        if let Some(old) = before {
+            self.export_of.remove(&binding);
+            if let Some(set) = self.by_export.get_mut(&old) {
+                set.remove(&binding);
+                if set.is_empty() {
+                    self.by_export.remove(&old);
+                    flipped.push(old);
+                }
+            }
+        }
+        if let Some(new) = binds {
+            self.export_of.insert(binding.clone(), new.clone());
+            let set = self.by_export.entry(new.clone()).or_default();
+            if set.is_empty() {
+                flipped.push(new);
+            }
+            set.insert(binding);
+        }
+        flipped
+    }
+
+    fn is_bound(&self, export: &Export) -> bool {
+        self.by_export.contains_key(export)
+    }
+}
+
+/// The export a binding binds, once it bound something (kcp-apis' `binds_export`).
+fn export_bound_by(binding: &Value) -> Option<Export> {
+    let cluster = binding.pointer("/status/apiExportClusterName")?.as_str()?;
+    let name = binding.pointer("/spec/reference/export/name")?.as_str()?;
+    binds_export(binding, cluster, name).then(|| (cluster.to_string(), name.to_string()))
+}
+
+impl Controller for EndpointSlices {
+    type Key = ObjectKey;
+    const NAME: &'static str = "apiexportendpointslices";
+    const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+    async fn follow(&self, queue: &Queue<Self::Key>) -> Result<(), ApiError> {
+        let bindings = self.all(&self.bindings).await?;
+        {
+            let mut bound = self.bound();
+            *bound = BoundExports::default();
+            for binding in &bindings.items {
+                if let Some(key) = key_of(binding) {
+                    bound.set(key, export_bound_by(binding));
+                }
+            }
+        }
+        let slices = self.all(&self.slices).await?;
+        // Slices by the name of their export (its cluster is resolved when reconciled).
+        let mut slices_of: HashMap<String, BTreeSet<ObjectKey>> = HashMap::new();
+        for slice in &slices.items {
+            if let Some(key) = key_of(slice) {
+                slices_of
+                    .entry(export_name(slice))
+                    .or_default()
+                    .insert(key.clone());
+                queue.add(key);
+            }
+        }
+        let objects = self.store.objects();
+        let slice_prefix = self.store.keys(&self.slices).all_clusters().to_string();
+        let binding_prefix = self.store.keys(&self.bindings).all_clusters().to_string();
+        let slice_changes = objects
+            .watch_current(&slice_prefix, slices.revision + 1)
+            .await?;
+        let binding_changes = objects
+            .watch_current(&binding_prefix, bindings.revision + 1)
+            .await?;
+        let mut changes = select(
+            slice_changes.map(|change| (false, change)),
+            binding_changes.map(|change| (true, change)),
+        );
+        while let Some((is_binding, change)) = changes.next().await {
+            let change = change?;
+            let Some(key) = key_of(&change.object) else {
+                continue;
+            };
+            let gone = change.kind == ChangeType::Deleted;
+            if is_binding {
+                let binds = export_bound_by(&change.object).filter(|_| !gone);
+                let flipped = self.bound().set(key, binds);
+                for (_, name) in flipped {
+                    for slice in slices_of.get(&name).into_iter().flatten() {
+                        queue.add(slice.clone());
+                    }
+                }
+            } else {
+                for keys in slices_of.values_mut() {
+                    keys.remove(&key);
+                }
+                if !gone {
+                    slices_of
+                        .entry(export_name(&change.object))
+                        .or_default()
+                        .insert(key.clone());
+                }
+                queue.add(key);
+            }
+        }
+        Err(ApiError::service_unavailable(
+            "APIExportEndpointSlice watch closed",
+        ))
+    }
+
+    async fn reconcile(&self, (cluster, name): &Self::Key) -> Result<Pass, ApiError> {
+        let at = Location {
+            cluster,
+            namespace: None,
+        };
+        let slice = match self.store.get(&self.slices, at, name).await {
+            Ok(stored) => stored.object,
+            Err(e) if e.code == 404 => return Ok(Pass::Done),
+            Err(e) => return Err(e),
+        };
+        let path = slice
+            .pointer("/spec/export/path")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let export_cluster = if path.is_empty() {
+            cluster.clone()
+        } else {
+            match self.tenancy.resolve(path) {
+                Ok(export_cluster) => export_cluster,
+                // An export this shard does not know: its shard's slices are its own.
+                Err(_) => return Ok(Pass::Done),
+            }
+        };
+        let export_name = slice
+            .pointer("/spec/export/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let export = (export_cluster.to_string(), export_name.to_string());
+        let bound_here = self.bound().is_bound(&export);
+        let url = apiexport_url(
+            &self.virtual_workspace_url,
+            export_cluster.as_str(),
+            export_name,
+        );
+        if with_endpoint(&slice, &url, bound_here) == slice {
+            return Ok(Pass::Done);
+        }
+        let edit = |object: &mut Value| *object = with_endpoint(object, &url, bound_here);
+        cleanup::edit_unless_gone(
+            &self.store,
+            &self.slices,
+            cluster,
+            name,
+            Some("status"),
+            &edit,
+        )
+        .await?;
+        Ok(Pass::Done)
+    }
+}
+
+impl EndpointSlices {
+    fn bound(&self) -> std::sync::MutexGuard<'_, BoundExports> {
+        self.bound
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Every object of `rt` in every logical cluster of this shard.
+    async fn all(
+        &self,
+        rt: &ResourceType,
+    ) -> Result<kcp_registry::storage::objects::ListPage, ApiError> {
+        let prefix = self.store.keys(rt).all_clusters().to_string();
+        self.store
+            .list(rt, ListRequest::everything(&prefix), &|_| true)
+            .await
+    }
+}
+
+fn key_of(object: &Value) -> Option<ObjectKey> {
+    Some((cluster_of(object)?, meta::name(object)?.to_string()))
+}
+
+/// The name of the export a slice is for.
+fn export_name(slice: &Value) -> String {
+    slice
+        .pointer("/spec/export/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `slice` with `url` in `status.endpoints` (`present`) or without it; other shards' endpoints
+/// stay as they are.
+fn with_endpoint(slice: &Value, url: &str, present: bool) -> Value {
+    let mut slice = slice.clone();
+    let mut endpoints: Vec<Value> = slice
+        .pointer("/status/endpoints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let has = endpoints.iter().any(|e| e["url"] == url);
+    match (present, has) {
+        (true, false) => endpoints.push(json!({"url": url})),
+        (false, true) => endpoints.retain(|e| e["url"] != url),
+        _ => return slice,
+    }
+    if !slice["status"].is_object() {
+        slice["status"] = json!({});
+    }
+    slice["status"]["endpoints"] = Value::Array(endpoints);
+    slice
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_flips_with_its_first_and_last_binding() {
+        let mut bound = BoundExports::default();
+        let cluster = |n: &str| LogicalClusterName::parse(n).unwrap();
+        let export = ("p".to_string(), "e".to_string());
+        let a = (cluster("a"), "b".to_string());
+        let b = (cluster("b"), "b".to_string());
+        assert_eq!(
+            bound.set(a.clone(), Some(export.clone())),
+            vec![export.clone()]
+        );
+        assert!(bound.set(b.clone(), Some(export.clone())).is_empty());
+        assert!(bound.set(a.clone(), Some(export.clone())).is_empty());
+        assert!(bound.set(a, None).is_empty());
+        assert!(bound.is_bound(&export));
+        assert_eq!(bound.set(b, None), vec![export.clone()]);
+        assert!(!bound.is_bound(&export));
+    }
+
+    #[test]
+    fn only_this_shards_endpoint_is_added_or_removed() {
+        let other = json!({"url": "https://other/services/apiexport/p/e"});
+        let slice = json!({"status": {"endpoints": [other.clone()]}});
+        let mine = "https://me/services/apiexport/p/e";
+        let added = with_endpoint(&slice, mine, true);
+        assert_eq!(
+            added["status"]["endpoints"],
+            json!([other.clone(), {"url": mine}])
+        );
+        assert_eq!(with_endpoint(&added, mine, true), added);
+        assert_eq!(with_endpoint(&added, mine, false), slice);
+        assert_eq!(with_endpoint(&slice, mine, false), slice);
+        let empty = json!({"metadata": {"name": "e"}});
+        assert_eq!(
+            with_endpoint(&empty, mine, true)["status"]["endpoints"],
+            json!([{"url": mine}])
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! `kcp virtual-workspaces` (and the program name `virtual-workspaces`): the virtual workspaces
+//! of one shard on a port of their own, upstream's `cmd/virtual-workspaces`, so a shard can run
+//! with `--run-virtual-workspaces=false` and point `--shard-virtual-workspace-url` here. Flags as
+//! upstream: `--kubeconfig` (required: the shard, with a `system:masters` identity, as the admin
+//! kubeconfig `kcp start` writes) and `--context`, `--cache-kubeconfig`, secure serving
+//! (`--bind-address`, `--secure-port` 6444, `--tls-cert-file`/`--tls-private-key-file`),
+//! `--client-ca-file`, logging.
+//!
+//! The services are the in-process ones (kcp-virtual-workspaces), served through the shard's
+//! kubeconfig instead of the in-process loopback: requests go to the shard as the asking user
+//! (impersonation) and deep SubjectAccessReviews carry upstream's header. Exports and bindings are
+//! read from the shard itself, so `--cache-kubeconfig` is accepted for upstream's command lines
+//! and not read. Clients authenticate with client certificates (`--client-ca-file`, else a client
+//! CA generated under --root-directory); upstream's delegated token authentication
+//! (`--authentication-kubeconfig`) is not done.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use kcp_apiserver::TlsMaterial;
+use kcp_apiserver::listener::TlsListener;
+use kcp_apiserver::services::Services;
+use kcp_apiserver::standalone::ServicesServer;
+use kcp_virtual_workspaces::Backend;
+use kcp_virtual_workspaces::remote::{RemoteError, RemoteShard};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::options::{LoggingFlags, ServingFlags, non_empty, values};
+use crate::pki::{self, PkiError, TransportOptions};
+
+/// Upstream's port of the standalone virtual workspaces.
+pub const DEFAULT_SECURE_PORT: &str = "6444";
+
+/// How long in-flight requests may take after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Every flag of `kcp virtual-workspaces`. Field docs are the help texts.
+#[derive(Debug, Clone, Args)]
+pub struct VirtualWorkspacesOptions {
+    /// Kubeconfig of the shard whose virtual workspaces are served (a system:masters identity).
+    #[arg(long, value_parser = values::path, help_heading = "Shard")]
+    pub kubeconfig: PathBuf,
+    /// Context of --kubeconfig to use (default: its current context).
+    #[arg(long, help_heading = "Shard")]
+    pub context: Option<String>,
+    /// Kubeconfig of the cache server (accepted as upstream's; exports are read from the shard).
+    #[arg(long, value_parser = values::path, help_heading = "Shard")]
+    pub cache_kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub serving: ServingFlags,
+    /// CA bundle client certificates are verified against; generated under --root-directory
+    /// when not given.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Directory for generated certificates; empty keeps them in memory.
+    #[arg(long, value_parser = values::path, default_value = ".kcp-virtual-workspaces", help_heading = "kcp")]
+    pub root_directory: PathBuf,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
+}
+
+/// Why `kcp virtual-workspaces` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum VirtualWorkspacesError {
+    #[error("--tls-cert-file and --tls-private-key-file must be given together")]
+    HalfTlsPair,
+    #[error("creating {path}: {source}")]
+    Directory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Shard(#[from] RemoteError),
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error("--client-ca-file: {0}")]
+    ClientCa(#[from] kcp_authn::X509Error),
+    #[error(transparent)]
+    Serve(#[from] kcp_apiserver::ServeError),
+    #[error("installing signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl VirtualWorkspacesOptions {
+    /// Checks what clap cannot: pairs of flags.
+    pub fn validate(&self) -> Result<(), VirtualWorkspacesError> {
+        if self.serving.tls_cert_file.is_some() != self.serving.tls_private_key_file.is_some() {
+            return Err(VirtualWorkspacesError::HalfTlsPair);
+        }
+        Ok(())
+    }
+}
+
+/// Serves the virtual workspaces until SIGTERM or SIGINT.
+pub async fn run(options: VirtualWorkspacesOptions) -> Result<(), VirtualWorkspacesError> {
+    options.validate()?;
+    let root = non_empty(Some(&options.root_directory));
+    if let Some(root) = &root {
+        std::fs::create_dir_all(root).map_err(|source| VirtualWorkspacesError::Directory {
+            path: root.clone(),
+            source,
+        })?;
+    }
+    let shard = RemoteShard::from_kubeconfig(&options.kubeconfig, options.context.as_deref())?;
+    let backend = Backend::default();
+    backend.connect(Arc::new(shard));
+    let tls = options.serving.cert_key_files();
+    let transport = pki::transport(&TransportOptions {
+        root_directory: root.as_deref(),
+        tls: tls.as_ref(),
+        client_ca_file: options.client_ca_file.as_deref(),
+        admin: true,
+        user: false,
+        bind_address: options.serving.bind_address,
+        hosts: Vec::new(),
+    })?;
+    let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
+    let stopping = CancellationToken::new();
+    let services = kcp_virtual_workspaces::mount(Services::default(), &backend);
+    let handler = ServicesServer::new(services, &client_ca_pem, stopping.clone())?;
+    let listener = TlsListener::bind(
+        SocketAddr::new(options.serving.bind_address, options.serving.secure_port),
+        TlsMaterial {
+            serving_cert_chain_pem: &transport.serving_cert_chain_pem,
+            serving_key_pem: &transport.serving_key_pem,
+            client_ca_pems: &[&client_ca_pem],
+        },
+    )
+    .await?;
+    let port = listener
+        .local_addr()
+        .map_or(options.serving.secure_port, |address| address.port());
+    info!(address = %SocketAddr::new(options.serving.bind_address, port), shard = %options.kubeconfig.display(), "serving the virtual workspaces");
+    let signals = crate::start::shutdown_signal().map_err(VirtualWorkspacesError::Signals)?;
+    listener
+        .serve(Arc::new(handler), signals, &stopping, SHUTDOWN_GRACE)
+        .await;
+    info!("shutdown complete");
+    Ok(())
+}

@@ -1,0 +1,1310 @@
+//! Virtual workspaces against a started `kcp` (issue 22): a provider exports widgets, three
+//! consumer workspaces bind them, and the provider's controller (a small kube-rs client, a user
+//! holding only `content` on the export) lists and watches every consumer's widgets through the
+//! apiexport virtual workspace (`/clusters/*` and per cluster) and writes their status back;
+//! kubectl reads and explains the exported type through a kubeconfig whose server is the virtual
+//! workspace; a user without `content` is refused with 403.
+//!
+//! The scenarios share one server and keep to their own workspace names. Every wait has a deadline.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kcp_testing::identities::{KubeconfigUser, write_kubeconfig};
+use kcp_testing::{KcpProcess, Kubectl, SharedKcp};
+use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::runtime::watcher::{self, Event};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+static SERVER: SharedKcp = SharedKcp::new(env!("CARGO_BIN_EXE_kcp"), "virtual-workspaces");
+
+/// How long one watch event may take.
+const EVENT_WITHIN: Duration = Duration::from_secs(30);
+
+const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
+
+/// POSTs `object` to `collection` as the admin; it must be created.
+async fn create(server: &KcpProcess, collection: &str, object: &Value) -> Value {
+    let created = server.send_json(Method::POST, collection, object).await;
+    assert_eq!(created.status, 201, "POST {collection}: {}", created.text());
+    created.json()
+}
+
+/// Creates workspace `root:<name>`, waits until it is Ready and returns its logical cluster.
+async fn workspace(server: &KcpProcess, name: &str) -> String {
+    let collection = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    create(
+        server,
+        collection,
+        &json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}}),
+    )
+    .await;
+    let ready = server
+        .wait_for(
+            &format!("workspace {name} Ready"),
+            &format!("{collection}/{name}"),
+            |r| r.status == 200 && r.json()["status"]["phase"] == "Ready",
+        )
+        .await;
+    ready.json()["spec"]["cluster"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A provider exporting `widgets.<group>` (with a status subresource) and consumers binding it.
+struct Provider {
+    /// The provider's logical cluster.
+    cluster: String,
+    group: String,
+    consumers: Vec<String>,
+}
+
+impl Provider {
+    /// Exports widgets of `group` from a new workspace `root:<prefix>-provider` and binds them in
+    /// `consumers` new workspaces `root:<prefix>-consumer-<i>`, each with namespace `vw`.
+    async fn start(server: &KcpProcess, prefix: &str, consumers: usize) -> Provider {
+        Provider::start_with(server, prefix, consumers, json!([])).await
+    }
+
+    /// [`Provider::start`] with an export making `claims` (its `spec.permissionClaims`).
+    async fn start_with(
+        server: &KcpProcess,
+        prefix: &str,
+        consumers: usize,
+        claims: Value,
+    ) -> Provider {
+        let group = format!("{prefix}.example.com");
+        let provider_ws = format!("{prefix}-provider");
+        let cluster = workspace(server, &provider_ws).await;
+        create(server, &format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"), &json!({
+            "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
+            "metadata": {"name": format!("v1.widgets.{group}")},
+            "spec": {
+                "group": group,
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "scope": "Namespaced",
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "subresources": {"status": {}},
+                    "schema": {"type": "object", "description": "A Widget of the test provider.", "properties": {
+                        "spec": {"type": "object", "properties": {"size": {"type": "integer", "description": "How big the widget is."}}},
+                        "status": {"type": "object", "properties": {"observedSize": {"type": "integer"}}},
+                    }},
+                }],
+            },
+        })).await;
+        let export_path = format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha2/apiexports");
+        create(server, &export_path, &json!({
+            "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+            "metadata": {"name": "widgets"},
+            "spec": {
+                "resources": [{"group": group, "name": "widgets", "schema": format!("v1.widgets.{group}"), "storage": {"crd": {}}}],
+                "permissionClaims": claims,
+            },
+        })).await;
+        server
+            .wait_for(
+                "the export's identity",
+                &format!("{export_path}/widgets"),
+                |r| r.status == 200 && r.json()["status"]["identityHash"].is_string(),
+            )
+            .await;
+        let mut bound = Vec::new();
+        for i in 0..consumers {
+            let consumer = workspace(server, &format!("{prefix}-consumer-{i}")).await;
+            bind(server, &consumer, &provider_ws).await;
+            server.create_namespace(&consumer, "vw").await;
+            bound.push(consumer);
+        }
+        Provider {
+            cluster,
+            group,
+            consumers: bound,
+        }
+    }
+
+    fn widgets(&self, cluster: &str) -> String {
+        format!(
+            "/clusters/{cluster}/apis/{}/v1/namespaces/vw/widgets",
+            self.group
+        )
+    }
+
+    /// Creates widget `name` of `size` in a consumer, as the consumer's admin.
+    async fn create_widget(&self, server: &KcpProcess, cluster: &str, name: &str, size: i64) {
+        create(
+            server,
+            &self.widgets(cluster),
+            &json!({
+                "apiVersion": format!("{}/v1", self.group), "kind": "Widget",
+                "metadata": {"name": name}, "spec": {"size": size},
+            }),
+        )
+        .await;
+    }
+
+    /// The virtual workspace's URL for `target` (`*` or a logical cluster).
+    fn url(&self, server: &KcpProcess, target: &str) -> String {
+        format!(
+            "{}/services/apiexport/{}/widgets/clusters/{target}",
+            server.base_url(),
+            self.cluster
+        )
+    }
+
+    fn api_resource(&self) -> ApiResource {
+        ApiResource {
+            group: self.group.clone(),
+            version: "v1".into(),
+            api_version: format!("{}/v1", self.group),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+        }
+    }
+}
+
+/// Binds export `widgets` of workspace `root:<provider_ws>` in `consumer` and waits until the
+/// binding is Bound and its resource served.
+async fn bind(server: &KcpProcess, consumer: &str, provider_ws: &str) {
+    let bindings = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings");
+    create(server, &bindings, &json!({
+        "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+        "metadata": {"name": "widgets"},
+        "spec": {"reference": {"export": {"path": format!("root:{provider_ws}"), "name": "widgets"}}},
+    }))
+    .await;
+    server
+        .wait_for("the binding Bound", &format!("{bindings}/widgets"), |r| {
+            r.status == 200 && r.json()["status"]["phase"] == "Bound"
+        })
+        .await;
+}
+
+/// A user (client certificate from the server's client CA) and a kubeconfig for them whose
+/// server is `url`.
+fn kubeconfig_for(server: &KcpProcess, user: &str, url: &str) -> std::path::PathBuf {
+    let identity = server.client_ca().client(user, &[]);
+    let path = server
+        .root_directory()
+        .join(format!("{user}-{}.kubeconfig", url.len()));
+    write_kubeconfig(
+        &path,
+        url,
+        &server.admin().ca_pem,
+        KubeconfigUser::Certificate(&identity),
+    );
+    path
+}
+
+async fn kube_client(kubeconfig: &std::path::Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// Grants `user` every verb on `apiexports/content` of export `widgets` in `cluster`.
+async fn grant_content(server: &KcpProcess, cluster: &str, user: &str) {
+    let rbac = format!("/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1");
+    create(server, &format!("{rbac}/clusterroles"), &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "widgets-content"},
+        "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports/content"], "resourceNames": ["widgets"], "verbs": ["*"]}],
+    }))
+    .await;
+    create(server, &format!("{rbac}/clusterrolebindings"), &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "widgets-content"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widgets-content"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }))
+    .await;
+}
+
+/// The logical cluster an object is in, as its annotation says.
+fn cluster_of(metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `(cluster, name)` of objects.
+fn keys(objects: &[DynamicObject]) -> BTreeSet<(String, String)> {
+    objects
+        .iter()
+        .map(|o| {
+            (
+                cluster_of(&o.metadata),
+                o.metadata.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_lists_watches_and_writes_status_through_the_apiexport_virtual_workspace() {
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-crud", 3).await;
+    grant_content(&server, &provider.cluster, "widgets-controller").await;
+    let mut expected = BTreeSet::new();
+    for (i, consumer) in provider.consumers.iter().enumerate() {
+        provider
+            .create_widget(&server, consumer, "first", i as i64 + 1)
+            .await;
+        expected.insert((consumer.clone(), "first".to_string()));
+    }
+
+    // Every consumer's widgets, across clusters.
+    let everywhere = kubeconfig_for(&server, "widgets-controller", &provider.url(&server, "*"));
+    let client = kube_client(&everywhere).await;
+    let all: kube::Api<DynamicObject> = kube::Api::all_with(client, &provider.api_resource());
+    let listed = all.list(&Default::default()).await.unwrap();
+    assert_eq!(keys(&listed.items), expected);
+
+    // A watch across clusters sees what a consumer creates afterwards.
+    let stream = watcher::watcher(all.clone(), watcher::Config::default());
+    let mut stream = std::pin::pin!(stream);
+    let mut initial = Vec::new();
+    loop {
+        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+            .await
+            .expect("a watcher event in time")
+            .expect("the watcher stream ended")
+            .expect("a watcher error");
+        match event {
+            Event::Init => {}
+            Event::InitApply(object) => initial.push(object),
+            Event::InitDone => break,
+            other => panic!("unexpected event during the initial list: {other:?}"),
+        }
+    }
+    assert_eq!(keys(&initial), expected);
+    let late = &provider.consumers[1];
+    provider.create_widget(&server, late, "second", 7).await;
+    let seen = loop {
+        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+            .await
+            .expect("the new widget's event in time")
+            .expect("the watcher stream ended")
+            .expect("a watcher error");
+        if let Event::Apply(object) = event {
+            break object;
+        }
+    };
+    assert_eq!(
+        keys(&[seen]),
+        BTreeSet::from([(late.clone(), "second".to_string())])
+    );
+    expected.insert((late.clone(), "second".to_string()));
+
+    // One cluster's widgets, and their status written back through the per-cluster URL.
+    for consumer in &provider.consumers {
+        let one = kubeconfig_for(
+            &server,
+            "widgets-controller",
+            &provider.url(&server, consumer),
+        );
+        let api: kube::Api<DynamicObject> =
+            kube::Api::namespaced_with(kube_client(&one).await, "vw", &provider.api_resource());
+        let mine = api.list(&Default::default()).await.unwrap();
+        let want: BTreeSet<_> = expected
+            .iter()
+            .filter(|(c, _)| c == consumer)
+            .cloned()
+            .collect();
+        assert_eq!(keys(&mine.items), want);
+        for mut widget in mine.items {
+            let size = widget.data["spec"]["size"].clone();
+            widget.data["status"] = json!({"observedSize": size});
+            let name = widget.metadata.name.clone().unwrap();
+            api.replace_status(&name, &PostParams::default(), &widget)
+                .await
+                .unwrap();
+            let stored = server
+                .get(&format!("{}/{name}", provider.widgets(consumer)))
+                .await;
+            assert_eq!(
+                stored.json()["status"]["observedSize"],
+                size,
+                "{}",
+                stored.text()
+            );
+        }
+    }
+
+    // Across clusters only list and watch; a cluster not bound to the export is not there.
+    let created = all
+        .create(
+            &PostParams::default(),
+            &DynamicObject::new("x", &provider.api_resource()),
+        )
+        .await;
+    assert!(
+        matches!(created, Err(kube::Error::Api(ref e)) if e.code == 405 || e.code == 404),
+        "{created:?}"
+    );
+    let unbound = kubeconfig_for(
+        &server,
+        "widgets-controller",
+        &provider.url(&server, &provider.cluster),
+    );
+    let api: kube::Api<DynamicObject> =
+        kube::Api::all_with(kube_client(&unbound).await, &provider.api_resource());
+    let refused = api.list(&Default::default()).await;
+    assert!(
+        matches!(refused, Err(kube::Error::Api(ref e)) if e.code == 404),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_without_content_on_the_export_is_refused() {
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-authz", 1).await;
+    provider
+        .create_widget(&server, &provider.consumers[0], "only", 1)
+        .await;
+    for target in ["*", provider.consumers[0].as_str()] {
+        let kubeconfig = kubeconfig_for(&server, "no-content", &provider.url(&server, target));
+        let api: kube::Api<DynamicObject> =
+            kube::Api::all_with(kube_client(&kubeconfig).await, &provider.api_resource());
+        let refused = api.list(&Default::default()).await;
+        match refused {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 403, "{e:?}");
+                assert!(e.message.contains("API export"), "{e:?}");
+            }
+            other => panic!("listing without content through {target}: {other:?}"),
+        }
+    }
+    // Discovery is refused too.
+    let kubeconfig = kubeconfig_for(&server, "no-content", &provider.url(&server, "*"));
+    let client = kube_client(&kubeconfig).await;
+    let groups = client.list_api_groups().await;
+    assert!(
+        matches!(groups, Err(kube::Error::Api(ref e)) if e.code == 403),
+        "{groups:?}"
+    );
+    // Content granted, the same user is served.
+    grant_content(&server, &provider.cluster, "no-content").await;
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &provider.api_resource());
+    let listed = api.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_gets_and_explains_the_exported_type_through_the_virtual_workspace() {
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-kubectl", 2).await;
+    grant_content(&server, &provider.cluster, "widgets-reader").await;
+    for consumer in &provider.consumers {
+        provider.create_widget(&server, consumer, "seen", 3).await;
+    }
+    let kubeconfig = kubeconfig_for(&server, "widgets-reader", &provider.url(&server, "*"));
+    let kubectl = Kubectl::new("1.33", &kubeconfig);
+    let resources = kubectl.ok(&["api-resources", "--no-headers"]);
+    assert!(resources.contains("widgets"), "{resources}");
+    assert!(!resources.contains("configmaps"), "{resources}");
+    let listed = kubectl.ok(&["get", "widgets", "-A", "-o", "name"]);
+    assert_eq!(
+        listed.lines().filter(|l| l.contains("seen")).count(),
+        2,
+        "{listed}"
+    );
+    let explained = kubectl.ok(&["explain", "widgets.spec"]);
+    assert!(explained.contains("How big the widget is."), "{explained}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_endpoint_slice_lists_the_shard_once_a_binding_exists() {
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-slice", 0).await;
+    let slice_path = format!(
+        "/clusters/{}/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/widgets",
+        provider.cluster
+    );
+    let slice = server
+        .wait_for("the default endpoint slice", &slice_path, |r| {
+            r.status == 200
+        })
+        .await
+        .json();
+    let endpoints = |slice: &Value| {
+        slice["status"]["endpoints"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(endpoints(&slice).is_empty(), "no binding yet: {slice}");
+
+    let consumer = workspace(&server, "vw-slice-consumer").await;
+    bind(&server, &consumer, "vw-slice-provider").await;
+    let slice = server
+        .wait_for("the shard's endpoint", &slice_path, |r| {
+            r.status == 200 && !endpoints(&r.json()).is_empty()
+        })
+        .await
+        .json();
+    let listed = endpoints(&slice);
+    assert_eq!(listed.len(), 1, "{slice}");
+    let url = listed[0]["url"].as_str().unwrap();
+    let suffix = format!("/services/apiexport/{}/widgets", provider.cluster);
+    assert!(url.ends_with(&suffix), "{url}");
+    // The endpoint is the virtual workspace: the admin lists the consumer's widgets through it.
+    server.create_namespace(&consumer, "vw").await;
+    provider
+        .create_widget(&server, &consumer, "through-slice", 1)
+        .await;
+    let through = server
+        .get(&format!(
+            "{suffix}/clusters/*/apis/{}/v1/widgets",
+            provider.group
+        ))
+        .await;
+    assert_eq!(through.status, 200, "{}", through.text());
+    assert_eq!(
+        through.json()["items"][0]["metadata"]["name"],
+        "through-slice"
+    );
+
+    // The last binding gone, the endpoint goes.
+    let deleted = server
+        .send(
+            Method::DELETE,
+            &format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings/widgets"),
+            "application/json",
+            "",
+        )
+        .await;
+    assert!(
+        deleted.status == 200 || deleted.status == 202,
+        "{}",
+        deleted.text()
+    );
+    server
+        .wait_for("the endpoint removed", &slice_path, |r| {
+            r.status == 200 && endpoints(&r.json()).is_empty()
+        })
+        .await;
+}
+
+/// A small deterministic generator (xorshift64*), so a failing run can be repeated by its seed.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+        &from[(self.next() % from.len() as u64) as usize]
+    }
+}
+
+/// A claim selector the test writes and evaluates itself.
+#[derive(Debug, Clone)]
+enum Selector {
+    All,
+    Tier(&'static str),
+    TierIn(&'static [&'static str]),
+}
+
+impl Selector {
+    fn json(&self) -> Value {
+        match self {
+            Selector::All => json!({"matchAll": true}),
+            Selector::Tier(tier) => json!({"matchLabels": {"tier": tier}}),
+            Selector::TierIn(tiers) => {
+                json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": tiers}]})
+            }
+        }
+    }
+
+    fn selects(&self, object: &Value) -> bool {
+        let tier = object["metadata"]["labels"]["tier"].as_str();
+        match self {
+            Selector::All => true,
+            Selector::Tier(want) => tier == Some(want),
+            Selector::TierIn(wants) => tier.is_some_and(|t| wants.contains(&t)),
+        }
+    }
+}
+
+/// Creates ConfigMap `name` with `labels` in namespace `vw` of `consumer`.
+async fn create_configmap(server: &KcpProcess, consumer: &str, name: &str, labels: Value) {
+    let collection = format!("/clusters/{consumer}/api/v1/namespaces/vw/configmaps");
+    let configmap = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels},
+    });
+    create(server, &collection, &configmap).await;
+}
+
+/// Sets the binding's configmaps claim in `consumer`: accepted with `selector`, or rejected. A
+/// claim's selector is immutable (as upstream's): the claim is withdrawn first, then made anew.
+async fn set_claim(server: &KcpProcess, consumer: &str, accepted: Option<&Selector>) {
+    let (state, selector) = match accepted {
+        Some(selector) => ("Accepted", selector.json()),
+        None => ("Rejected", json!({"matchAll": true})),
+    };
+    let claim = json!([{"group": "", "resource": "configmaps", "verbs": ["*"], "selector": selector, "state": state}]);
+    for claims in [Value::Null, claim] {
+        let patched = server
+            .send(
+                Method::PATCH,
+                &format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings/widgets"),
+                "application/merge-patch+json",
+                json!({"spec": {"permissionClaims": claims}}).to_string(),
+            )
+            .await;
+        assert_eq!(patched.status, 200, "{}", patched.text());
+    }
+}
+
+/// `(cluster, namespace, name)` of the ConfigMaps the claims select, read from each consumer
+/// directly and selected by the test's own evaluation of the selectors.
+async fn selected_configmaps(
+    server: &KcpProcess,
+    claims: &[(String, Option<Selector>)],
+) -> BTreeSet<(String, String, String)> {
+    let mut selected = BTreeSet::new();
+    for (consumer, accepted) in claims {
+        let Some(selector) = accepted else { continue };
+        let list = server
+            .get(&format!("/clusters/{consumer}/api/v1/configmaps"))
+            .await
+            .json();
+        for object in list["items"].as_array().unwrap() {
+            if selector.selects(object) {
+                selected.insert(configmap_key(consumer, object));
+            }
+        }
+    }
+    selected
+}
+
+fn configmap_key(cluster: &str, object: &Value) -> (String, String, String) {
+    let metadata = &object["metadata"];
+    (
+        cluster.to_string(),
+        metadata["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        metadata["name"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// What the provider lists through the virtual workspace's `/clusters/*` configmaps.
+async fn seen_configmaps(
+    server: &KcpProcess,
+    provider: &Provider,
+) -> BTreeSet<(String, String, String)> {
+    let path = format!(
+        "/services/apiexport/{}/widgets/clusters/*/api/v1/configmaps",
+        provider.cluster
+    );
+    let listed = server.get(&path).await;
+    assert_eq!(listed.status, 200, "{}", listed.text());
+    listed.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let cluster = o["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                .as_str()
+                .unwrap_or_default();
+            configmap_key(cluster, o)
+        })
+        .collect()
+}
+
+/// The provider's two views of claimed ConfigMaps: a list and a watch through `/clusters/*`.
+struct Observer<'a> {
+    server: &'a KcpProcess,
+    provider: &'a Provider,
+    /// What the provider's watch has, applied as an informer applies events.
+    watched: &'a std::sync::Mutex<BTreeSet<(String, String, String)>>,
+}
+
+impl Observer<'_> {
+    /// Waits (up to `within`) until the provider sees exactly what `claims` select, then
+    /// asserts it.
+    async fn sees_exactly(&self, claims: &[(String, Option<Selector>)], within: Duration) {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let want = selected_configmaps(self.server, claims).await;
+            let seen = seen_configmaps(self.server, self.provider).await;
+            let through_watch = self.watched.lock().unwrap().clone();
+            if (seen == want && through_watch == want) || std::time::Instant::now() > deadline {
+                assert_eq!(
+                    seen, want,
+                    "listed through the virtual workspace; claims {claims:?}"
+                );
+                assert_eq!(
+                    through_watch, want,
+                    "watched through the virtual workspace; claims {claims:?}"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claimed_configmaps_are_seen_exactly_where_accepted_and_selected() {
+    let seed = 0x5eed_2215_u64;
+    println!("seed {seed:#x}");
+    let mut random = Random(seed);
+    let server = SERVER.get().await;
+    // The export's claim carries a defaultSelector, which must not change the claim's label
+    // (kcp PR #4200): the consumers' own selectors decide.
+    let claim = json!([{"group": "", "resource": "configmaps", "verbs": ["*"],
+        "defaultSelector": {"matchLabels": {"tier": "c"}}}]);
+    let provider = Provider::start_with(&server, "vw-claims", 5, claim).await;
+    let selectors = [
+        Some(Selector::All),
+        Some(Selector::Tier("a")),
+        Some(Selector::TierIn(&["b", "c"])),
+        None,
+    ];
+    let tiers = ["a", "b", "c", "none"];
+    let mut claims = Vec::new();
+    for (i, consumer) in provider.consumers.iter().enumerate() {
+        for n in 0..6 {
+            let tier = *random.pick(&tiers);
+            let mut labels = json!({"app": "vw"});
+            if tier != "none" {
+                labels["tier"] = json!(tier);
+            }
+            create_configmap(&server, consumer, &format!("cm-{n}"), labels).await;
+        }
+        // Every state at least once, the rest at random.
+        let accepted = selectors
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| random.pick(&selectors).clone());
+        set_claim(&server, consumer, accepted.as_ref()).await;
+        claims.push((consumer.clone(), accepted));
+    }
+
+    // The provider's watch across clusters, applied to a set as an informer would.
+    let watched = std::sync::Arc::new(std::sync::Mutex::new(BTreeSet::new()));
+    let kubeconfig = kubeconfig_for(&server, "claims-controller", &provider.url(&server, "*"));
+    grant_content(&server, &provider.cluster, "claims-controller").await;
+    let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::all(kube_client(&kubeconfig).await);
+    let observer = Observer {
+        server: &server,
+        provider: &provider,
+        watched: &watched,
+    };
+    let follower = {
+        let watched = watched.clone();
+        tokio::spawn(async move {
+            let key = |cm: &k8s_openapi::api::core::v1::ConfigMap| {
+                (
+                    cluster_of(&cm.metadata),
+                    cm.metadata.namespace.clone().unwrap_or_default(),
+                    cm.metadata.name.clone().unwrap_or_default(),
+                )
+            };
+            let mut stream =
+                std::pin::pin!(watcher::watcher(configmaps, watcher::Config::default()));
+            let mut initial = BTreeSet::new();
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(Event::Init) => initial.clear(),
+                    Ok(Event::InitApply(cm)) => {
+                        initial.insert(key(&cm));
+                    }
+                    Ok(Event::InitDone) => *watched.lock().unwrap() = initial.clone(),
+                    Ok(Event::Apply(cm)) => {
+                        watched.lock().unwrap().insert(key(&cm));
+                    }
+                    Ok(Event::Delete(cm)) => {
+                        watched.lock().unwrap().remove(&key(&cm));
+                    }
+                    Err(error) => eprintln!("watcher: {error}"),
+                }
+            }
+        })
+    };
+
+    observer
+        .sees_exactly(&claims, Duration::from_secs(30))
+        .await;
+    for (consumer, accepted) in &claims {
+        // Upstream sets it on every binding it reconciles, claims accepted or not.
+        let binding = server
+            .wait_for_condition(
+                &format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings/widgets"),
+                "PermissionClaimsApplied",
+            )
+            .await;
+        let applied = binding["status"]["appliedPermissionClaims"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(applied.len(), usize::from(accepted.is_some()), "{binding}");
+    }
+
+    // New objects are claimed as they come.
+    for consumer in &provider.consumers {
+        let tier = *random.pick(&tiers);
+        create_configmap(&server, consumer, "late", json!({"tier": tier})).await;
+    }
+    observer
+        .sees_exactly(&claims, Duration::from_secs(30))
+        .await;
+
+    // Selector changes, acceptances and rejections are seen within 5 s.
+    for round in 0..3 {
+        let i = (random.next() % claims.len() as u64) as usize;
+        let accepted = random.pick(&selectors).clone();
+        println!("round {round}: {} -> {accepted:?}", claims[i].0);
+        set_claim(&server, &claims[i].0, accepted.as_ref()).await;
+        claims[i].1 = accepted;
+        observer.sees_exactly(&claims, Duration::from_secs(5)).await;
+    }
+
+    // Per cluster: a claimed object is read and changed through the virtual workspace, an
+    // unselected one is not there, and a cluster that rejected the claim shows nothing.
+    let selected = selected_configmaps(&server, &claims).await;
+    if let Some((cluster, namespace, name)) = selected.iter().find(|(_, ns, _)| ns == "vw") {
+        let path = format!(
+            "/services/apiexport/{}/widgets/clusters/{cluster}/api/v1/namespaces/{namespace}/configmaps/{name}",
+            provider.cluster
+        );
+        let patched = server
+            .send(
+                Method::PATCH,
+                &path,
+                "application/merge-patch+json",
+                json!({"data": {"by": "provider"}}).to_string(),
+            )
+            .await;
+        assert_eq!(patched.status, 200, "{}", patched.text());
+    }
+    for (consumer, accepted) in &claims {
+        let path = format!(
+            "/services/apiexport/{}/widgets/clusters/{consumer}/api/v1/namespaces/vw/configmaps",
+            provider.cluster
+        );
+        let listed = server.get(&path).await;
+        match accepted {
+            None => assert_eq!(listed.status, 404, "{}", listed.text()),
+            Some(_) => assert_eq!(listed.status, 200, "{}", listed.text()),
+        }
+        for n in 0..6 {
+            let key = (consumer.clone(), "vw".to_string(), format!("cm-{n}"));
+            if accepted.is_some() && !selected.contains(&key) {
+                let one = server.get(&format!("{path}/cm-{n}")).await;
+                assert_eq!(one.status, 404, "an unselected ConfigMap: {}", one.text());
+            }
+        }
+    }
+    follower.abort();
+}
+
+/// A client of `server` as `user` (a client certificate from its client CA).
+fn client_as(server: &KcpProcess, user: &str) -> reqwest::Client {
+    server
+        .client_ca()
+        .client(user, &[])
+        .credentials(server.admin())
+        .client()
+}
+
+/// GETs `path` of `server` with `client`: status and JSON body (`null` when not JSON).
+async fn get_as(client: &reqwest::Client, server: &KcpProcess, path: &str) -> (u16, Value) {
+    let response = client.get(server.url(path)).send().await.unwrap();
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// Grants `user` `verb` on WorkspaceType `name` in root.
+async fn grant_on_type(server: &KcpProcess, name: &str, verb: &str, user: &str) {
+    let rbac = "/clusters/root/apis/rbac.authorization.k8s.io/v1";
+    let role = format!("{name}-{verb}");
+    create(server, &format!("{rbac}/clusterroles"), &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": role},
+        "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"], "resourceNames": [name], "verbs": [verb]}],
+    }))
+    .await;
+    create(server, &format!("{rbac}/clusterrolebindings"), &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": role},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }))
+    .await;
+}
+
+/// Creates WorkspaceType `name` in root with `spec`.
+async fn workspace_type(server: &KcpProcess, name: &str, spec: Value) {
+    create(
+        server,
+        "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+        &json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+            "metadata": {"name": name}, "spec": spec,
+        }),
+    )
+    .await;
+}
+
+/// Creates Workspace `root:<name>` of type `root:<type_name>`; returns its logical cluster once
+/// it has one.
+async fn typed_workspace(server: &KcpProcess, name: &str, type_name: &str) -> String {
+    let collection = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    create(
+        server,
+        collection,
+        &json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": name},
+            "spec": {"type": {"name": type_name, "path": "root"}},
+        }),
+    )
+    .await;
+    let scheduled = server
+        .wait_for(
+            "the workspace's cluster",
+            &format!("{collection}/{name}"),
+            |r| r.status == 200 && r.json()["spec"]["cluster"].is_string(),
+        )
+        .await;
+    scheduled.json()["spec"]["cluster"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The logical clusters a lifecycle virtual workspace lists across clusters.
+async fn listed_clusters(
+    client: &reqwest::Client,
+    server: &KcpProcess,
+    base: &str,
+) -> BTreeSet<String> {
+    let (status, list) = get_as(
+        client,
+        server,
+        &format!("{base}/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters"),
+    )
+    .await;
+    assert_eq!(status, 200, "{list}");
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|lc| lc["metadata"]["annotations"][CLUSTER_ANNOTATION].as_str())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What a lifecycle virtual workspace is for, in the test.
+struct Role {
+    /// The WorkspaceType flag (`initializer`, `terminator`).
+    flag: &'static str,
+    /// The verb the controller needs on the type.
+    verb: &'static str,
+    /// The virtual workspace's name.
+    service: &'static str,
+}
+
+const INITIALIZING: Role = Role {
+    flag: "initializer",
+    verb: "initialize",
+    service: "initializingworkspaces",
+};
+
+const TERMINATING: Role = Role {
+    flag: "terminator",
+    verb: "terminate",
+    service: "terminatingworkspaces",
+};
+
+/// WorkspaceType `root:<type_name>` with `role`'s flag, and a controller user allowed `role`'s
+/// verb on it: the controller's client and the virtual workspace's base path.
+async fn lifecycle_controller(
+    server: &KcpProcess,
+    type_name: &str,
+    role: &Role,
+) -> (reqwest::Client, String) {
+    workspace_type(server, type_name, json!({role.flag: true})).await;
+    let user = format!("{type_name}-controller");
+    grant_on_type(server, type_name, role.verb, &user).await;
+    let base = format!("/services/{}/root:{type_name}", role.service);
+    (client_as(server, &user), base)
+}
+
+/// Waits until the lifecycle virtual workspace at `base` lists `cluster`.
+async fn wait_listed(client: &reqwest::Client, server: &KcpProcess, base: &str, cluster: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !listed_clusters(client, server, base)
+        .await
+        .contains(cluster)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{cluster} never listed at {base}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Removes `me` from `field` (`initializers`, `terminators`) of the LogicalCluster of `cluster`
+/// through the lifecycle virtual workspace at `base`.
+async fn remove_from_status(
+    client: &reqwest::Client,
+    server: &KcpProcess,
+    base: &str,
+    cluster: &str,
+    field: &str,
+    me: &str,
+) {
+    let path =
+        format!("{base}/clusters/{cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster");
+    let (status, mut logical_cluster) = get_as(client, server, &path).await;
+    assert_eq!(status, 200, "{logical_cluster}");
+    let remaining: Vec<Value> = logical_cluster["status"][field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| *i != me)
+        .cloned()
+        .collect();
+    logical_cluster["status"][field] = json!(remaining);
+    let response = client
+        .put(server.url(&format!("{path}/status")))
+        .json(&logical_cluster)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    assert_eq!(status, 200, "{}", response.text().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_workspace() {
+    let server = SERVER.get().await;
+    let (controller, base) = lifecycle_controller(&server, "vw-init", &INITIALIZING).await;
+    let initializer = "root:vw-init";
+    let cluster = typed_workspace(&server, "vw-init-ws", "vw-init").await;
+    wait_listed(&controller, &server, &base, &cluster).await;
+    let workspace = server
+        .get("/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/vw-init-ws")
+        .await
+        .json();
+    assert_eq!(workspace["status"]["phase"], "Initializing", "{workspace}");
+
+    // A user without `initialize` on the type is refused.
+    let stranger = client_as(&server, "vw-stranger");
+    let (status, refused) = get_as(
+        &stranger,
+        &server,
+        &format!("{base}/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters"),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+
+    // The initializer sets the workspace up through the virtual workspace, then lets it go.
+    let inside = format!("{base}/clusters/{cluster}/api/v1/namespaces");
+    let created = controller
+        .post(server.url(&inside))
+        .json(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "set-up"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        created.status().as_u16(),
+        201,
+        "{}",
+        created.text().await.unwrap()
+    );
+    remove_from_status(
+        &controller,
+        &server,
+        &base,
+        &cluster,
+        "initializers",
+        initializer,
+    )
+    .await;
+    server
+        .wait_for(
+            "the workspace Ready",
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/vw-init-ws",
+            |r| r.json()["status"]["phase"] == "Ready",
+        )
+        .await;
+    let set_up = server
+        .get(&format!("/clusters/{cluster}/api/v1/namespaces/set-up"))
+        .await;
+    assert_eq!(set_up.status, 200, "{}", set_up.text());
+
+    // Initialized, the workspace is no longer the initializer's.
+    assert!(
+        !listed_clusters(&controller, &server, &base)
+            .await
+            .contains(&cluster)
+    );
+    let (status, refused) = get_as(&controller, &server, &inside).await;
+    assert_eq!(status, 403, "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminator_finishes_deleted_workspaces_of_its_type_through_the_virtual_workspace() {
+    let server = SERVER.get().await;
+    let (controller, base) = lifecycle_controller(&server, "vw-term", &TERMINATING).await;
+    let terminator = "root:vw-term";
+    let cluster = typed_workspace(&server, "vw-term-ws", "vw-term").await;
+    let workspace = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/vw-term-ws";
+    server
+        .wait_for("the workspace Ready", workspace, |r| {
+            r.json()["status"]["phase"] == "Ready"
+        })
+        .await;
+    assert!(
+        !listed_clusters(&controller, &server, &base)
+            .await
+            .contains(&cluster),
+        "a workspace not being deleted is not the terminator's"
+    );
+    let deleted = server
+        .send(Method::DELETE, workspace, "application/json", "")
+        .await;
+    assert!(
+        deleted.status == 200 || deleted.status == 202,
+        "{}",
+        deleted.text()
+    );
+    wait_listed(&controller, &server, &base, &cluster).await;
+    remove_from_status(
+        &controller,
+        &server,
+        &base,
+        &cluster,
+        "terminators",
+        terminator,
+    )
+    .await;
+    server
+        .wait_for("the workspace gone", workspace, |r| r.status == 404)
+        .await;
+}
+
+/// A running `kcp virtual-workspaces` for `server`'s shard (its admin kubeconfig, its serving
+/// certificate and client CA, so the same clients reach both); stopped (by PID) when dropped.
+struct StandaloneVirtualWorkspaces {
+    _process: kcp_testing::ChildGuard,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl StandaloneVirtualWorkspaces {
+    async fn start(server: &KcpProcess) -> StandaloneVirtualWorkspaces {
+        let dir = kcp_testing::temp_dir("standalone-vw");
+        let root = server.root_directory();
+        let port = kcp_testing::free_port();
+        let file = |name: &str| root.join(name).to_str().unwrap().to_string();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kcp"));
+        command.args([
+            "virtual-workspaces",
+            "--kubeconfig",
+            &file("admin.kubeconfig"),
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &file("apiserver.crt"),
+            "--tls-private-key-file",
+            &file("apiserver.key"),
+            "--client-ca-file",
+            &file("client-ca.crt"),
+            "--root-directory",
+            dir.path().join("root").to_str().unwrap(),
+        ]);
+        let process = kcp_testing::ChildGuard::spawn(
+            "kcp virtual-workspaces",
+            &mut command,
+            &dir.path().join("virtual-workspaces.log"),
+        );
+        let base = format!("https://127.0.0.1:{port}");
+        let client = server.admin().client();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = client.get(format!("{base}/healthz")).send().await;
+            if ready.is_ok_and(|r| r.status() == 200) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}",
+                process.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        StandaloneVirtualWorkspaces {
+            _process: process,
+            base,
+            _dir: dir,
+        }
+    }
+}
+
+/// A comparable form of an answer: the status, and for lists the sorted items' cluster,
+/// namespace, name, resourceVersion and labels; other documents as they are.
+fn comparable(status: u16, body: &Value) -> (u16, Value) {
+    let Some(items) = body["items"].as_array() else {
+        return (status, body.clone());
+    };
+    let mut keys: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let m = &o["metadata"];
+            json!([
+                m["annotations"][CLUSTER_ANNOTATION],
+                m["namespace"],
+                m["name"],
+                m["resourceVersion"],
+                m["labels"]
+            ])
+        })
+        .collect();
+    keys.sort_by_key(|k| k.to_string());
+    (status, Value::Array(keys))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standalone_virtual_workspaces_answer_as_the_in_process_ones() {
+    let server = SERVER.get().await;
+    let claim = json!([{"group": "", "resource": "configmaps", "verbs": ["*"]}]);
+    let provider = Provider::start_with(&server, "vw-standalone", 2, claim).await;
+    grant_content(&server, &provider.cluster, "standalone-controller").await;
+    for consumer in &provider.consumers {
+        provider.create_widget(&server, consumer, "w", 2).await;
+        set_claim(&server, consumer, Some(&Selector::Tier("a"))).await;
+        create_configmap(&server, consumer, "a", json!({"tier": "a"})).await;
+        create_configmap(&server, consumer, "b", json!({"tier": "b"})).await;
+    }
+    let standalone = StandaloneVirtualWorkspaces::start(&server).await;
+    let controller = client_as(&server, "standalone-controller");
+    let stranger = client_as(&server, "standalone-stranger");
+    let vw = format!("/services/apiexport/{}/widgets/clusters", provider.cluster);
+    let consumer = &provider.consumers[0];
+    let paths = [
+        format!("{vw}/*/apis/{}/v1/widgets", provider.group),
+        format!(
+            "{vw}/{consumer}/apis/{}/v1/namespaces/vw/widgets",
+            provider.group
+        ),
+        format!("{vw}/*/api/v1/configmaps"),
+        format!("{vw}/{consumer}/api/v1/namespaces/vw/configmaps/a"),
+        format!("{vw}/{consumer}/api/v1/namespaces/vw/configmaps/b"),
+        format!("{vw}/*/apis"),
+        format!("{vw}/*/api/v1"),
+        format!(
+            "{vw}/{}/apis/{}/v1/widgets",
+            provider.cluster, provider.group
+        ),
+    ];
+    let ask = async |client: &reqwest::Client, base: &str, path: &str| {
+        let response = client.get(format!("{base}{path}")).send().await.unwrap();
+        let status = response.status().as_u16();
+        comparable(status, &response.json().await.unwrap_or(Value::Null))
+    };
+    for path in &paths {
+        // Both read the same store; the claim labels may still be coming: wait until the
+        // in-process answer is settled (both configmaps lists show one per consumer).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let in_process = ask(&controller, server.base_url(), path).await;
+            let standalone_answer = ask(&controller, &standalone.base, path).await;
+            if in_process == standalone_answer || std::time::Instant::now() > deadline {
+                assert_eq!(standalone_answer, in_process, "{path}");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let refused_in_process = ask(&stranger, server.base_url(), path).await;
+        let refused_standalone = ask(&stranger, &standalone.base, path).await;
+        assert_eq!(refused_in_process.0, 403, "{path}");
+        assert_eq!(refused_standalone, refused_in_process, "{path}");
+    }
+
+    // A watch through the standalone server sees a change, and a status write goes through.
+    let kubeconfig = kubeconfig_for(
+        &server,
+        "standalone-controller",
+        &format!("{}{vw}/*", standalone.base),
+    );
+    let all: kube::Api<DynamicObject> =
+        kube::Api::all_with(kube_client(&kubeconfig).await, &provider.api_resource());
+    let mut stream = std::pin::pin!(watcher::watcher(all, watcher::Config::default()));
+    loop {
+        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if matches!(event, Event::InitDone) {
+            break;
+        }
+    }
+    provider.create_widget(&server, consumer, "late", 5).await;
+    let seen = loop {
+        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let Event::Apply(object) = event {
+            break object;
+        }
+    };
+    assert_eq!(
+        keys(&[seen]),
+        BTreeSet::from([(consumer.clone(), "late".to_string())])
+    );
+    let one = kubeconfig_for(
+        &server,
+        "standalone-controller",
+        &format!("{}{vw}/{consumer}", standalone.base),
+    );
+    let api: kube::Api<DynamicObject> =
+        kube::Api::namespaced_with(kube_client(&one).await, "vw", &provider.api_resource());
+    let mut late = api.get("late").await.unwrap();
+    late.data["status"] = json!({"observedSize": 5});
+    api.replace_status("late", &PostParams::default(), &late)
+        .await
+        .unwrap();
+    let stored = server
+        .get(&format!("{}/late", provider.widgets(consumer)))
+        .await;
+    assert_eq!(
+        stored.json()["status"]["observedSize"],
+        5,
+        "{}",
+        stored.text()
+    );
+}

@@ -1,0 +1,275 @@
+//! The apiexport virtual workspace (upstream's `pkg/virtual/apiexport`):
+//! `/services/apiexport/<export-cluster>/<export-name>/clusters/<cluster|*>/...` serves the
+//! resources an APIExport exports, in every logical cluster bound to it (`*`: list and watch
+//! across all of them, through the wildcard `<resource>:<identityHash>` storage of the export's
+//! identity) or in one (every verb), with discovery and OpenAPI of the exported resources.
+//!
+//! Claimed resources (the export's `permissionClaims` on built-in types, e.g. ConfigMaps) are
+//! served from the clusters that accepted the claim: only objects carrying the claim's label
+//! (kcp-apis' `claims`, kept by the claim labeler to the accepted selector) are listed, watched,
+//! read or changed, and only with the verbs the claim allows.
+//!
+//! Every request is authorized first as upstream's content authorizer does it: the user needs the
+//! request's verb on `apiexports/content` named `<export-name>` in the export's cluster (a deep
+//! SubjectAccessReview there: its RBAC, without workspace access). Served requests then run in
+//! the API server as the user with full access, as upstream's warrant grants.
+
+use http::Response;
+use kcp_apimachinery::{ApiError, meta};
+use kcp_apis::claims::{self, ExportedClaim};
+use kcp_apiserver::response::Body;
+use kcp_apiserver::services::ServiceRequest;
+use kcp_apiserver::{RequestInfo, no_such_resource};
+use kcp_rbac::{Attributes, ResourceAttributes};
+
+use crate::backend::{Backend, Documents};
+use crate::export_view::{Consumers, ExportView};
+use crate::mounted::{self, VirtualWorkspace};
+use crate::request;
+use crate::url::{self, Target, VwPath};
+
+/// The service's name: its URLs start with `/services/apiexport/`.
+pub const NAME: &str = kcp_apis::endpoints::APIEXPORT_VIRTUAL_WORKSPACE;
+
+/// The apiexport virtual workspace.
+pub struct ApiExportService {
+    backend: Backend,
+}
+
+impl ApiExportService {
+    pub fn new(backend: Backend) -> ApiExportService {
+        ApiExportService { backend }
+    }
+}
+
+/// One request, taken apart.
+struct Asked<'a> {
+    export_cluster: &'a str,
+    export_name: &'a str,
+    vw: VwPath<'a>,
+    info: RequestInfo,
+}
+
+/// A request for a claimed resource: the export's claim and who accepted it.
+struct Claimed<'a> {
+    claim: &'a ExportedClaim,
+    consumers: &'a Consumers,
+}
+
+impl VirtualWorkspace for ApiExportService {
+    async fn answer(&self, request: ServiceRequest) -> Result<Response<Body>, ApiError> {
+        let path = request.path.clone();
+        let vw = url::split(&path, NAME, 2).ok_or_else(no_such_resource)?;
+        let asked = Asked {
+            export_cluster: vw.key[0],
+            export_name: vw.key[1],
+            info: request::info(&request.method, vw.rest, request.query.as_deref()),
+            vw,
+        };
+        self.authorize(&asked, &request).await?;
+        let export = self
+            .backend
+            .read(
+                &format!(
+                    "/clusters/{}/apis/{}/{}/{}/{}",
+                    asked.export_cluster,
+                    kcp_apis::GROUP,
+                    kcp_apis::STORAGE_VERSION,
+                    kcp_apis::API_EXPORTS,
+                    asked.export_name
+                ),
+                &request.shutdown,
+            )
+            .await?;
+        let view = ExportView::of(&export).ok_or_else(no_such_resource)?;
+        let bindings = self
+            .backend
+            .read(
+                &format!(
+                    "/clusters/*/apis/{}/{}/{}",
+                    kcp_apis::GROUP,
+                    kcp_apis::STORAGE_VERSION,
+                    kcp_apis::API_BINDINGS
+                ),
+                &request.shutdown,
+            )
+            .await?;
+        let items = bindings["items"].as_array().map_or(&[][..], Vec::as_slice);
+        let consumers = Consumers::of(items, asked.export_cluster, asked.export_name);
+        let info = &asked.info;
+        if !info.is_resource_request {
+            return self.document(&asked, &view, &consumers, request).await;
+        }
+        if view.exports(&info.group, &info.resource) {
+            return self.exported(&asked, &view, &consumers, request).await;
+        }
+        match view.claim(&info.group, &info.resource) {
+            Some(claim) => {
+                let claimed = Claimed {
+                    claim,
+                    consumers: &consumers,
+                };
+                self.claimed(&asked, claimed, request).await
+            }
+            None => Err(no_such_resource()),
+        }
+    }
+}
+
+impl ApiExportService {
+    /// Upstream's content authorizer: the request's verb on `apiexports/content` of the export.
+    async fn authorize(&self, asked: &Asked<'_>, request: &ServiceRequest) -> Result<(), ApiError> {
+        let verb = if asked.info.is_resource_request {
+            asked.info.verb.as_str()
+        } else {
+            "get"
+        };
+        let content = Attributes::resource(
+            mounted::user(request),
+            verb,
+            ResourceAttributes {
+                api_group: kcp_apis::GROUP.to_string(),
+                resource: kcp_apis::API_EXPORTS.to_string(),
+                subresource: "content".to_string(),
+                namespace: String::new(),
+                name: asked.export_name.to_string(),
+            },
+        );
+        if self
+            .backend
+            .allowed_deep(asked.export_cluster, content)
+            .await?
+        {
+            return Ok(());
+        }
+        Err(mounted::forbidden(
+            request,
+            &asked.info,
+            asked.vw.rest,
+            &format!(
+                "API export: {:?}, workspace: {:?} RBAC decision: no permission for {verb:?} on apiexports/content",
+                asked.export_name, asked.export_cluster
+            ),
+        ))
+    }
+
+    /// A request for an exported resource, across clusters or in a bound one.
+    async fn exported(
+        &self,
+        asked: &Asked<'_>,
+        view: &ExportView,
+        consumers: &Consumers,
+        mut request: ServiceRequest,
+    ) -> Result<Response<Body>, ApiError> {
+        let info = &asked.info;
+        request.path = match &asked.vw.target {
+            Target::Wildcard => {
+                mounted::list_or_watch_only(info)?;
+                let stored = format!("{}:{}", info.resource, view.identity);
+                format!("/clusters/*{}", request::with_resource(info, &stored))
+            }
+            Target::One(cluster) if consumers.is_bound(cluster) => {
+                format!("/clusters/{cluster}{}", asked.vw.rest)
+            }
+            Target::One(_) => return Err(no_such_resource()),
+        };
+        self.backend.on_behalf(request).await
+    }
+
+    /// A request for a claimed resource: objects carrying the claim's label, in the clusters
+    /// that accepted the claim, with the verbs it allows.
+    async fn claimed(
+        &self,
+        asked: &Asked<'_>,
+        claimed: Claimed<'_>,
+        mut request: ServiceRequest,
+    ) -> Result<Response<Body>, ApiError> {
+        let Claimed { claim, consumers } = claimed;
+        let info = &asked.info;
+        let verb = info.verb.as_str();
+        let key = claims::label_key(asked.export_cluster, asked.export_name);
+        let value = claims::label_value(&claim.resource);
+        let refused = || {
+            mounted::forbidden(
+                &request,
+                info,
+                asked.vw.rest,
+                &format!("the permission claim does not allow {verb:?}"),
+            )
+        };
+        let cluster = match &asked.vw.target {
+            Target::Wildcard => {
+                mounted::list_or_watch_only(info)?;
+                if !claims::allows(&claim.verbs, verb) {
+                    return Err(refused());
+                }
+                "*".to_string()
+            }
+            Target::One(cluster) => {
+                let accepted = consumers
+                    .accepted(cluster, claim)
+                    .ok_or_else(no_such_resource)?;
+                if !accepted.allows(verb) || !claims::allows(&claim.verbs, verb) {
+                    return Err(refused());
+                }
+                cluster.clone()
+            }
+        };
+        request.path = format!("/clusters/{cluster}{}", asked.vw.rest);
+        match (request::object_path(info), verb) {
+            // One object: it must carry the label (creations are labeled afterwards, when the
+            // accepted selector selects them).
+            (Some(object_path), _) => {
+                let object = self
+                    .backend
+                    .read(
+                        &format!("/clusters/{cluster}{object_path}"),
+                        &request.shutdown,
+                    )
+                    .await?;
+                if meta::labels(&object).get(&key) != Some(&value) {
+                    let name = info.name.as_deref().unwrap_or_default();
+                    return Err(ApiError::not_found(&info.group, &info.resource, name));
+                }
+            }
+            (None, "create") => {}
+            (None, _) => {
+                let requirement = format!("{key}={value}");
+                request.query = Some(request::with_label_requirement(
+                    request.query.as_deref(),
+                    &requirement,
+                ));
+            }
+        }
+        self.backend.on_behalf(request).await
+    }
+
+    /// Discovery, OpenAPI and `/version`: a bound cluster's documents (the addressed one, else
+    /// any), cut down to the exported and claimed resources.
+    async fn document(
+        &self,
+        asked: &Asked<'_>,
+        view: &ExportView,
+        consumers: &Consumers,
+        request: ServiceRequest,
+    ) -> Result<Response<Body>, ApiError> {
+        let cluster = match &asked.vw.target {
+            Target::One(cluster) if consumers.is_bound(cluster) => cluster.clone(),
+            Target::One(_) => return Err(no_such_resource()),
+            // Before the first binding nothing serves the export's types: the wildcard's
+            // documents (built-ins only), cut down, show only claimed built-ins.
+            Target::Wildcard => consumers
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "*".to_string()),
+        };
+        let documents = Documents {
+            served_prefix: &format!("/clusters/{cluster}"),
+            prefix: asked.vw.prefix,
+            path: asked.vw.rest,
+        };
+        self.backend
+            .document(request, &documents, &view.shown())
+            .await
+    }
+}
