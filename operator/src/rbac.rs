@@ -354,6 +354,22 @@ pub fn uses() -> Vec<Use> {
             "a FrontProxy's RootShard",
         ),
         entry(
+            "controller/virtualworkspace.rs",
+            "Api<RootShard>",
+            vec![GroupResource::of::<RootShard>()],
+            get,
+            Cluster,
+            "a VirtualWorkspace's RootShard (its target's)",
+        ),
+        entry(
+            "controller/virtualworkspace.rs",
+            "Api<Shard>",
+            vec![GroupResource::of::<Shard>()],
+            get,
+            Cluster,
+            "a VirtualWorkspace's target Shard",
+        ),
+        entry(
             "controller/deregister.rs",
             "Api<RootShard>",
             vec![GroupResource::of::<RootShard>()],

@@ -11,6 +11,12 @@ use crate::api::common::{CertificateTemplateMap, EtcdConfig, ExternalConfig, Ima
 use crate::api::{CacheServer, CommonShardSpec, FrontProxy, PathMappingEntry, RootShard, Shard};
 use crate::naming::{self, Kind, Names};
 
+mod virtual_workspace;
+
+pub use virtual_workspace::{
+    VirtualWorkspaceConfig, external_url, target_reference, virtual_workspace,
+};
+
 /// Replicas of a server, front-proxy or cache server with an etcd when the spec sets none.
 pub const DEFAULT_SERVER_REPLICAS: i32 = 2;
 const DEFAULT_ETCD_STORAGE: &str = "8Gi";
@@ -38,6 +44,8 @@ pub enum Error {
     NoKubeconfigTarget,
     #[error("validity: {0}")]
     InvalidValidity(String),
+    #[error("target: set exactly one of rootShardRef and shardRef")]
+    NoVirtualWorkspaceTarget,
     #[error("additionalPathMappings: mapping {path:?}: {reason}")]
     InvalidPathMapping { path: String, reason: String },
 }

@@ -6,7 +6,8 @@
 //! owner. Shards, FrontProxies and Kubeconfigs also follow the RootShard they reference, because
 //! its CAs and URLs feed into what they render; RootShards and Shards follow their CacheServer
 //! and FrontProxies the Shards of their root, because the upgrade order waits for them; RootShards
-//! also follow their Shards, which their status lists.
+//! also follow their Shards, which their status lists. VirtualWorkspaces follow the RootShard
+//! or Shard they target.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -22,11 +23,13 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard, VirtualWorkspace};
 
 use super::backoff::key;
 use super::report::{self, Conditioned};
-use super::{Context, Error, Watched, cacheserver, frontproxy, kubeconfig, server};
+use super::{
+    Context, Error, Watched, cacheserver, frontproxy, kubeconfig, server, virtualworkspace,
+};
 
 /// A reconcile function as the loops drive it.
 type Reconciler<K> =
@@ -142,6 +145,22 @@ impl Links for FrontProxy {
     }
 }
 
+/// A VirtualWorkspace follows the RootShard it targets; [`serves`] relates it to its Shard.
+impl Links for VirtualWorkspace {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.target.root_shard_ref.as_ref()?.name)
+    }
+}
+
+/// A VirtualWorkspace and the Shard it targets.
+fn serves(vw: &VirtualWorkspace, shard: &Shard) -> bool {
+    vw.spec
+        .target
+        .shard_ref
+        .as_ref()
+        .is_some_and(|target| target.name == shard.name_any())
+}
+
 impl Links for Kubeconfig {
     fn root_shard(&self) -> Option<&str> {
         Some(&self.spec.target.root_shard_ref.as_ref()?.name)
@@ -193,7 +212,7 @@ async fn synced<K: Watched>(store: Store<K>) -> bool {
 }
 
 /// Runs every controller until `shutdown` is cancelled and in-flight reconciles have finished;
-/// calls `on_synced` once the caches of the five reconciled kinds hold their first list.
+/// calls `on_synced` once the caches of the six reconciled kinds hold their first list.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl FnOnce()) {
     let client = ctx.client.clone();
     let config = watcher::Config::default();
@@ -208,18 +227,23 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl
     let kubeconfigs = Controller::new(Api::<Kubeconfig>::all(client.clone()), config.clone())
         .owns(Api::<Secret>::all(client.clone()), config);
     let kubeconfigs = follow(kubeconfigs, &client, under_root::<Kubeconfig>);
+    let virtual_workspaces = follow(workload(&client), &client, under_root::<VirtualWorkspace>);
+    let virtual_workspaces = follow(virtual_workspaces, &client, serves);
 
-    let all_synced = futures::future::join5(
-        synced(roots.store()),
-        synced(shards.store()),
-        synced(proxies.store()),
-        synced(caches.store()),
-        synced(kubeconfigs.store()),
+    let all_synced = futures::future::join(
+        futures::future::join5(
+            synced(roots.store()),
+            synced(shards.store()),
+            synced(proxies.store()),
+            synced(caches.store()),
+            synced(kubeconfigs.store()),
+        ),
+        synced(virtual_workspaces.store()),
     );
     let stopping = shutdown.clone();
     let readiness = async move {
         tokio::select! {
-            (a, b, c, d, e) = all_synced => if a && b && c && d && e {
+            ((a, b, c, d, e), f) = all_synced => if a && b && c && d && e && f {
                 tracing::info!("caches synced");
                 on_synced();
             },
@@ -242,8 +266,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl
         drive(caches, ctx.clone(), shutdown.clone(), |o, c| Box::pin(
             cacheserver::reconcile(o, c)
         )),
-        drive(kubeconfigs, ctx, shutdown, |o, c| Box::pin(
+        drive(kubeconfigs, ctx.clone(), shutdown.clone(), |o, c| Box::pin(
             kubeconfig::reconcile(o, c)
+        )),
+        drive(virtual_workspaces, ctx, shutdown, |o, c| Box::pin(
+            virtualworkspace::reconcile(o, c)
         )),
     );
     tracing::info!("controllers stopped");

@@ -6,7 +6,9 @@ use kcp_apimachinery::duration::{self, DurationError};
 
 use crate::api::common::{CertificateTemplate, CertificateTemplateMap};
 use crate::naming::{Certificate, Names};
-use crate::validate::{CacheServerConfig, FrontProxyConfig, ServerConfig, ServerRole};
+use crate::validate::{
+    CacheServerConfig, FrontProxyConfig, ServerConfig, ServerRole, VirtualWorkspaceConfig,
+};
 
 use super::request::{CertificateRequest, Usage};
 
@@ -264,6 +266,35 @@ pub fn cache_server(config: &CacheServerConfig) -> Result<Vec<CertificateSpec>, 
         Certificate::Client,
         ca,
         CertificateRequest::client("cache-client", vec!["system:masters".into()]),
+    )?;
+    Ok(catalog.entries)
+}
+
+/// A virtual-workspace server's serving certificate (its Service and external names) and the
+/// `system:masters` client certificate it reaches its shard with, both from the root shard's
+/// CAs, as upstream issues them (client common name `<name>-virtual-workspace`).
+pub fn virtual_workspace(
+    config: &VirtualWorkspaceConfig,
+) -> Result<Vec<CertificateSpec>, DurationError> {
+    let names = &config.owner.names;
+    let root = &config.root.names;
+    let ca = |certificate| Issuer::Secret(root.certificate_secret(certificate));
+    let mut catalog = Catalog::new(names, &config.spec.certificate_templates);
+    let mut dns_names = service_dns_names(names);
+    dns_names.push(config.external.hostname.clone());
+    dns_names.extend(config.external.private_hostname.clone());
+    catalog.add(
+        Certificate::Server,
+        ca(Certificate::ServerCa),
+        CertificateRequest::server(names.workload(), dns_names),
+    )?;
+    catalog.add(
+        Certificate::Client,
+        ca(Certificate::ClientCa),
+        CertificateRequest::client(
+            format!("{}-virtual-workspace", names.instance),
+            vec!["system:masters".into()],
+        ),
     )?;
     Ok(catalog.entries)
 }

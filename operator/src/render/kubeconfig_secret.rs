@@ -11,7 +11,9 @@ use kcp_kubeconfig::{Cluster, Context, Kubeconfig, KubeconfigError, User};
 
 use crate::naming::Certificate;
 use crate::paths::{self, file};
-use crate::validate::{CacheServerConfig, FrontProxyConfig, Owner, ServerConfig, ServerRole};
+use crate::validate::{
+    CacheServerConfig, FrontProxyConfig, Owner, ServerConfig, ServerRole, VirtualWorkspaceConfig,
+};
 
 use super::pod;
 
@@ -161,6 +163,21 @@ pub fn cache_server_kubeconfig(config: &CacheServerConfig) -> Result<Secret, Err
             server: names.service_url(),
             ca_file: file(paths::CACHE_CA_DIR, "tls.crt"),
             cert_dir: paths::CACHE_CLIENT_CERT_DIR,
+        })?,
+    ))
+}
+
+/// Kubeconfig a virtual-workspace server reaches its shard with (`--kubeconfig`).
+pub fn virtual_workspace_kubeconfig(config: &VirtualWorkspaceConfig) -> Result<Secret, Error> {
+    let names = &config.owner.names;
+    Ok(kubeconfig_secret(
+        &config.owner,
+        names.kubeconfig_secret(Certificate::Client),
+        file_based(KubeconfigFiles {
+            context: "shard",
+            server: config.shard_url.clone(),
+            ca_file: file(paths::SERVER_CA_DIR, "tls.crt"),
+            cert_dir: paths::CLIENT_CERT_DIR,
         })?,
     ))
 }
