@@ -40,7 +40,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
-use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard, VirtualWorkspace};
 use crate::crds;
 use crate::naming::{FIELD_MANAGER, LEADER_LEASE};
 use crate::render::children::Child;
@@ -352,6 +352,14 @@ pub fn uses() -> Vec<Use> {
             get,
             Cluster,
             "a FrontProxy's RootShard",
+        ),
+        entry(
+            "controller/server.rs",
+            "Api<VirtualWorkspace>",
+            vec![GroupResource::of::<VirtualWorkspace>()],
+            get,
+            Cluster,
+            "the VirtualWorkspace a RootShard or Shard names (kcpVirtualWorkspace)",
         ),
         entry(
             "controller/virtualworkspace.rs",

@@ -168,3 +168,40 @@ fn only_flags_kcp_virtual_workspaces_accepts_are_rendered() {
     assert!(args.contains(&"--secure-port=6443".to_owned()));
     assert_eq!(args.last().map(String::as_str), Some("-v=4"));
 }
+
+#[test]
+fn a_shard_served_by_a_virtual_workspace_advertises_it_and_runs_none_in_process() {
+    let mut served = shard();
+    served.spec.common.kcp_virtual_workspace =
+        Some(k8s_openapi::api::core::v1::LocalObjectReference { name: "vw".into() });
+    let config = validate::shard(&served, Some(&root())).expect("valid shard");
+    assert_eq!(
+        validate::with_virtual_workspace(config.clone(), None),
+        Err(Error::ReferenceNotFound {
+            kind: "VirtualWorkspace",
+            name: "vw".into()
+        })
+    );
+    let vw = vw("{shardRef: {name: beta}}", "");
+    let config = validate::with_virtual_workspace(config, Some(&vw)).expect("resolved");
+    let args = deployment::server_fragment(&config).args;
+    for expected in [
+        "--run-virtual-workspaces=false",
+        "--shard-virtual-workspace-url=https://vw.example.com:8443",
+        "--shard-virtual-workspace-ca-file=/etc/kcp/tls/ca/server/tls.crt",
+    ] {
+        assert!(
+            args.contains(&expected.to_owned()),
+            "{expected} missing: {args:?}"
+        );
+    }
+    let unserved = validate::shard(&shard(), Some(&root())).expect("valid shard");
+    let unserved = validate::with_virtual_workspace(unserved, None).expect("nothing to resolve");
+    assert!(
+        !deployment::server_fragment(&unserved)
+            .args
+            .iter()
+            .any(|arg| arg.contains("virtual-workspace")),
+        "in-process virtual workspaces by default"
+    );
+}

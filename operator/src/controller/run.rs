@@ -7,7 +7,7 @@
 //! its CAs and URLs feed into what they render; RootShards and Shards follow their CacheServer
 //! and FrontProxies the Shards of their root, because the upgrade order waits for them; RootShards
 //! also follow their Shards, which their status lists. VirtualWorkspaces follow the RootShard
-//! or Shard they target.
+//! or Shard they target, and RootShards and Shards the VirtualWorkspace that serves them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -122,11 +122,17 @@ trait Links {
     fn cache_server(&self) -> Option<&str> {
         None
     }
+    fn virtual_workspace(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl Links for RootShard {
     fn cache_server(&self) -> Option<&str> {
         Some(&self.spec.cache.as_ref()?.reference.as_ref()?.name)
+    }
+    fn virtual_workspace(&self) -> Option<&str> {
+        Some(&self.spec.common.kcp_virtual_workspace.as_ref()?.name)
     }
 }
 
@@ -136,6 +142,9 @@ impl Links for Shard {
     }
     fn cache_server(&self) -> Option<&str> {
         Some(&self.spec.cache.as_ref()?.reference.as_ref()?.name)
+    }
+    fn virtual_workspace(&self) -> Option<&str> {
+        Some(&self.spec.common.kcp_virtual_workspace.as_ref()?.name)
     }
 }
 
@@ -173,6 +182,11 @@ fn under_root<K: Links>(object: &K, root: &RootShard) -> bool {
 
 fn uses_cache<K: Links>(object: &K, cache: &CacheServer) -> bool {
     object.cache_server() == Some(cache.name_any().as_str())
+}
+
+/// A shard and the VirtualWorkspace its `kcpVirtualWorkspace` names (whose URL it advertises).
+fn served_by<K: Links>(object: &K, vw: &VirtualWorkspace) -> bool {
+    object.virtual_workspace() == Some(vw.name_any().as_str())
 }
 
 /// A RootShard and an object that references it (its status lists the Shards that do).
@@ -219,9 +233,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl
 
     let roots = follow(workload(&client), &client, uses_cache::<RootShard>);
     let roots = follow(roots, &client, referenced_by::<Shard>);
+    let roots = follow(roots, &client, served_by::<RootShard>);
     let caches = workload::<CacheServer>(&client);
     let shards = follow(workload(&client), &client, under_root::<Shard>);
     let shards = follow(shards, &client, uses_cache::<Shard>);
+    let shards = follow(shards, &client, served_by::<Shard>);
     let proxies = follow(workload(&client), &client, under_root::<FrontProxy>);
     let proxies = follow(proxies, &client, same_root::<FrontProxy, Shard>);
     let kubeconfigs = Controller::new(Api::<Kubeconfig>::all(client.clone()), config.clone())

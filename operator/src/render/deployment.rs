@@ -162,6 +162,17 @@ pub fn server_fragment(config: &ServerConfig) -> Fragment {
         flag("enable-leader-election", true),
         flag("logging-format", "json"),
     ]);
+    if let Some(url) = &config.virtual_workspace_url {
+        // As upstream: the VirtualWorkspace serves them, signed by the root server CA.
+        args.extend([
+            flag("run-virtual-workspaces", false),
+            flag("shard-virtual-workspace-url", url),
+            flag(
+                "shard-virtual-workspace-ca-file",
+                file(paths::SERVER_CA_DIR, "tls.crt"),
+            ),
+        ]);
+    }
     if config.role == ServerRole::Shard {
         args.push(flag(
             "mount-proxy-client-cert-file",

@@ -1,7 +1,8 @@
 //! A VirtualWorkspace resolved against the shard it serves: the target's configuration (a
 //! RootShard's or a Shard's, exactly as their own reconciles resolve it) decides which URL the
 //! server reaches the shard at and which CAs sign its certificates, as upstream kcp-operator's
-//! VirtualWorkspace takes them from the target's root shard.
+//! VirtualWorkspace takes them from the target's root shard. The other direction, a shard naming
+//! the VirtualWorkspace that serves it (`kcpVirtualWorkspace`), is resolved here too.
 
 use crate::api::common::ExternalConfig;
 use crate::api::{VirtualWorkspace, VirtualWorkspaceSpec};
@@ -82,4 +83,21 @@ pub fn virtual_workspace(
         warnings: cert_manager_warnings(&spec.certificate_templates),
         owner,
     })
+}
+
+/// `config` with the URL of the VirtualWorkspace its `kcpVirtualWorkspace` names; `vw` is that
+/// object (`None` when it does not exist, which is a reference problem).
+pub fn with_virtual_workspace(
+    mut config: ServerConfig,
+    vw: Option<&VirtualWorkspace>,
+) -> Result<ServerConfig, Error> {
+    let Some(reference) = &config.spec.kcp_virtual_workspace else {
+        return Ok(config);
+    };
+    let vw = vw.ok_or_else(|| Error::ReferenceNotFound {
+        kind: "VirtualWorkspace",
+        name: reference.name.clone(),
+    })?;
+    config.virtual_workspace_url = Some(external_url(&vw.spec.external));
+    Ok(config)
 }

@@ -33,6 +33,8 @@ spec:
   rootShard:
     ref:
       name: root
+  kcpVirtualWorkspace:
+    name: shard-1-vw
   replicas: 2
   etcd:
     managed:
