@@ -7,7 +7,8 @@
 //! its CAs and URLs feed into what they render; RootShards and Shards follow their CacheServer
 //! and FrontProxies the Shards of their root, because the upgrade order waits for them; RootShards
 //! also follow their Shards, which their status lists. VirtualWorkspaces follow the RootShard
-//! or Shard they target, and RootShards and Shards the VirtualWorkspace that serves them.
+//! or Shard they target (and the RootShard of that Shard), and RootShards and Shards the
+//! VirtualWorkspace that serves them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -184,6 +185,19 @@ fn uses_cache<K: Links>(object: &K, cache: &CacheServer) -> bool {
     object.cache_server() == Some(cache.name_any().as_str())
 }
 
+/// A VirtualWorkspace whose target Shard (as `shards` holds it) is under `root`: the root's CAs
+/// and URLs feed into what the VirtualWorkspace renders, as for its shard.
+fn targets_shard_under(shards: &Store<Shard>, vw: &VirtualWorkspace, root: &RootShard) -> bool {
+    let Some(target) = &vw.spec.target.shard_ref else {
+        return false;
+    };
+    shards.state().iter().any(|shard| {
+        shard.name_any() == target.name
+            && shard.namespace() == vw.namespace()
+            && under_root(&**shard, root)
+    })
+}
+
 /// A shard and the VirtualWorkspace its `kcpVirtualWorkspace` names (whose URL it advertises).
 fn served_by<K: Links>(object: &K, vw: &VirtualWorkspace) -> bool {
     object.virtual_workspace() == Some(vw.name_any().as_str())
@@ -243,7 +257,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl
     let kubeconfigs = Controller::new(Api::<Kubeconfig>::all(client.clone()), config.clone())
         .owns(Api::<Secret>::all(client.clone()), config);
     let kubeconfigs = follow(kubeconfigs, &client, under_root::<Kubeconfig>);
-    let virtual_workspaces = follow(workload(&client), &client, under_root::<VirtualWorkspace>);
+    let known_shards = shards.store();
+    let virtual_workspaces = follow(workload(&client), &client, move |vw, root| {
+        under_root(vw, root) || targets_shard_under(&known_shards, vw, root)
+    });
     let virtual_workspaces = follow(virtual_workspaces, &client, serves);
 
     let all_synced = futures::future::join(
@@ -351,6 +368,39 @@ mod tests {
             }))
             .expect("shard"),
         )
+    }
+
+    #[test]
+    fn a_virtual_workspace_follows_the_root_shard_of_its_target_shard() {
+        let (store, mut writer) = kube::runtime::reflector::store::<Shard>();
+        writer.apply_watcher_event(&watcher::Event::Apply((*shard()).clone()));
+        let vw = |target: serde_json::Value| -> VirtualWorkspace {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "operator.kcp.io/v1alpha1",
+                "kind": "VirtualWorkspace",
+                "metadata": {"name": "vw", "namespace": "kcp"},
+                "spec": {"target": target, "external": {"hostname": "vw.example.com", "port": 443}}
+            }))
+            .expect("virtual workspace")
+        };
+        let root = |name: &str| -> RootShard {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "operator.kcp.io/v1alpha1",
+                "kind": "RootShard",
+                "metadata": {"name": name, "namespace": "kcp"},
+                "spec": {"external": {"hostname": "kcp.example.com", "port": 443},
+                         "etcd": {"endpoints": ["https://etcd:2379"]}}
+            }))
+            .expect("root shard")
+        };
+        let on_beta = vw(serde_json::json!({"shardRef": {"name": "beta"}}));
+        assert!(targets_shard_under(&store, &on_beta, &root("alpha")));
+        assert!(!targets_shard_under(&store, &on_beta, &root("other")));
+        let on_unknown = vw(serde_json::json!({"shardRef": {"name": "gamma"}}));
+        assert!(!targets_shard_under(&store, &on_unknown, &root("alpha")));
+        let on_root = vw(serde_json::json!({"rootShardRef": {"name": "alpha"}}));
+        assert!(!targets_shard_under(&store, &on_root, &root("alpha")));
+        assert!(under_root(&on_root, &root("alpha")));
     }
 
     #[tokio::test]
