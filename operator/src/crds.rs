@@ -12,7 +12,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
-use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard, VirtualWorkspace};
 
 /// Failure to serialise a CRD.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +31,7 @@ pub fn definitions() -> Vec<CustomResourceDefinition> {
         FrontProxy::crd(),
         optional_spec(CacheServer::crd()),
         Kubeconfig::crd(),
+        VirtualWorkspace::crd(),
     ]
 }
 

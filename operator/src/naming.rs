@@ -22,7 +22,7 @@ pub const FIELD_MANAGER: &str = "kcp-operator";
 pub const USER_AGENT: &str = concat!("kcp-operator/", env!("CARGO_PKG_VERSION"));
 /// The Lease the operator's replicas elect their leader with (in the operator's namespace).
 pub const LEADER_LEASE: &str = "kcp-operator";
-/// Longest accepted name of a RootShard, Shard, FrontProxy or CacheServer.
+/// Longest accepted name of a RootShard, Shard, FrontProxy, CacheServer or VirtualWorkspace.
 pub const MAX_INSTANCE_NAME_LENGTH: usize = 40;
 
 pub const KCP_PORT: i32 = 6443;
@@ -63,6 +63,7 @@ pub enum Kind {
     CacheServer,
     /// Owns only its client certificate Secret.
     Kubeconfig,
+    VirtualWorkspace,
 }
 
 impl Kind {
@@ -74,6 +75,7 @@ impl Kind {
             Kind::FrontProxy => "frontproxy",
             Kind::CacheServer => "cacheserver",
             Kind::Kubeconfig => "kubecfg",
+            Kind::VirtualWorkspace => "virtualworkspace",
         }
     }
 }
@@ -289,12 +291,13 @@ mod tests {
 
     use super::*;
 
-    const KINDS: [Kind; 5] = [
+    const KINDS: [Kind; 6] = [
         Kind::RootShard,
         Kind::Shard,
         Kind::FrontProxy,
         Kind::CacheServer,
         Kind::Kubeconfig,
+        Kind::VirtualWorkspace,
     ];
     const CERTIFICATES: [Certificate; 17] = [
         Certificate::RootCa,

@@ -40,7 +40,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
-use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard, VirtualWorkspace};
 use crate::crds;
 use crate::naming::{FIELD_MANAGER, LEADER_LEASE};
 use crate::render::children::Child;
@@ -352,6 +352,30 @@ pub fn uses() -> Vec<Use> {
             get,
             Cluster,
             "a FrontProxy's RootShard",
+        ),
+        entry(
+            "controller/server.rs",
+            "Api<VirtualWorkspace>",
+            vec![GroupResource::of::<VirtualWorkspace>()],
+            get,
+            Cluster,
+            "the VirtualWorkspace a RootShard or Shard names (kcpVirtualWorkspace)",
+        ),
+        entry(
+            "controller/virtualworkspace.rs",
+            "Api<RootShard>",
+            vec![GroupResource::of::<RootShard>()],
+            get,
+            Cluster,
+            "a VirtualWorkspace's RootShard (its target's)",
+        ),
+        entry(
+            "controller/virtualworkspace.rs",
+            "Api<Shard>",
+            vec![GroupResource::of::<Shard>()],
+            get,
+            Cluster,
+            "a VirtualWorkspace's target Shard",
         ),
         entry(
             "controller/deregister.rs",

@@ -11,6 +11,13 @@ use crate::api::common::{CertificateTemplateMap, EtcdConfig, ExternalConfig, Ima
 use crate::api::{CacheServer, CommonShardSpec, FrontProxy, PathMappingEntry, RootShard, Shard};
 use crate::naming::{self, Kind, Names};
 
+mod virtual_workspace;
+
+pub use virtual_workspace::{
+    VirtualWorkspaceConfig, external_url, target_reference, virtual_workspace,
+    with_virtual_workspace,
+};
+
 /// Replicas of a server, front-proxy or cache server with an etcd when the spec sets none.
 pub const DEFAULT_SERVER_REPLICAS: i32 = 2;
 const DEFAULT_ETCD_STORAGE: &str = "8Gi";
@@ -38,6 +45,8 @@ pub enum Error {
     NoKubeconfigTarget,
     #[error("validity: {0}")]
     InvalidValidity(String),
+    #[error("target: set exactly one of rootShardRef and shardRef")]
+    NoVirtualWorkspaceTarget,
     #[error("additionalPathMappings: mapping {path:?}: {reason}")]
     InvalidPathMapping { path: String, reason: String },
 }
@@ -335,6 +344,9 @@ pub struct ServerConfig {
     /// User client CA bundles merged with the root client CA (RootShard's, then this shard's).
     pub client_ca_bundles: Vec<String>,
     pub ca_bundle: Option<String>,
+    /// The external URL of the VirtualWorkspace of `spec.kcpVirtualWorkspace`, when one serves
+    /// this shard's virtual workspaces (see [`with_virtual_workspace`]).
+    pub virtual_workspace_url: Option<String>,
     pub spec: CommonShardSpec,
     pub warnings: Vec<String>,
 }
@@ -379,6 +391,7 @@ pub fn root_shard(root: &RootShard) -> Result<ServerConfig, Error> {
         cache: facts.cache.clone(),
         client_ca_bundles: facts.client_ca_bundle.iter().cloned().collect(),
         ca_bundle: spec.ca_bundle_secret_ref.as_ref().map(|r| r.name.clone()),
+        virtual_workspace_url: None,
         spec: spec.clone(),
         root: facts,
         owner,
@@ -427,6 +440,7 @@ pub fn shard(shard: &Shard, root: Option<&RootShard>) -> Result<ServerConfig, Er
         cache,
         client_ca_bundles,
         ca_bundle: spec.ca_bundle_secret_ref.as_ref().map(|r| r.name.clone()),
+        virtual_workspace_url: None,
         spec: spec.clone(),
         root: facts,
         warnings: cert_manager_warnings(&spec.certificate_templates),

@@ -1,10 +1,10 @@
-//! A reference RootShard, Shard, FrontProxy and CacheServer render to the manifests checked in
+//! A reference RootShard, Shard, FrontProxy, CacheServer and VirtualWorkspace render to the manifests checked in
 //! under `tests/golden/`. Run with `UPDATE_GOLDEN=1` to rewrite them after an intended change.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 
-use kcp_operator::api::{CacheServer, FrontProxy, RootShard, Shard};
+use kcp_operator::api::{CacheServer, FrontProxy, RootShard, Shard, VirtualWorkspace};
 use kcp_operator::etcd::{self, Observed};
 use kcp_operator::render::children::{self, Child};
 use kcp_operator::validate::{self, Etcd, Owner};
@@ -99,5 +99,18 @@ fn cache_server_renders_its_golden_manifests() {
     check(
         "cacheserver.yaml",
         render(&children::cache_server(&config, REVISION).expect("renders")),
+    );
+}
+
+#[test]
+fn virtual_workspace_renders_its_golden_manifests() {
+    let root: RootShard = input("rootshard.yaml");
+    let shard: Shard = input("shard.yaml");
+    let vw: VirtualWorkspace = input("virtualworkspace.yaml");
+    let target = validate::shard(&shard, Some(&root)).expect("valid shard");
+    let config = validate::virtual_workspace(&vw, &target).expect("valid");
+    check(
+        "virtualworkspace.yaml",
+        render(&children::virtual_workspace(&config, REVISION).expect("renders")),
     );
 }

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use jiff::{SignedDuration, Timestamp};
 use kcp_operator::api::{CacheServer, FrontProxy};
 use kcp_operator::controller::kcp::{Connector, Endpoint};
-use kcp_operator::controller::{Context, cacheserver, finalizer, frontproxy, server};
+use kcp_operator::controller::{
+    Context, cacheserver, finalizer, frontproxy, server, virtualworkspace,
+};
 use kcp_operator::pki::{Authority, CertificateRequest, TlsMaterial};
 use serde_json::{Value, json};
 use support::FakeApi;
@@ -1010,15 +1012,27 @@ fn every_kind() -> Scene {
         KUBECONFIG_PATH,
         alice(json!({"frontProxyRef": {"name": "f"}}), &["view"]),
     );
+    scene.host.put(
+        VIRTUAL_WORKSPACE_PATH,
+        json!({
+            "apiVersion": "operator.kcp.io/v1alpha1", "kind": "VirtualWorkspace",
+            "metadata": {"name": "vw", "namespace": "kcp", "uid": "u-vw", "generation": 1},
+            "spec": {"target": {"shardRef": {"name": "s"}}, "external": {"hostname": "vw.example.com", "port": 443}}
+        }),
+    );
     scene
 }
 
-const KINDS: [&str; 5] = [
+const VIRTUAL_WORKSPACE_PATH: &str =
+    "/apis/operator.kcp.io/v1alpha1/namespaces/kcp/virtualworkspaces/vw";
+
+const KINDS: [&str; 6] = [
     "CacheServer",
     "RootShard",
     "Shard",
     "FrontProxy",
     "Kubeconfig",
+    "VirtualWorkspace",
 ];
 
 /// Runs the reconciler of `kind` on its object in `scene`.
@@ -1041,6 +1055,10 @@ async fn reconcile_kind(scene: &Scene, kind: &str) -> Result<(), kcp_operator::c
         "FrontProxy" => {
             let object = serde_json::from_value(stored(FRONT_PROXY_PATH)).expect(kind);
             frontproxy::reconcile(Arc::new(object), ctx).await
+        }
+        "VirtualWorkspace" => {
+            let object = serde_json::from_value(stored(VIRTUAL_WORKSPACE_PATH)).expect(kind);
+            virtualworkspace::reconcile(Arc::new(object), ctx).await
         }
         _ => {
             let object = serde_json::from_value(stored(KUBECONFIG_PATH)).expect(kind);

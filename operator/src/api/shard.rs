@@ -66,6 +66,11 @@ pub struct CommonShardSpec {
     pub extra_volume_mounts: Vec<VolumeMount>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logging: Option<LoggingSpec>,
+    /// A VirtualWorkspace (same namespace) that serves this shard's virtual workspaces: the
+    /// server then runs none in process and advertises the VirtualWorkspace's external URL.
+    /// Unset: the virtual workspaces run in process (upstream's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kcp_virtual_workspace: Option<LocalObjectReference>,
 }
 
 /// A kcp shard besides the root shard.

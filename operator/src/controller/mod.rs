@@ -23,6 +23,7 @@ pub mod server;
 pub mod shard_list;
 pub mod status;
 pub mod upgrade;
+pub mod virtualworkspace;
 
 use std::fmt::Debug;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use crate::api::conditions::DEGRADED;
-use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard, VirtualWorkspace};
 
 use super::status::{Wanted, conditions};
 use super::{Error, Watched};
@@ -64,7 +64,8 @@ conditioned!(
     Shard => conditions,
     FrontProxy => component.conditions,
     CacheServer => conditions,
-    Kubeconfig => conditions
+    Kubeconfig => conditions,
+    VirtualWorkspace => conditions
 );
 
 /// The conditions of `object` with `Degraded` set for `error` (the others kept as they are).

@@ -6,7 +6,9 @@
 //! owner. Shards, FrontProxies and Kubeconfigs also follow the RootShard they reference, because
 //! its CAs and URLs feed into what they render; RootShards and Shards follow their CacheServer
 //! and FrontProxies the Shards of their root, because the upgrade order waits for them; RootShards
-//! also follow their Shards, which their status lists.
+//! also follow their Shards, which their status lists. VirtualWorkspaces follow the RootShard
+//! or Shard they target (and the RootShard of that Shard), and RootShards and Shards the
+//! VirtualWorkspace that serves them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -22,11 +24,13 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard, VirtualWorkspace};
 
 use super::backoff::key;
 use super::report::{self, Conditioned};
-use super::{Context, Error, Watched, cacheserver, frontproxy, kubeconfig, server};
+use super::{
+    Context, Error, Watched, cacheserver, frontproxy, kubeconfig, server, virtualworkspace,
+};
 
 /// A reconcile function as the loops drive it.
 type Reconciler<K> =
@@ -119,11 +123,17 @@ trait Links {
     fn cache_server(&self) -> Option<&str> {
         None
     }
+    fn virtual_workspace(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl Links for RootShard {
     fn cache_server(&self) -> Option<&str> {
         Some(&self.spec.cache.as_ref()?.reference.as_ref()?.name)
+    }
+    fn virtual_workspace(&self) -> Option<&str> {
+        Some(&self.spec.common.kcp_virtual_workspace.as_ref()?.name)
     }
 }
 
@@ -134,12 +144,31 @@ impl Links for Shard {
     fn cache_server(&self) -> Option<&str> {
         Some(&self.spec.cache.as_ref()?.reference.as_ref()?.name)
     }
+    fn virtual_workspace(&self) -> Option<&str> {
+        Some(&self.spec.common.kcp_virtual_workspace.as_ref()?.name)
+    }
 }
 
 impl Links for FrontProxy {
     fn root_shard(&self) -> Option<&str> {
         Some(&self.spec.root_shard.reference.name)
     }
+}
+
+/// A VirtualWorkspace follows the RootShard it targets; [`serves`] relates it to its Shard.
+impl Links for VirtualWorkspace {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.target.root_shard_ref.as_ref()?.name)
+    }
+}
+
+/// A VirtualWorkspace and the Shard it targets.
+fn serves(vw: &VirtualWorkspace, shard: &Shard) -> bool {
+    vw.spec
+        .target
+        .shard_ref
+        .as_ref()
+        .is_some_and(|target| target.name == shard.name_any())
 }
 
 impl Links for Kubeconfig {
@@ -154,6 +183,24 @@ fn under_root<K: Links>(object: &K, root: &RootShard) -> bool {
 
 fn uses_cache<K: Links>(object: &K, cache: &CacheServer) -> bool {
     object.cache_server() == Some(cache.name_any().as_str())
+}
+
+/// A VirtualWorkspace whose target Shard (as `shards` holds it) is under `root`: the root's CAs
+/// and URLs feed into what the VirtualWorkspace renders, as for its shard.
+fn targets_shard_under(shards: &Store<Shard>, vw: &VirtualWorkspace, root: &RootShard) -> bool {
+    let Some(target) = &vw.spec.target.shard_ref else {
+        return false;
+    };
+    shards.state().iter().any(|shard| {
+        shard.name_any() == target.name
+            && shard.namespace() == vw.namespace()
+            && under_root(&**shard, root)
+    })
+}
+
+/// A shard and the VirtualWorkspace its `kcpVirtualWorkspace` names (whose URL it advertises).
+fn served_by<K: Links>(object: &K, vw: &VirtualWorkspace) -> bool {
+    object.virtual_workspace() == Some(vw.name_any().as_str())
 }
 
 /// A RootShard and an object that references it (its status lists the Shards that do).
@@ -193,33 +240,43 @@ async fn synced<K: Watched>(store: Store<K>) -> bool {
 }
 
 /// Runs every controller until `shutdown` is cancelled and in-flight reconciles have finished;
-/// calls `on_synced` once the caches of the five reconciled kinds hold their first list.
+/// calls `on_synced` once the caches of the six reconciled kinds hold their first list.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl FnOnce()) {
     let client = ctx.client.clone();
     let config = watcher::Config::default();
 
     let roots = follow(workload(&client), &client, uses_cache::<RootShard>);
     let roots = follow(roots, &client, referenced_by::<Shard>);
+    let roots = follow(roots, &client, served_by::<RootShard>);
     let caches = workload::<CacheServer>(&client);
     let shards = follow(workload(&client), &client, under_root::<Shard>);
     let shards = follow(shards, &client, uses_cache::<Shard>);
+    let shards = follow(shards, &client, served_by::<Shard>);
     let proxies = follow(workload(&client), &client, under_root::<FrontProxy>);
     let proxies = follow(proxies, &client, same_root::<FrontProxy, Shard>);
     let kubeconfigs = Controller::new(Api::<Kubeconfig>::all(client.clone()), config.clone())
         .owns(Api::<Secret>::all(client.clone()), config);
     let kubeconfigs = follow(kubeconfigs, &client, under_root::<Kubeconfig>);
+    let known_shards = shards.store();
+    let virtual_workspaces = follow(workload(&client), &client, move |vw, root| {
+        under_root(vw, root) || targets_shard_under(&known_shards, vw, root)
+    });
+    let virtual_workspaces = follow(virtual_workspaces, &client, serves);
 
-    let all_synced = futures::future::join5(
-        synced(roots.store()),
-        synced(shards.store()),
-        synced(proxies.store()),
-        synced(caches.store()),
-        synced(kubeconfigs.store()),
+    let all_synced = futures::future::join(
+        futures::future::join5(
+            synced(roots.store()),
+            synced(shards.store()),
+            synced(proxies.store()),
+            synced(caches.store()),
+            synced(kubeconfigs.store()),
+        ),
+        synced(virtual_workspaces.store()),
     );
     let stopping = shutdown.clone();
     let readiness = async move {
         tokio::select! {
-            (a, b, c, d, e) = all_synced => if a && b && c && d && e {
+            ((a, b, c, d, e), f) = all_synced => if a && b && c && d && e && f {
                 tracing::info!("caches synced");
                 on_synced();
             },
@@ -242,8 +299,11 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken, on_synced: impl
         drive(caches, ctx.clone(), shutdown.clone(), |o, c| Box::pin(
             cacheserver::reconcile(o, c)
         )),
-        drive(kubeconfigs, ctx, shutdown, |o, c| Box::pin(
+        drive(kubeconfigs, ctx.clone(), shutdown.clone(), |o, c| Box::pin(
             kubeconfig::reconcile(o, c)
+        )),
+        drive(virtual_workspaces, ctx, shutdown, |o, c| Box::pin(
+            virtualworkspace::reconcile(o, c)
         )),
     );
     tracing::info!("controllers stopped");
@@ -308,6 +368,39 @@ mod tests {
             }))
             .expect("shard"),
         )
+    }
+
+    #[test]
+    fn a_virtual_workspace_follows_the_root_shard_of_its_target_shard() {
+        let (store, mut writer) = kube::runtime::reflector::store::<Shard>();
+        writer.apply_watcher_event(&watcher::Event::Apply((*shard()).clone()));
+        let vw = |target: serde_json::Value| -> VirtualWorkspace {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "operator.kcp.io/v1alpha1",
+                "kind": "VirtualWorkspace",
+                "metadata": {"name": "vw", "namespace": "kcp"},
+                "spec": {"target": target, "external": {"hostname": "vw.example.com", "port": 443}}
+            }))
+            .expect("virtual workspace")
+        };
+        let root = |name: &str| -> RootShard {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "operator.kcp.io/v1alpha1",
+                "kind": "RootShard",
+                "metadata": {"name": name, "namespace": "kcp"},
+                "spec": {"external": {"hostname": "kcp.example.com", "port": 443},
+                         "etcd": {"endpoints": ["https://etcd:2379"]}}
+            }))
+            .expect("root shard")
+        };
+        let on_beta = vw(serde_json::json!({"shardRef": {"name": "beta"}}));
+        assert!(targets_shard_under(&store, &on_beta, &root("alpha")));
+        assert!(!targets_shard_under(&store, &on_beta, &root("other")));
+        let on_unknown = vw(serde_json::json!({"shardRef": {"name": "gamma"}}));
+        assert!(!targets_shard_under(&store, &on_unknown, &root("alpha")));
+        let on_root = vw(serde_json::json!({"rootShardRef": {"name": "alpha"}}));
+        assert!(!targets_shard_under(&store, &on_root, &root("alpha")));
+        assert!(under_root(&on_root, &root("alpha")));
     }
 
     #[tokio::test]

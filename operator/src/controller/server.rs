@@ -7,7 +7,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use crate::api::common::Endpoints;
-use crate::api::{RootShard, Shard};
+use crate::api::{CommonShardSpec, RootShard, Shard, VirtualWorkspace};
 use crate::naming::{Certificate, SHARD_FINALIZER};
 use crate::pki::catalog::{self, CertificateSpec};
 use crate::render::{children, deployment};
@@ -29,7 +29,9 @@ pub async fn reconcile_root_shard(
     let stored = root.status.clone().unwrap_or_default();
     let previous = stored.component.clone();
     let version = Image::resolve(root.spec.common.image.as_ref()).version;
+    let vw = virtual_workspace_of(&ctx, &*root, &root.spec.common).await?;
     let prepared = validate::root_shard(&root)
+        .and_then(|config| validate::with_virtual_workspace(config, vw.as_ref()))
         .map_err(Problem::from)
         .and_then(|config| {
             let certificates = catalog::root_shard(&config).map_err(Problem::invalid)?;
@@ -60,7 +62,9 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
         .get_opt(&shard.spec.root_shard.reference.name)
         .await
         .map_err(Error::Kube)?;
+    let vw = virtual_workspace_of(ctx, shard, &shard.spec.common).await?;
     let prepared = validate::shard(shard, root.as_ref())
+        .and_then(|config| validate::with_virtual_workspace(config, vw.as_ref()))
         .map_err(Problem::from)
         .and_then(|config| {
             let certificates = catalog::shard(&config).map_err(Problem::invalid)?;
@@ -81,6 +85,20 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
         }
         Err(problem) => component::invalid(ctx, shard, &previous, problem, version).await,
     }
+}
+
+/// The VirtualWorkspace `spec.kcpVirtualWorkspace` names, if set and it exists.
+async fn virtual_workspace_of<K: Watched>(
+    ctx: &Context,
+    object: &K,
+    spec: &CommonShardSpec,
+) -> Result<Option<VirtualWorkspace>, Error> {
+    let Some(reference) = &spec.kcp_virtual_workspace else {
+        return Ok(None);
+    };
+    let vws: Api<VirtualWorkspace> =
+        Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
+    vws.get_opt(&reference.name).await.map_err(Error::Kube)
 }
 
 /// Merged client CA (root client CA + user bundles) and merged server CA bundle, when used.

@@ -6,7 +6,9 @@ use kcp_apimachinery::duration::{self, DurationError};
 
 use crate::api::common::{CertificateTemplate, CertificateTemplateMap};
 use crate::naming::{Certificate, Names};
-use crate::validate::{CacheServerConfig, FrontProxyConfig, ServerConfig, ServerRole};
+use crate::validate::{
+    CacheServerConfig, FrontProxyConfig, ServerConfig, ServerRole, VirtualWorkspaceConfig,
+};
 
 use super::request::{CertificateRequest, Usage};
 
@@ -215,6 +217,28 @@ fn server_leaves(catalog: &mut Catalog<'_>, config: &ServerConfig) -> Result<(),
     )
 }
 
+/// A serving certificate for `dns_names` from the root server CA and a `system:masters` client
+/// certificate for `user` from the root client CA: what a proxy in front of the shards needs.
+fn serving_and_masters_client(
+    catalog: &mut Catalog<'_>,
+    root: &Names,
+    dns_names: Vec<String>,
+    user: &str,
+) -> Result<(), DurationError> {
+    let ca = |certificate| Issuer::Secret(root.certificate_secret(certificate));
+    let workload = catalog.owner.workload();
+    catalog.add(
+        Certificate::Server,
+        ca(Certificate::ServerCa),
+        CertificateRequest::server(workload, dns_names),
+    )?;
+    catalog.add(
+        Certificate::Client,
+        ca(Certificate::ClientCa),
+        CertificateRequest::client(user, vec!["system:masters".into()]),
+    )
+}
+
 /// Serving, shard-client and requestheader certificates of a front-proxy.
 pub fn front_proxy(config: &FrontProxyConfig) -> Result<Vec<CertificateSpec>, DurationError> {
     let names = &config.owner.names;
@@ -225,16 +249,7 @@ pub fn front_proxy(config: &FrontProxyConfig) -> Result<Vec<CertificateSpec>, Du
     dns_names.push(config.root.external.hostname.clone());
     dns_names.extend(config.root.external.private_hostname.clone());
     dns_names.push(config.external_hostname.clone());
-    catalog.add(
-        Certificate::Server,
-        ca(Certificate::ServerCa),
-        CertificateRequest::server(names.workload(), dns_names),
-    )?;
-    catalog.add(
-        Certificate::Client,
-        ca(Certificate::ClientCa),
-        CertificateRequest::client("kcp-front-proxy", vec!["system:masters".into()]),
-    )?;
+    serving_and_masters_client(&mut catalog, root, dns_names, "kcp-front-proxy")?;
     catalog.add(
         Certificate::RequestHeader,
         ca(Certificate::RequestHeaderClientCa),
@@ -264,6 +279,26 @@ pub fn cache_server(config: &CacheServerConfig) -> Result<Vec<CertificateSpec>, 
         Certificate::Client,
         ca,
         CertificateRequest::client("cache-client", vec!["system:masters".into()]),
+    )?;
+    Ok(catalog.entries)
+}
+
+/// A virtual-workspace server's serving certificate (its Service and external names) and the
+/// `system:masters` client certificate it reaches its shard with, both from the root shard's
+/// CAs, as upstream issues them (client common name `<name>-virtual-workspace`).
+pub fn virtual_workspace(
+    config: &VirtualWorkspaceConfig,
+) -> Result<Vec<CertificateSpec>, DurationError> {
+    let names = &config.owner.names;
+    let mut catalog = Catalog::new(names, &config.spec.certificate_templates);
+    let mut dns_names = service_dns_names(names);
+    dns_names.push(config.external.hostname.clone());
+    dns_names.extend(config.external.private_hostname.clone());
+    serving_and_masters_client(
+        &mut catalog,
+        &config.root.names,
+        dns_names,
+        &format!("{}-virtual-workspace", names.instance),
     )?;
     Ok(catalog.entries)
 }

@@ -6,7 +6,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
 
-use crate::validate::{CacheServerConfig, FrontProxyConfig, ServerConfig};
+use crate::validate::{
+    CacheServerConfig, FrontProxyConfig, Owner, ServerConfig, VirtualWorkspaceConfig,
+};
 
 use super::{config_map, deployment, kubeconfig_secret, pdb, service};
 
@@ -91,20 +93,41 @@ pub fn front_proxy(config: &FrontProxyConfig, revision: &str) -> Result<Vec<Chil
 
 /// Client kubeconfig, Service, Deployment and PodDisruptionBudget of a cache server.
 pub fn cache_server(config: &CacheServerConfig, revision: &str) -> Result<Vec<Child>, Error> {
-    let names = &config.owner.names;
-    let mut children = vec![
+    let children = vec![
         Child::Secret(kubeconfig_secret::cache_server_kubeconfig(config)?),
         Child::Service(service::cache_server_service(config)),
         Child::Deployment(deployment::cache_server_deployment(config, revision)),
     ];
+    Ok(with_disruption_budget(
+        children,
+        &config.owner,
+        config.replicas,
+    ))
+}
+
+/// Kubeconfig, Service, Deployment and PodDisruptionBudget of a virtual-workspace server.
+pub fn virtual_workspace(
+    config: &VirtualWorkspaceConfig,
+    revision: &str,
+) -> Result<Vec<Child>, Error> {
+    let children = vec![
+        Child::Secret(kubeconfig_secret::virtual_workspace_kubeconfig(config)?),
+        Child::Service(service::virtual_workspace_service(config)),
+        Child::Deployment(deployment::virtual_workspace_deployment(config, revision)),
+    ];
+    Ok(with_disruption_budget(
+        children,
+        &config.owner,
+        config.replicas,
+    ))
+}
+
+/// `children` and, with more than one replica, the budget of the owner's workload.
+fn with_disruption_budget(mut children: Vec<Child>, owner: &Owner, replicas: i32) -> Vec<Child> {
+    let names = &owner.names;
     children.extend(
-        pdb::disruption_budget(
-            &config.owner,
-            names.workload(),
-            names.labels(),
-            config.replicas,
-        )
-        .map(Child::PodDisruptionBudget),
+        pdb::disruption_budget(owner, names.workload(), names.labels(), replicas)
+            .map(Child::PodDisruptionBudget),
     );
-    Ok(children)
+    children
 }

@@ -1,4 +1,5 @@
-//! Deployments of the root shard, shards, front-proxies and cache servers: the commands, flags,
+//! Deployments of the root shard, shards, front-proxies, cache servers and virtual-workspace
+//! servers: the commands, flags,
 //! mounts, probes and ports upstream renders, so either server image runs under this operator.
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use crate::naming::{self, Certificate};
 use crate::paths::{self, file};
 use crate::validate::{
     CacheServerConfig, Etcd, FrontProxyConfig, Image, Owner, ServerConfig, ServerRole,
+    VirtualWorkspaceConfig,
 };
 
 use super::flags::{self, flag};
@@ -160,6 +162,17 @@ pub fn server_fragment(config: &ServerConfig) -> Fragment {
         flag("enable-leader-election", true),
         flag("logging-format", "json"),
     ]);
+    if let Some(url) = &config.virtual_workspace_url {
+        // As upstream: the VirtualWorkspace serves them, signed by the root server CA.
+        args.extend([
+            flag("run-virtual-workspaces", false),
+            flag("shard-virtual-workspace-url", url),
+            flag(
+                "shard-virtual-workspace-ca-file",
+                file(paths::SERVER_CA_DIR, "tls.crt"),
+            ),
+        ]);
+    }
     if config.role == ServerRole::Shard {
         args.push(flag(
             "mount-proxy-client-cert-file",
@@ -589,6 +602,81 @@ pub fn cache_server_deployment(config: &CacheServerConfig, revision: &str) -> De
             resources("500m", "1Gi", "1", "2Gi"),
             config.spec.resources.as_ref(),
         )),
+        probes: Probes::Light,
+    })
+}
+
+/// Arguments and mounts of a virtual-workspace server container: the flags `kcp
+/// virtual-workspaces` accepts (the shard's kubeconfig, secure serving, the client CA). Upstream's
+/// requestheader flags are not rendered: this project's server authenticates client certificates
+/// only and refuses unknown flags.
+pub fn virtual_workspace_fragment(config: &VirtualWorkspaceConfig) -> Fragment {
+    let names = &config.owner.names;
+    let root = &config.root.names;
+    let client_ca_secret = if config.client_ca_bundles.is_empty() {
+        root.certificate_secret(Certificate::ClientCa)
+    } else {
+        names.merged_client_ca_secret()
+    };
+    let mut args = vec![
+        flag(
+            "kubeconfig",
+            file(paths::CLIENT_KUBECONFIG_DIR, paths::KUBECONFIG_FILE),
+        ),
+        flag("bind-address", "0.0.0.0"),
+        flag("secure-port", naming::KCP_PORT),
+        flag("tls-cert-file", file(paths::SERVER_CERT_DIR, "tls.crt")),
+        flag(
+            "tls-private-key-file",
+            file(paths::SERVER_CERT_DIR, "tls.key"),
+        ),
+        flag("client-ca-file", file(paths::CLIENT_CA_DIR, "tls.crt")),
+        flag("root-directory", ""),
+    ];
+    args.extend(flags::verbosity(config.spec.logging.as_ref()));
+    args.extend(config.spec.extra_args.iter().cloned());
+    Fragment {
+        args,
+        mounts: vec![
+            Mount::secret(
+                "kubeconfig",
+                names.kubeconfig_secret(Certificate::Client),
+                paths::CLIENT_KUBECONFIG_DIR,
+            ),
+            Mount::secret(
+                "client-cert",
+                names.certificate_secret(Certificate::Client),
+                paths::CLIENT_CERT_DIR,
+            ),
+            Mount::secret(
+                "server-cert",
+                names.certificate_secret(Certificate::Server),
+                paths::SERVER_CERT_DIR,
+            ),
+            Mount::secret(
+                "server-ca",
+                root.certificate_secret(Certificate::ServerCa),
+                paths::SERVER_CA_DIR,
+            ),
+            Mount::secret("client-ca", client_ca_secret, paths::CLIENT_CA_DIR),
+        ],
+    }
+}
+
+/// Runs `/virtual-workspaces`, the server image's multi-call name of `kcp virtual-workspaces`.
+pub fn virtual_workspace_deployment(config: &VirtualWorkspaceConfig, revision: &str) -> Deployment {
+    deployment(Workload {
+        owner: &config.owner,
+        image: &config.image,
+        replicas: config.replicas,
+        revision,
+        template: config.spec.deployment_template.as_ref(),
+        container_name: "virtual-workspaces",
+        command: &["/virtual-workspaces"],
+        fragment: virtual_workspace_fragment(config),
+        extra_volumes: &config.spec.extra_volumes,
+        extra_volume_mounts: &config.spec.extra_volume_mounts,
+        resources: config.spec.resources.clone(),
         probes: Probes::Light,
     })
 }

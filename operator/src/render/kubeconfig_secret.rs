@@ -11,7 +11,9 @@ use kcp_kubeconfig::{Cluster, Context, Kubeconfig, KubeconfigError, User};
 
 use crate::naming::Certificate;
 use crate::paths::{self, file};
-use crate::validate::{CacheServerConfig, FrontProxyConfig, Owner, ServerConfig, ServerRole};
+use crate::validate::{
+    CacheServerConfig, FrontProxyConfig, Owner, ServerConfig, ServerRole, VirtualWorkspaceConfig,
+};
 
 use super::pod;
 
@@ -135,34 +137,52 @@ pub fn server_kubeconfigs(config: &ServerConfig) -> Result<Vec<Secret>, Error> {
     Ok(secrets)
 }
 
+/// The Secret `<owner>-client-kubeconfig`: `files` with the owner's client certificate.
+fn client_kubeconfig(owner: &Owner, files: KubeconfigFiles<'_>) -> Result<Secret, Error> {
+    Ok(kubeconfig_secret(
+        owner,
+        owner.names.kubeconfig_secret(Certificate::Client),
+        file_based(files)?,
+    ))
+}
+
 /// The front-proxy's kubeconfig for the root shard (and, through it, the shards).
 pub fn front_proxy_kubeconfig(config: &FrontProxyConfig) -> Result<Secret, Error> {
-    let names = &config.owner.names;
-    Ok(kubeconfig_secret(
+    client_kubeconfig(
         &config.owner,
-        names.kubeconfig_secret(Certificate::Client),
-        file_based(KubeconfigFiles {
+        KubeconfigFiles {
             context: "system:admin",
             server: config.root.shard_base_url.clone(),
             ca_file: file(paths::FRONT_PROXY_ROOT_CA_DIR, "tls.crt"),
             cert_dir: paths::FRONT_PROXY_CLIENT_CERT_DIR,
-        })?,
-    ))
+        },
+    )
 }
 
 /// Kubeconfig shards mount to reach this cache server.
 pub fn cache_server_kubeconfig(config: &CacheServerConfig) -> Result<Secret, Error> {
-    let names = &config.owner.names;
-    Ok(kubeconfig_secret(
+    client_kubeconfig(
         &config.owner,
-        names.kubeconfig_secret(Certificate::Client),
-        file_based(KubeconfigFiles {
+        KubeconfigFiles {
             context: "cache",
-            server: names.service_url(),
+            server: config.owner.names.service_url(),
             ca_file: file(paths::CACHE_CA_DIR, "tls.crt"),
             cert_dir: paths::CACHE_CLIENT_CERT_DIR,
-        })?,
-    ))
+        },
+    )
+}
+
+/// Kubeconfig a virtual-workspace server reaches its shard with (`--kubeconfig`).
+pub fn virtual_workspace_kubeconfig(config: &VirtualWorkspaceConfig) -> Result<Secret, Error> {
+    client_kubeconfig(
+        &config.owner,
+        KubeconfigFiles {
+            context: "shard",
+            server: config.shard_url.clone(),
+            ca_file: file(paths::SERVER_CA_DIR, "tls.crt"),
+            cert_dir: paths::CLIENT_CERT_DIR,
+        },
+    )
 }
 
 /// Credentials and endpoint of a self-contained kubeconfig.

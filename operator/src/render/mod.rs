@@ -11,12 +11,14 @@
 //! | Shard | [`catalog::shard`] | [`children::server`] | as RootShard; its finalizer deregisters it from the root shard (`controller::deregister`) |
 //! | FrontProxy | [`catalog::front_proxy`] | [`children::front_proxy`] | merged client CA and server CA bundle ([`ca_bundle`]) |
 //! | CacheServer | [`catalog::cache_server`] | [`children::cache_server`] | managed etcd, as RootShard |
+//! | VirtualWorkspace | [`catalog::virtual_workspace`] | [`children::virtual_workspace`] | merged client CA when a bundle is brought ([`ca_bundle`]); the targeted shard's `--shard-virtual-workspace-url` |
 //! | Kubeconfig | its client certificate (`controller::kubeconfig`) | [`kubeconfig_secret::embedded`] in a Secret | ClusterRoleBindings inside kcp ([`cluster_role_bindings::desired`]) |
 //!
 //! [`catalog::root_shard`]: crate::pki::catalog::root_shard
 //! [`catalog::shard`]: crate::pki::catalog::shard
 //! [`catalog::front_proxy`]: crate::pki::catalog::front_proxy
 //! [`catalog::cache_server`]: crate::pki::catalog::cache_server
+//! [`catalog::virtual_workspace`]: crate::pki::catalog::virtual_workspace
 //! [`catalog::managed_etcd`]: crate::pki::catalog::managed_etcd
 //! [`etcd::objects::children`]: crate::etcd::objects::children
 

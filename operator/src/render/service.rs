@@ -5,7 +5,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::common::ServiceTemplate;
 use crate::naming;
-use crate::validate::{CacheServerConfig, FrontProxyConfig, Owner, ServerConfig};
+use crate::validate::{
+    CacheServerConfig, FrontProxyConfig, Owner, ServerConfig, VirtualWorkspaceConfig,
+};
 
 use super::pod;
 
@@ -77,11 +79,28 @@ pub fn front_proxy_service(config: &FrontProxyConfig) -> Service {
     service(&config.owner, ports, config.spec.service_template.as_ref())
 }
 
-pub fn cache_server_service(config: &CacheServerConfig) -> Service {
-    let ports = vec![https_port(
+/// One HTTPS port, the kcp port on both sides.
+fn kcp_port() -> Vec<ServicePort> {
+    vec![https_port(
         naming::KCP_PORT_NAME,
         naming::KCP_PORT,
         naming::KCP_PORT,
-    )];
-    service(&config.owner, ports, config.spec.service_template.as_ref())
+    )]
+}
+
+pub fn cache_server_service(config: &CacheServerConfig) -> Service {
+    service(
+        &config.owner,
+        kcp_port(),
+        config.spec.service_template.as_ref(),
+    )
+}
+
+/// The virtual-workspace server listens on the kcp port, as upstream's.
+pub fn virtual_workspace_service(config: &VirtualWorkspaceConfig) -> Service {
+    service(
+        &config.owner,
+        kcp_port(),
+        config.spec.service_template.as_ref(),
+    )
 }

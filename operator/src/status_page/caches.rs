@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::certificate::CertificateExpiry;
 use super::events::EventRecord;
 use super::view::Snapshot;
-use crate::api::{CacheServer, FrontProxy, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, RootShard, Shard, VirtualWorkspace};
 use crate::controller::Watched;
 use crate::manager::health::Phase;
 use crate::naming::{FIELD_MANAGER, LABEL_MANAGED_BY};
@@ -114,6 +114,7 @@ pub struct Caches {
     pub shards: Digest<Shard>,
     pub front_proxies: Digest<FrontProxy>,
     pub cache_servers: Digest<CacheServer>,
+    pub virtual_workspaces: Digest<VirtualWorkspace>,
     pub certificates: Digest<CertificateExpiry>,
     pub events: Digest<EventRecord>,
 }
@@ -158,6 +159,14 @@ impl Caches {
                 |c| &c.cache_servers,
                 |o| Some(o.clone()),
             ),
+            follow::<VirtualWorkspace, _>(
+                client,
+                everything.clone(),
+                &caches,
+                stop,
+                |c| &c.virtual_workspaces,
+                |o| Some(o.clone()),
+            ),
             follow::<Secret, _>(
                 client,
                 certificates,
@@ -185,12 +194,14 @@ impl Caches {
             shards: self.shards.values(),
             front_proxies: self.front_proxies.values(),
             cache_servers: self.cache_servers.values(),
+            virtual_workspaces: self.virtual_workspaces.values(),
             certificates: self.certificates.values(),
             events: self.events.values(),
             synced: self.root_shards.synced()
                 && self.shards.synced()
                 && self.front_proxies.synced()
                 && self.cache_servers.synced()
+                && self.virtual_workspaces.synced()
                 && self.certificates.synced()
                 && self.events.synced(),
             replica,

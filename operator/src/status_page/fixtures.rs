@@ -35,7 +35,7 @@ fn certificate(owner_kind: &str, owner: &str, secret: &str, not_after: i64) -> C
 }
 
 /// CacheServer `cache` and RootShard `root` Running, Shard `shard-1` upgrading, FrontProxy
-/// `public` Degraded (its RootShard reference is broken).
+/// `public` Degraded (its RootShard reference is broken), VirtualWorkspace `shard-1-vw` Running.
 pub fn snapshot() -> Snapshot {
     let available = condition(
         "Available",
@@ -88,6 +88,19 @@ pub fn snapshot() -> Snapshot {
                            "conditions": [condition("ReferencesValid", "False", "ReferenceNotFound", "RootShard \"gone\" <missing>")]}
             }))
             .expect("front proxy"),
+        ],
+        virtual_workspaces: vec![
+            serde_json::from_value(json!({
+                "apiVersion": "operator.kcp.io/v1alpha1", "kind": "VirtualWorkspace",
+                "metadata": {"name": "shard-1-vw", "namespace": "kcp"},
+                "spec": {"target": {"shardRef": {"name": "shard-1"}},
+                         "external": {"hostname": "vw-shard-1.kcp.example.com", "port": 443}},
+                "status": {"phase": "Running", "currentVersion": "v1", "targetVersion": "v1",
+                           "conditions": [available],
+                           "endpoints": {"internal": "https://shard-1-vw-virtualworkspace.kcp.svc.cluster.local:6443",
+                                         "external": "https://vw-shard-1.kcp.example.com:443"}}
+            }))
+            .expect("virtual workspace"),
         ],
         certificates: vec![
             certificate("RootShard", "root", "root-rootshard-server", 5000),

@@ -1,9 +1,8 @@
 //! The page data: custom resources, certificate expiries and events in, rows of text and CSS
 //! classes out. Pure (the time is a parameter), so unit tests check it and the HTML from fixtures.
 //!
-//! Components are shown in upgrade order (CacheServer, RootShard, Shard, FrontProxy), then by
-//! namespace and name. VirtualWorkspace, upstream's sixth kind, does not exist here yet: it gets
-//! a [`ComponentKind`] variant and a loop in [`page`] (and a watch in `caches`) when it does.
+//! Components are shown in upgrade order (CacheServer, RootShard, Shard, FrontProxy), then the
+//! VirtualWorkspaces (outside the upgrade order), each kind by namespace and name.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -12,7 +11,7 @@ use kube::Resource;
 use super::certificate::{CertificateExpiry, Validity};
 use super::events::EventRecord;
 use crate::api::common::{ComponentStatus, Phase, ShardReference};
-use crate::api::{CacheServer, FrontProxy, RootShard, Shard};
+use crate::api::{CacheServer, FrontProxy, RootShard, Shard, VirtualWorkspace};
 use crate::manager::health::Phase as ReplicaPhase;
 use crate::validate;
 
@@ -28,6 +27,7 @@ pub struct Snapshot {
     pub shards: Vec<Shard>,
     pub front_proxies: Vec<FrontProxy>,
     pub cache_servers: Vec<CacheServer>,
+    pub virtual_workspaces: Vec<VirtualWorkspace>,
     pub certificates: Vec<CertificateExpiry>,
     pub events: Vec<EventRecord>,
     /// Whether every watch of the page holds its first list.
@@ -35,13 +35,14 @@ pub struct Snapshot {
     pub replica: ReplicaPhase,
 }
 
-/// The kinds the page shows, in upgrade order.
+/// The kinds the page shows, in upgrade order (VirtualWorkspaces, outside it, last).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ComponentKind {
     CacheServer,
     RootShard,
     Shard,
     FrontProxy,
+    VirtualWorkspace,
 }
 
 impl ComponentKind {
@@ -51,6 +52,7 @@ impl ComponentKind {
             ComponentKind::RootShard => "RootShard",
             ComponentKind::Shard => "Shard",
             ComponentKind::FrontProxy => "FrontProxy",
+            ComponentKind::VirtualWorkspace => "VirtualWorkspace",
         }
     }
 }
@@ -206,6 +208,15 @@ pub fn page(snapshot: &Snapshot, now: Timestamp) -> Page {
             status.map(|status| &status.component),
             replicas(proxy.spec.replicas, validate::DEFAULT_SERVER_REPLICAS),
             status.map_or(&[][..], |status| &status.shards),
+        ));
+    }
+    for vw in &snapshot.virtual_workspaces {
+        facts.push(Facts::new(
+            ComponentKind::VirtualWorkspace,
+            vw,
+            vw.status.as_ref(),
+            replicas(vw.spec.replicas, validate::DEFAULT_SERVER_REPLICAS),
+            &[],
         ));
     }
     facts.sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
@@ -380,7 +391,8 @@ mod tests {
                 ("CacheServer", "cache"),
                 ("RootShard", "root"),
                 ("Shard", "shard-1"),
-                ("FrontProxy", "public")
+                ("FrontProxy", "public"),
+                ("VirtualWorkspace", "shard-1-vw")
             ]
         );
     }
@@ -415,6 +427,16 @@ mod tests {
             ("Degraded", "bad")
         );
         assert_eq!(proxy.replicas, "3");
+        let vw = find(&page, "VirtualWorkspace", "shard-1-vw");
+        assert_eq!((vw.phase.as_str(), vw.phase_class), ("Running", "ok"));
+        assert_eq!(vw.replicas, "2 (default)");
+        assert_eq!(
+            vw.endpoints,
+            [
+                "internal https://shard-1-vw-virtualworkspace.kcp.svc.cluster.local:6443",
+                "external https://vw-shard-1.kcp.example.com:443"
+            ]
+        );
         assert_eq!(proxy.current_version, "");
         assert_eq!(proxy.conditions[0].class, "bad");
         assert_eq!(proxy.conditions[0].reason, "ReferenceNotFound");

@@ -1,6 +1,6 @@
 //! The CSV's `alm-examples`: one working object of every kind, forming one deployment (a
-//! CacheServer, a RootShard replicating into it with managed etcd, a Shard, a FrontProxy and an
-//! admin Kubeconfig through the FrontProxy). OLM consoles prefill their "create" forms with these,
+//! CacheServer, a RootShard replicating into it with managed etcd, a Shard, a FrontProxy an
+//! admin Kubeconfig through the FrontProxy, and a VirtualWorkspace for the Shard). OLM consoles prefill their "create" forms with these,
 //! in the namespace the user picks, so they carry no namespace. `rules::alm_examples` validates each
 //! against its CRD schema (structural validation and CEL, as this project's API server does) and
 //! runs the operator's own validation over the typed objects.
@@ -33,6 +33,8 @@ spec:
   rootShard:
     ref:
       name: root
+  kcpVirtualWorkspace:
+    name: shard-1-vw
   replicas: 2
   etcd:
     managed:
@@ -77,4 +79,17 @@ spec:
   validity: 8766h
   secretRef:
     name: admin-kubeconfig
+---
+apiVersion: operator.kcp.io/v1alpha1
+kind: VirtualWorkspace
+metadata:
+  name: shard-1-vw
+spec:
+  target:
+    shardRef:
+      name: shard-1
+  external:
+    hostname: vw-shard-1.kcp.example.com
+    port: 443
+  replicas: 2
 "#;

@@ -228,4 +228,38 @@ pub const OWNED: &[Owned] = &[
             ),
         ],
     },
+    Owned {
+        kind: "VirtualWorkspace",
+        display_name: "Virtual Workspace",
+        description: "A standalone virtual-workspace server for one shard (or the root shard): the shard advertises it as its virtual-workspace URL.",
+        resources: WORKLOAD,
+        spec: &[&[
+            field(
+                "target.rootShardRef.name",
+                "Root shard",
+                "RootShard this server serves (exclusive with the shard)",
+                &[TEXT],
+            ),
+            field(
+                "target.shardRef.name",
+                "Shard",
+                "Shard this server serves (exclusive with the root shard)",
+                &[TEXT],
+            ),
+            field(
+                "external.hostname",
+                "External hostname",
+                "Name clients use to reach the virtual workspaces",
+                &[TEXT],
+            ),
+            field(
+                "replicas",
+                "Replicas",
+                "virtual-workspace server pods",
+                &[POD_COUNT],
+            ),
+            IMAGE_TAG,
+        ]],
+        status: COMPONENT_STATUS,
+    },
 ];
