@@ -431,7 +431,15 @@ pub fn uses() -> Vec<Use> {
             vec![GroupResource::of::<Shard>()],
             &["list"],
             Cluster,
-            "every Shard of a root before its FrontProxies upgrade",
+            "every Shard of a root before its VirtualWorkspaces and FrontProxies upgrade",
+        ),
+        entry(
+            "controller/upgrade.rs",
+            "Api<VirtualWorkspace>",
+            vec![GroupResource::of::<VirtualWorkspace>()],
+            &["list"],
+            Cluster,
+            "every VirtualWorkspace of a root before its FrontProxies upgrade",
         ),
         entry(
             "controller/shard_list.rs",

@@ -1,8 +1,9 @@
 //! Ordering of a version change across one kcp installation: CacheServer, then RootShard, then
-//! Shards, then FrontProxies.
+//! Shards, then VirtualWorkspaces, then FrontProxies.
 //!
 //! kcp components talk to each other across versions only in one direction safely: shards
-//! replicate into the cache and register with the root, the front-proxy routes to every shard.
+//! replicate into the cache and register with the root, a standalone virtual-workspace server
+//! serves its shard's API, the front-proxy routes to every shard and virtual workspace.
 //! So a component whose version changes keeps running its current version until every component
 //! of an earlier stage is fully rolled out (its status reports the version it asks for, is
 //! available and describes the latest generation). A rollout that gave up (the Deployment's
@@ -21,6 +22,7 @@ pub enum Stage {
     CacheServer,
     RootShard,
     Shard,
+    VirtualWorkspace,
     FrontProxy,
 }
 
@@ -263,6 +265,7 @@ mod tests {
             ("CacheServer/c", Stage::CacheServer),
             ("RootShard/r", Stage::RootShard),
             ("Shard/s", Stage::Shard),
+            ("VirtualWorkspace/v", Stage::VirtualWorkspace),
             ("FrontProxy/f", Stage::FrontProxy),
         ];
         for done in 0..order.len() {

@@ -88,12 +88,10 @@ fn server_certificate_names_service_external_host_and_base_url_host() {
         .find(|c| c.certificate == Certificate::LogicalClusterAdmin)
         .expect("admin cert");
     assert_eq!(admin.request.common_name, "logical-cluster-admin");
-    // Upstream's group, and system:masters until the server binds that group (docs/operator.md).
-    let mut groups = admin.request.organizations.clone();
-    groups.sort();
+    // Upstream's group alone: the server's bootstrap policy binds it (docs/operator.md).
     assert_eq!(
-        groups,
-        vec!["system:kcp:logical-cluster-admin", "system:masters"]
+        admin.request.organizations,
+        vec!["system:kcp:logical-cluster-admin"]
     );
 }
 

@@ -53,6 +53,7 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
             .collect(),
         root: root.as_ref(),
         shards: true,
+        virtual_workspaces: true,
     };
     let decision = upgrade::gate(
         &ctx,

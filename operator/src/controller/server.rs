@@ -79,7 +79,7 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
             let earlier = Earlier {
                 caches,
                 root: root.as_ref(),
-                shards: false,
+                ..Earlier::default()
             };
             reconcile(ctx, shard, &previous, config, certificates, earlier).await
         }

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 
-use crate::api::{CacheServer, RootShard, Shard};
+use crate::api::{CacheServer, RootShard, Shard, VirtualWorkspace};
 use crate::naming::{LABEL_VERSION, Names};
 use crate::upgrade::{self, Decision, Peer, Stage, Subject};
 use crate::validate::Image;
@@ -20,8 +20,11 @@ pub struct Earlier<'a> {
     /// CacheServers (by name) the component or its root shard uses.
     pub caches: Vec<String>,
     pub root: Option<&'a RootShard>,
-    /// Whether every Shard of `root` comes first too (for FrontProxies).
+    /// Whether every Shard of `root` comes first too (for VirtualWorkspaces and FrontProxies).
     pub shards: bool,
+    /// Whether every VirtualWorkspace of `root` or of its Shards comes first too (for
+    /// FrontProxies).
+    pub virtual_workspaces: bool,
 }
 
 /// Whether the component owning `names` may render `image` (its target version) now; when it
@@ -109,7 +112,8 @@ async fn peers(ctx: &Context, namespace: &str, earlier: &Earlier<'_>) -> Result<
             root.metadata.generation,
             &root.status.clone().unwrap_or_default().component,
         ));
-        if earlier.shards {
+        let mut shard_names = Vec::new();
+        if earlier.shards || earlier.virtual_workspaces {
             let shards: Api<Shard> = Api::namespaced(ctx.client.clone(), namespace);
             let list = shards
                 .list(&ListParams::default())
@@ -120,15 +124,51 @@ async fn peers(ctx: &Context, namespace: &str, earlier: &Earlier<'_>) -> Result<
                 .iter()
                 .filter(|shard| shard.spec.root_shard.reference.name == root.name_any())
             {
+                shard_names.push(shard.name_any());
+                if earlier.shards {
+                    peers.push(Peer::from_status(
+                        format!("Shard/{}", shard.name_any()),
+                        Stage::Shard,
+                        &Image::resolve(shard.spec.common.image.as_ref()).version,
+                        shard.metadata.generation,
+                        &shard.status.clone().unwrap_or_default(),
+                    ));
+                }
+            }
+        }
+        if earlier.virtual_workspaces {
+            let servers: Api<VirtualWorkspace> = Api::namespaced(ctx.client.clone(), namespace);
+            let list = servers
+                .list(&ListParams::default())
+                .await
+                .map_err(Error::Kube)?;
+            for server in list
+                .items
+                .iter()
+                .filter(|server| serves(server, &root.name_any(), &shard_names))
+            {
                 peers.push(Peer::from_status(
-                    format!("Shard/{}", shard.name_any()),
-                    Stage::Shard,
-                    &Image::resolve(shard.spec.common.image.as_ref()).version,
-                    shard.metadata.generation,
-                    &shard.status.clone().unwrap_or_default(),
+                    format!("VirtualWorkspace/{}", server.name_any()),
+                    Stage::VirtualWorkspace,
+                    &Image::resolve(server.spec.image.as_ref()).version,
+                    server.metadata.generation,
+                    &server.status.clone().unwrap_or_default(),
                 ));
             }
         }
     }
     Ok(peers)
+}
+
+/// Whether a VirtualWorkspace targets the root shard `root` or one of its `shards`.
+fn serves(server: &VirtualWorkspace, root: &str, shards: &[String]) -> bool {
+    let target = &server.spec.target;
+    target
+        .root_shard_ref
+        .as_ref()
+        .is_some_and(|r| r.name == root)
+        || target
+            .shard_ref
+            .as_ref()
+            .is_some_and(|s| shards.contains(&s.name))
 }

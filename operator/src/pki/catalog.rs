@@ -191,20 +191,15 @@ fn server_leaves(catalog: &mut Catalog<'_>, config: &ServerConfig) -> Result<(),
         ca(Certificate::ClientCa),
         CertificateRequest::client(client_user, vec!["system:masters".into()]),
     )?;
-    // Upstream's group alone is not enough for this project's server yet: scheduling a
-    // workspace onto another shard creates its LogicalCluster there and watches
-    // `/clusters/*` of that shard, which needs `system:masters` until the bootstrap policy
-    // binds `system:kcp:logical-cluster-admin` (docs/server.md, "Across shards"). The pods
-    // that mount it hold a `system:masters` client certificate already (`client`).
+    // Upstream's group alone, as upstream: the server's bootstrap policy lets it create
+    // LogicalClusters on another shard and list and watch them across that shard's logical
+    // clusters (docs/server.md, "Across shards").
     catalog.add(
         Certificate::LogicalClusterAdmin,
         ca(Certificate::ClientCa),
         CertificateRequest::client(
             format!("logical-cluster-admin{admin_suffix}"),
-            vec![
-                "system:kcp:logical-cluster-admin".into(),
-                "system:masters".into(),
-            ],
+            vec!["system:kcp:logical-cluster-admin".into()],
         ),
     )?;
     catalog.add(

@@ -29,8 +29,8 @@ use crate::pki::shared::{self, SharedPki};
 use crate::private_file::{self, PrivateFileError};
 use crate::start;
 use plan::{
-    CacheMode, KubeconfigFile, Layout, MappingFile, PathMapping, Plan, PlanError, Ports, Process,
-    Role,
+    CacheMode, KubeconfigFile, KubeconfigUser, Layout, MappingFile, PathMapping, Plan, PlanError,
+    Ports, Process, Role,
 };
 use supervisor::{STOP_GRACE, Supervisor, SupervisorError};
 
@@ -272,13 +272,11 @@ fn write_kubeconfig(
     pki: &SharedPki,
     proxy: Option<ProxyEndpoint<'_>>,
 ) -> Result<(), KubeconfigError> {
-    kubeconfig::write_endpoints(
-        &file.path,
-        &pki.server_ca_pem,
-        &pki.admin,
-        &file.endpoints,
-        proxy,
-    )
+    let user = match file.user {
+        KubeconfigUser::ShardAdmin => &pki.admin,
+        KubeconfigUser::LogicalClusterAdmin => &pki.logical_cluster_admin,
+    };
+    kubeconfig::write_endpoints(&file.path, &pki.server_ca_pem, user, &file.endpoints, proxy)
 }
 
 /// Writes the front-proxy's mapping file (YAML, as upstream reads it).

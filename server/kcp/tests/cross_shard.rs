@@ -35,7 +35,8 @@ fn binary() -> &'static Path {
 }
 
 /// A serving CA and a client CA every shard reuses, and the logical-cluster-admin kubeconfig
-/// (a `system:masters` client certificate of that client CA, trusting that serving CA).
+/// (a client certificate of that client CA in upstream's `system:kcp:logical-cluster-admin`
+/// group, trusting that serving CA).
 struct SharedPki {
     dir: TempDir,
 }
@@ -44,7 +45,7 @@ const CA_FILES: [&str; 4] = ["ca.crt", "ca.key", "client-ca.crt", "client-ca.key
 
 impl SharedPki {
     fn generate() -> SharedPki {
-        SharedPki::with_scheduler_groups(&["system:masters"])
+        SharedPki::with_scheduler_groups(&["system:kcp:logical-cluster-admin"])
     }
 
     /// A PKI whose logical-cluster-admin is in `groups`.

@@ -3,8 +3,9 @@
 //!
 //! Every process serves with the same certificate (signed by one server CA, for `localhost`,
 //! `127.0.0.1` and `::1`) and trusts the same client CA, which also signs one admin client
-//! certificate in `system:masters` (for the shards directly) and one for `kcp-admin` in
-//! `system:kcp:admin` (for the front-proxy, which drops `system:masters` as upstream's does); the
+//! certificate in `system:masters` (for the shards directly), one for `kcp-admin` in
+//! `system:kcp:admin` (for the front-proxy, which drops `system:masters` as upstream's does) and
+//! one for the workspace scheduler in `system:kcp:logical-cluster-admin`; the
 //! shards also share one service-account signing key, so they all accept the tokens any of them
 //! issues (upstream's shards share theirs too). A separate request-header CA signs the
 //! front-proxy's client certificate (CN `kcp-front-proxy`), the only identity the shards accept
@@ -41,6 +42,15 @@ const KCP_ADMIN: ClientIdentity = ClientIdentity {
     user: "kcp-admin",
     groups: &[kcp_rbac::bootstrap::KCP_ADMIN_GROUP],
     what: "kcp-admin client certificate",
+};
+
+/// Another shard's workspace scheduler (`--logical-cluster-admin-kubeconfig`): upstream's
+/// `system:kcp:logical-cluster-admin`, whose bootstrap policy is all it needs.
+const LOGICAL_CLUSTER_ADMIN_FILE_STEM: &str = "logical-cluster-admin";
+const LOGICAL_CLUSTER_ADMIN: ClientIdentity = ClientIdentity {
+    user: "logical-cluster-admin",
+    groups: &[kcp_rbac::bootstrap::LOGICAL_CLUSTER_ADMIN],
+    what: "logical-cluster-admin client certificate",
 };
 
 /// Where the shared PKI's files are (the directory's layout, known before anything is generated).
@@ -91,6 +101,9 @@ pub struct SharedPki {
     pub admin: PemPair,
     /// CN `kcp-admin`, O `system:kcp:admin` (`kcp-admin.crt`, `kcp-admin.key`).
     pub kcp_admin: PemPair,
+    /// CN `logical-cluster-admin`, O `system:kcp:logical-cluster-admin`
+    /// (`logical-cluster-admin.crt`, `logical-cluster-admin.key`).
+    pub logical_cluster_admin: PemPair,
 }
 
 /// Generates the shared PKI in `dir`, or reuses what is there and still fits.
@@ -113,6 +126,11 @@ pub fn ensure(dir: &Path) -> Result<SharedPki, PkiError> {
         KCP_ADMIN_FILE_STEM,
         &LeafProfile::Client(KCP_ADMIN),
     )?;
+    let logical_cluster_admin = store.leaf(
+        &client_ca,
+        LOGICAL_CLUSTER_ADMIN_FILE_STEM,
+        &LeafProfile::Client(LOGICAL_CLUSTER_ADMIN),
+    )?;
     let request_header_ca = store.authority(REQUEST_HEADER_CA)?;
     store.leaf(
         &request_header_ca,
@@ -124,6 +142,7 @@ pub fn ensure(dir: &Path) -> Result<SharedPki, PkiError> {
         server_ca_pem: server_ca.cert_pem,
         admin,
         kcp_admin,
+        logical_cluster_admin,
     })
 }
 
@@ -160,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn the_front_proxy_has_its_own_ca_and_the_proxy_admin_is_no_master() {
+    fn the_front_proxy_has_its_own_ca_and_neither_the_proxy_admin_nor_the_scheduler_is_a_master() {
         let dir = tempfile::tempdir().unwrap();
         let pki = ensure(dir.path()).unwrap();
         let files = SharedPkiFiles::in_dir(dir.path());
@@ -195,6 +214,14 @@ mod tests {
             (
                 vec!["kcp-admin".to_owned()],
                 vec!["system:kcp:admin".to_owned()]
+            )
+        );
+        verify_client(&read(&files.client_ca), &pki.logical_cluster_admin.cert_pem).unwrap();
+        assert_eq!(
+            subject(&pki.logical_cluster_admin.cert_pem),
+            (
+                vec!["logical-cluster-admin".to_owned()],
+                vec!["system:kcp:logical-cluster-admin".to_owned()]
             )
         );
     }

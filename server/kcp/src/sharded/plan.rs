@@ -16,7 +16,7 @@
 //! | `<name>.log` | each process's output |
 //! | `cache.kubeconfig` | the cache server, for every shard's `--cache-kubeconfig` |
 //! | `root.kubeconfig` | the root shard (context `shard-base`, as upstream), for `--root-shard-kubeconfig-file` |
-//! | `logical-cluster-admin.kubeconfig` | for `--logical-cluster-admin-kubeconfig` |
+//! | `logical-cluster-admin.kubeconfig` | for `--logical-cluster-admin-kubeconfig` (upstream's `system:kcp:logical-cluster-admin`, no `system:masters`) |
 //! | `front-proxy-mapping.yaml` | the front-proxy's `--mapping-file` |
 //! | `admin.kubeconfig` | for people: one context per shard and `front-proxy` (current) |
 //!
@@ -144,11 +144,23 @@ pub struct Process {
     pub log: PathBuf,
 }
 
-/// A kubeconfig to write, for the admin user.
+/// A kubeconfig to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KubeconfigFile {
     pub path: PathBuf,
     pub endpoints: Vec<Endpoint>,
+    /// Whose client certificate it carries.
+    pub user: KubeconfigUser,
+}
+
+/// The identities of the shared PKI a kubeconfig can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeconfigUser {
+    /// `system:masters`: the shards' own clients and the people's shard contexts.
+    ShardAdmin,
+    /// Upstream's `system:kcp:logical-cluster-admin`: the workspace scheduler towards other
+    /// shards, which needs nothing more (its bootstrap policy).
+    LogicalClusterAdmin,
 }
 
 /// One entry of the front-proxy's mapping file (upstream's `PathMapping`, snake_case keys).
@@ -233,12 +245,13 @@ impl Plan {
             .copied()
             .map(url)
             .unwrap_or_default();
-        let single = |file: &str, name: &str, server: &str| KubeconfigFile {
+        let single = |file: &str, name: &str, server: &str, user| KubeconfigFile {
             path: dir.join(file),
             endpoints: vec![Endpoint {
                 name: name.to_owned(),
                 server: server.to_owned(),
             }],
+            user,
         };
         let cache_url = match layout.cache {
             CacheMode::Standalone => url(layout.ports.cache),
@@ -252,9 +265,24 @@ impl Plan {
                 url(port)
             }
         };
-        let cache_kubeconfig = single("cache.kubeconfig", CACHE, &cache_url);
-        let root_kubeconfig = single("root.kubeconfig", "shard-base", &root_url);
-        let logical_cluster_admin = single("logical-cluster-admin.kubeconfig", "base", &root_url);
+        let cache_kubeconfig = single(
+            "cache.kubeconfig",
+            CACHE,
+            &cache_url,
+            KubeconfigUser::ShardAdmin,
+        );
+        let root_kubeconfig = single(
+            "root.kubeconfig",
+            "shard-base",
+            &root_url,
+            KubeconfigUser::ShardAdmin,
+        );
+        let logical_cluster_admin = single(
+            "logical-cluster-admin.kubeconfig",
+            "base",
+            &root_url,
+            KubeconfigUser::LogicalClusterAdmin,
+        );
 
         let serving = |name: &str, port: u16| {
             vec![
@@ -369,6 +397,7 @@ impl Plan {
                     server: process.url.clone(),
                 })
                 .collect(),
+            user: KubeconfigUser::ShardAdmin,
         };
         Plan {
             pki_dir,
@@ -622,7 +651,7 @@ mod tests {
     #[test]
     fn kubeconfigs_name_the_cache_the_root_shard_and_every_shard() {
         let plan = Plan::new(&layout(&[]));
-        let files: Vec<(PathBuf, Vec<(String, String)>)> = plan
+        let files: Vec<(PathBuf, Vec<(String, String)>, KubeconfigUser)> = plan
             .kubeconfigs
             .iter()
             .chain([&plan.admin_kubeconfig])
@@ -633,6 +662,7 @@ mod tests {
                         .iter()
                         .map(|e| (e.name.clone(), e.server.clone()))
                         .collect(),
+                    file.user,
                 )
             })
             .collect();
@@ -642,15 +672,18 @@ mod tests {
             [
                 (
                     PathBuf::from("/t/cache.kubeconfig"),
-                    vec![endpoint("cache", 6446)]
+                    vec![endpoint("cache", 6446)],
+                    KubeconfigUser::ShardAdmin
                 ),
                 (
                     PathBuf::from("/t/root.kubeconfig"),
-                    vec![endpoint("shard-base", 6443)]
+                    vec![endpoint("shard-base", 6443)],
+                    KubeconfigUser::ShardAdmin
                 ),
                 (
                     PathBuf::from("/t/logical-cluster-admin.kubeconfig"),
-                    vec![endpoint("base", 6443)]
+                    vec![endpoint("base", 6443)],
+                    KubeconfigUser::LogicalClusterAdmin
                 ),
                 (
                     PathBuf::from("/t/admin.kubeconfig"),
@@ -658,7 +691,8 @@ mod tests {
                         endpoint("root", 6443),
                         endpoint("shard-1", 6444),
                         endpoint("shard-2", 6445)
-                    ]
+                    ],
+                    KubeconfigUser::ShardAdmin
                 ),
             ]
         );

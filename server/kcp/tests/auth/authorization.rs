@@ -365,7 +365,7 @@ async fn aggregated_cluster_roles() {
 }
 
 #[tokio::test]
-async fn wildcard_requires_masters() {
+async fn wildcard_requires_masters_or_the_logical_cluster_admins_bootstrap_policy() {
     let server = SERVER.get().await;
     let admin = Caller::admin(&server);
     let ca = server.client_ca();
@@ -401,6 +401,48 @@ async fn wildcard_requires_masters() {
         let (status, body) = caller.status_of(Method::GET, watch, None).await;
         assert_eq!(status, 403, "{who} watches {wildcard}: {body}");
     }
+
+    // A logical-cluster-admin (another shard's scheduler) reads LogicalClusters across every
+    // logical cluster through the bootstrap policy, as upstream, and nothing else.
+    let scheduler = Caller::cert(
+        &server,
+        &ca,
+        "logical-cluster-admin",
+        &["system:kcp:logical-cluster-admin"],
+    );
+    let logical_clusters = "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters";
+    let list = scheduler.get(logical_clusters).await;
+    assert_eq!(
+        list.status,
+        200,
+        "the scheduler lists {logical_clusters}: {}",
+        list.text()
+    );
+    let (status, body) = scheduler
+        .status_of(
+            Method::GET,
+            &format!("{logical_clusters}?watch=true&timeoutSeconds=1"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status, 200,
+        "the scheduler watches {logical_clusters}: {body}"
+    );
+    expect_forbidden(
+        &format!("the scheduler lists {wildcard}"),
+        &scheduler.get(wildcard).await,
+        "logical-cluster-admin",
+        &[],
+    );
+    expect_forbidden(
+        "the scheduler lists workspaces across clusters",
+        &scheduler
+            .get("/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces")
+            .await,
+        "logical-cluster-admin",
+        &[],
+    );
 
     // system:kcp:admin is cluster-admin in every logical cluster, just not across them; rooty's
     // cluster-admin stays in root.

@@ -6,8 +6,9 @@
 //! SubjectAccessReview webhook ([`webhook`]) when one is configured. The first allow or deny wins;
 //! nobody's opinion is a 403.
 //!
-//! Requests across all logical clusters (`/clusters/*`) have no RBAC to consult, so only
-//! `system:masters` (and the webhook) can allow them, as upstream.
+//! Requests across all logical clusters (`/clusters/*`) have no RBAC of a cluster to consult:
+//! `system:masters`, the webhook, and for members of `system:kcp:logical-cluster-admin` the
+//! bootstrap policy (as upstream) can allow them.
 
 pub mod policies;
 pub mod webhook;
@@ -88,6 +89,20 @@ impl Authorizer {
                     }
                     access::Decision::Delegate(_) => layers.as_slice().authorize(attributes),
                 }
+            }
+            // Upstream's content authorizer lets logical-cluster-admins through for every
+            // cluster name, `*` included, and the bootstrap policy decides: the scheduler of
+            // another shard lists and watches that shard's LogicalClusters without
+            // `system:masters`.
+            ClusterTarget::Wildcard
+                if attributes
+                    .user
+                    .in_group(access::LOGICAL_CLUSTER_ADMIN_GROUP) =>
+            {
+                self.policies
+                    .bootstrap_policy()
+                    .await?
+                    .authorize(attributes)
             }
             ClusterTarget::Wildcard => Decision::NoOpinion(String::new()),
         };

@@ -120,6 +120,12 @@ impl PolicyCache {
         Ok(policy)
     }
 
+    /// The bootstrap policy alone (`system:admin`'s RBAC): what authorizes the requests of a
+    /// logical-cluster-admin across all logical clusters (`/clusters/*`).
+    pub async fn bootstrap_policy(&self) -> Result<Arc<PolicyIndex>, ApiError> {
+        Ok(self.bootstrap().await?.index.clone())
+    }
+
     async fn bootstrap(&self) -> Result<Arc<Bootstrap>, ApiError> {
         if let Some(bootstrap) = read(&self.bootstrap).clone() {
             return Ok(bootstrap);
