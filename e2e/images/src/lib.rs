@@ -39,6 +39,16 @@ pub const DEFAULT_TAG: &str = concat!("v", env!("CARGO_PKG_VERSION"));
 pub const DEFAULT_SOURCE: &str = "https://github.com/kcp-rs/kcp-rs";
 /// Where binaries live inside the images.
 pub const BIN_DIR: &str = "/usr/local/bin";
+/// The commands of the server image besides `/usr/local/bin/kcp`: upstream's image layout, which
+/// the operator's Deployments run (`/kcp start`, `/kcp-front-proxy`, `/cache-server`,
+/// `/virtual-workspaces`). Each is a symbolic link to the one multi-call binary, which picks the
+/// program by the name it was started as.
+pub const KCP_COMMANDS: [&str; 4] = [
+    "/kcp",
+    "/kcp-front-proxy",
+    "/cache-server",
+    "/virtual-workspaces",
+];
 /// The CA bundle's path on Debian-family build machines and inside the images.
 pub const CA_BUNDLE_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
 

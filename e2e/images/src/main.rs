@@ -85,6 +85,14 @@ impl Image {
             Image::KcpOperator => "kcp-operator",
         }
     }
+
+    /// Symbolic links to the binary: the server's upstream command paths.
+    fn commands(self) -> Vec<String> {
+        match self {
+            Image::Kcp => kcp_images::KCP_COMMANDS.map(str::to_owned).to_vec(),
+            Image::KcpOperator => Vec::new(),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -159,6 +167,7 @@ fn images(args: ImagesArgs) -> Result<()> {
             tag: args.tag.clone(),
             binary: binaries_dir.join(image.name()),
             name: image.name().to_owned(),
+            commands: image.commands(),
             ca_bundle: ca_bundle.clone(),
             source_date_epoch,
             source_url: args.source_url.clone(),

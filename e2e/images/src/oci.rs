@@ -43,6 +43,9 @@ pub struct ImageSpec {
     pub binary: PathBuf,
     /// File name inside `/usr/local/bin` and `org.opencontainers.image.title`.
     pub name: String,
+    /// Further absolute paths that are symbolic links to the entrypoint: the commands a
+    /// multi-call binary answers to by its program name (see [`crate::KCP_COMMANDS`]).
+    pub commands: Vec<String>,
     /// CA bundle copied to `/etc/ssl/certs/ca-certificates.crt`, if any.
     pub ca_bundle: Option<PathBuf>,
     /// Seconds since the epoch for every mtime and the `created` fields.
@@ -85,6 +88,9 @@ pub fn write_archive(spec: &ImageSpec, out: &Path) -> Result<Archive> {
 
     let mut fs = Rootfs::base()?;
     fs.add(&spec.entrypoint(), 0o755, Source::Host(spec.binary.clone()))?;
+    for command in &spec.commands {
+        fs.add(command, 0o777, Source::Symlink(spec.entrypoint()))?;
+    }
     for library in &libraries {
         // 0755 as on the build machine: the kernel requires the interpreter to be executable.
         fs.add(library, 0o755, Source::Host(PathBuf::from(library)))?;

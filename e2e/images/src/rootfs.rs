@@ -50,6 +50,8 @@ pub enum Source {
     Bytes(Vec<u8>),
     /// A file on the build machine (symlinks followed: the image gets the content).
     Host(PathBuf),
+    /// A symbolic link to this path inside the image.
+    Symlink(String),
 }
 
 /// One file or directory of the image.
@@ -192,6 +194,12 @@ pub(crate) fn append<W: Write>(
             header.set_entry_type(tar::EntryType::Regular);
             header.set_size(bytes.len() as u64);
             tar.append_data(&mut header, path, bytes.as_slice())
+                .map_err(Error::io(path))
+        }
+        Source::Symlink(target) => {
+            header.set_entry_type(tar::EntryType::Symlink);
+            header.set_size(0);
+            tar.append_link(&mut header, path, target)
                 .map_err(Error::io(path))
         }
         Source::Host(host) => {

@@ -29,6 +29,8 @@ struct TarEntry {
     gid: u64,
     mtime: u64,
     data: Vec<u8>,
+    /// A symbolic link's target.
+    link: Option<String>,
 }
 
 /// Entries by path (directory paths without the trailing slash), plus the order they came in.
@@ -48,6 +50,10 @@ fn read_tar(bytes: &[u8]) -> (BTreeMap<String, TarEntry>, Vec<String>) {
             header.gid().unwrap(),
             header.mtime().unwrap(),
         );
+        let link = header
+            .link_name()
+            .unwrap()
+            .map(|target| target.to_string_lossy().to_string());
         let mut data = Vec::new();
         entry.read_to_end(&mut data).unwrap();
         order.push(path.clone());
@@ -60,6 +66,7 @@ fn read_tar(bytes: &[u8]) -> (BTreeMap<String, TarEntry>, Vec<String>) {
                 gid,
                 mtime,
                 data,
+                link,
             },
         );
         assert!(previous.is_none(), "{path} twice");
@@ -87,6 +94,7 @@ fn spec(dir: &Path, epoch: u64) -> ImageSpec {
         tag: "v0.1.0".into(),
         binary: PathBuf::from(TEST_BINARY),
         name: "kcp".into(),
+        commands: kcp_images::KCP_COMMANDS.map(str::to_owned).to_vec(),
         ca_bundle: Some(ca),
         source_date_epoch: epoch,
         source_url: kcp_images::DEFAULT_SOURCE.into(),
@@ -252,6 +260,21 @@ fn archive_is_consistent_and_complete() {
     assert_eq!(binary.kind, tar::EntryType::Regular);
     assert_eq!(binary.mode, 0o755);
     assert_eq!(binary.data, std::fs::read(TEST_BINARY).unwrap());
+    // Upstream's command paths, which the operator's Deployments run, lead to the binary.
+    for command in [
+        "kcp",
+        "kcp-front-proxy",
+        "cache-server",
+        "virtual-workspaces",
+    ] {
+        let link = &layer[command];
+        assert_eq!(link.kind, tar::EntryType::Symlink, "{command}");
+        assert_eq!(
+            link.link.as_deref(),
+            Some("/usr/local/bin/kcp"),
+            "{command}"
+        );
+    }
 
     let libraries = ldd_paths(TEST_BINARY);
     assert!(libraries.iter().any(|l| l.contains("libc.so")));
@@ -351,6 +374,22 @@ fn entrypoint_runs_from_the_layer_alone_as_nonroot() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "hello from the image\n"
+    );
+    // A command path of upstream's layout runs the same binary.
+    let out = Command::new("chroot")
+        .args(["--userspec=65532:65532"])
+        .arg(&root)
+        .args(["/kcp-front-proxy", "hello through a link"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello through a link\n"
     );
 }
 

@@ -93,6 +93,7 @@ fn kind_style_import_then_run() {
         tag: "containerd-test".into(),
         binary: PathBuf::from("/usr/bin/id"),
         name: "kcp".into(),
+        commands: Vec::new(),
         ca_bundle: None,
         source_date_epoch: 0,
         source_url: kcp_images::DEFAULT_SOURCE.into(),
