@@ -121,7 +121,7 @@ impl LocalHost {
         std::fs::write(
             &images,
             format!(
-                "ghcr.io/kcp-rs/kcp:\n  entrypoint: {kcp}\n  commands:\n    kcp: {kcp}\n    kcp-front-proxy: {kcp}\n    cache-server: {kcp}\n\
+                "ghcr.io/kcp-rs/kcp:\n  entrypoint: {kcp}\n  commands:\n    kcp: {kcp}\n    kcp-front-proxy: {kcp}\n    cache-server: {kcp}\n    virtual-workspaces: {kcp}\n\
                  ghcr.io/kcp-rs/kcp-operator:\n  entrypoint: {operator}\n  commands:\n    kcp-operator: {operator}\n\
                  quay.io/coreos/etcd:\n  entrypoint: {ETCD}\n  commands:\n    etcd: {ETCD}\n    etcdctl: {ETCDCTL}\n",
                 kcp = kcp_binary.display(),

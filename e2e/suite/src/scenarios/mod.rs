@@ -14,6 +14,7 @@ mod scale;
 mod shards;
 mod status_page;
 mod upgrade;
+mod virtual_workspace;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -166,6 +167,11 @@ pub fn all() -> Vec<Scenario> {
             title: "11. delete a Shard: its finalizer waits for its workspaces, then deregisters it",
             needs: &[10],
             run: shards::delete_second,
+        },
+        Scenario {
+            title: "14. a VirtualWorkspace serves the Shard's virtual workspaces; removed, the Shard serves them again",
+            needs: &[8],
+            run: virtual_workspace::serve_a_shard,
         },
         Scenario {
             title: "3. upgrade: one version change on every CR rolls out in order while clients keep polling",

@@ -292,9 +292,19 @@ pub fn admin_kubeconfig(
 /// Applies the `Kubeconfig` `manifest` (named `name`, Secret `<name>-kubeconfig`) and returns
 /// the kubeconfig it yields as a file reachable from here.
 pub fn issue_kubeconfig(suite: &mut Suite, manifest: &str, name: &str) -> Result<PathBuf, String> {
+    let text = kubeconfig_text(suite, manifest, name)?;
+    let dir = suite.dir.path().to_owned();
+    suite
+        .host
+        .reachable(&text, &dir, &format!("{name}.kubeconfig"))
+}
+
+/// Applies the `Kubeconfig` `manifest` (named `name`, Secret `<name>-kubeconfig`) and returns
+/// the kubeconfig it yields as the operator wrote it (in-cluster addresses).
+pub fn kubeconfig_text(suite: &mut Suite, manifest: &str, name: &str) -> Result<String, String> {
     let admin = suite.host.admin();
     admin.apply(manifest)?;
-    let text = eventually(
+    eventually(
         "kubeconfig Secret written",
         Duration::from_secs(60),
         POLL,
@@ -308,11 +318,7 @@ pub fn issue_kubeconfig(suite: &mut Suite, manifest: &str, name: &str) -> Result
             let bytes = STANDARD.decode(data).map_err(|e| e.to_string())?;
             String::from_utf8(bytes).map_err(|e| e.to_string())
         },
-    )?;
-    let dir = suite.dir.path().to_owned();
-    suite
-        .host
-        .reachable(&text, &dir, &format!("{name}.kubeconfig"))
+    )
 }
 
 /// A copy of `kubeconfig` whose servers point at workspace `path` (`/clusters/<path>`).
