@@ -651,7 +651,8 @@ mod tests {
     #[test]
     fn kubeconfigs_name_the_cache_the_root_shard_and_every_shard() {
         let plan = Plan::new(&layout(&[]));
-        let files: Vec<(PathBuf, Vec<(String, String)>, KubeconfigUser)> = plan
+        type Written = (PathBuf, Vec<(String, String)>, KubeconfigUser);
+        let files: Vec<Written> = plan
             .kubeconfigs
             .iter()
             .chain([&plan.admin_kubeconfig])
