@@ -88,9 +88,16 @@ async fn run(options: &kcp_operator::manager::Options) -> ExitCode {
             std::env::var("RUST_LOG").ok().as_deref(),
         ))
         .init();
+    let metrics = std::sync::Arc::new(kcp_operator::controller::Metrics::default());
     let client = match kube::Config::infer().await.map(|mut config| {
         kcp_operator::controller::kcp::identify(&mut config);
-        kube::Client::try_from(config)
+        kube::client::ClientBuilder::try_from(config).map(|builder| {
+            builder
+                .with_layer(&kcp_operator::manager::api_requests::counting(
+                    metrics.clone(),
+                ))
+                .build()
+        })
     }) {
         Ok(Ok(client)) => client,
         Ok(Err(error)) => {
@@ -109,7 +116,7 @@ async fn run(options: &kcp_operator::manager::Options) -> ExitCode {
         tracing::info!("shutting down");
         signal.cancel();
     });
-    match kcp_operator::manager::run(client, options, shutdown).await {
+    match kcp_operator::manager::run(client, metrics, options, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(error = %kcp_operator::controller::error_chain(&error), "stopped");

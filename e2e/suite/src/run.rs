@@ -123,7 +123,7 @@ fn describe(figures: &Figures) -> String {
         d.map_or("-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()))
     };
     format!(
-        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), operator RSS {}",
+        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), operator RSS {}, operator requests per minute when idle {}",
         secs(figures.operator_ready),
         secs(figures.root_shard_available),
         secs(figures.full_deployment_available),
@@ -133,5 +133,19 @@ fn describe(figures: &Figures) -> String {
         figures
             .operator_memory_mib
             .map_or("-".to_owned(), |m| format!("{m:.1} MiB")),
+        figures
+            .operator_idle_requests
+            .as_ref()
+            .map_or("-".to_owned(), |by_verb| per_verb(by_verb)),
     )
+}
+
+/// `12.0 (update 30.0, get 2.0)`: the total and each verb.
+fn per_verb(by_verb: &[(String, f64)]) -> String {
+    let total: f64 = by_verb.iter().map(|(_, rate)| rate).sum();
+    let verbs: Vec<String> = by_verb
+        .iter()
+        .map(|(verb, rate)| format!("{verb} {rate:.1}"))
+        .collect();
+    format!("{total:.1} ({})", verbs.join(", "))
 }

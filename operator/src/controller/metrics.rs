@@ -6,7 +6,10 @@
 //! - `kcp_operator_reconcile_errors_total{controller}`: reconciles that returned an error;
 //! - `kcp_operator_reconcile_duration_seconds{controller}`: histogram of reconcile durations;
 //! - `kcp_operator_leader`: 1 while this process holds the leader lease (or runs without leader
-//!   election), else 0.
+//!   election), else 0;
+//! - `kcp_operator_api_requests_total{verb}`: requests sent to the host cluster's API server, by
+//!   Kubernetes verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, ...), counted
+//!   by the client's layer (`manager::api_requests`): what an idle operator costs its cluster.
 
 use std::time::Duration;
 
@@ -23,6 +26,12 @@ struct ControllerLabel {
     controller: String,
 }
 
+/// The label set of the API request counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerbLabel {
+    verb: &'static str,
+}
+
 /// Reconcile duration buckets: 5 ms doubling up to about 80 s (a reconcile may wait on kcp's
 /// 30 s read timeout).
 fn duration_histogram() -> Histogram {
@@ -37,6 +46,7 @@ pub struct Metrics {
     errors: Family<ControllerLabel, Counter>,
     durations: Family<ControllerLabel, Histogram, fn() -> Histogram>,
     leader: Gauge,
+    api_requests: Family<VerbLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -47,6 +57,7 @@ impl Default for Metrics {
         let durations: Family<ControllerLabel, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(duration_histogram);
         let leader = Gauge::default();
+        let api_requests = Family::<VerbLabel, Counter>::default();
         registry.register(
             "reconcile",
             "Reconciles finished, per controller",
@@ -68,12 +79,18 @@ impl Default for Metrics {
             "1 while this process is the leader and runs the controllers",
             leader.clone(),
         );
+        registry.register(
+            "api_requests",
+            "Requests sent to the host cluster's API server, per Kubernetes verb",
+            api_requests.clone(),
+        );
         Self {
             registry,
             reconciles,
             errors,
             durations,
             leader,
+            api_requests,
         }
     }
 }
@@ -98,6 +115,11 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// Counts one request to the host cluster's API server.
+    pub fn api_request(&self, verb: &'static str) {
+        self.api_requests.get_or_create(&VerbLabel { verb }).inc();
+    }
+
     /// Every metric in the OpenMetrics text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
@@ -117,6 +139,9 @@ mod tests {
         metrics.reconciled("rootshard", Duration::from_millis(40), true);
         metrics.reconciled("shard", Duration::from_secs(2), false);
         metrics.set_leader(true);
+        metrics.api_request("patch");
+        metrics.api_request("patch");
+        metrics.api_request("watch");
         let text = metrics.encode().expect("encodes");
         for line in [
             "kcp_operator_reconcile_total{controller=\"rootshard\"} 2",
@@ -127,6 +152,8 @@ mod tests {
             "kcp_operator_reconcile_duration_seconds_bucket{le=\"0.04\",controller=\"rootshard\"} 2",
             "kcp_operator_reconcile_duration_seconds_bucket{le=\"1.28\",controller=\"shard\"} 0",
             "kcp_operator_leader 1",
+            "kcp_operator_api_requests_total{verb=\"patch\"} 2",
+            "kcp_operator_api_requests_total{verb=\"watch\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }

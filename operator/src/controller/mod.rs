@@ -173,6 +173,11 @@ impl Context {
         }
     }
 
+    /// The same context counting into `metrics` (shared with the host cluster's client).
+    pub fn with_metrics(self, metrics: Arc<Metrics>) -> Self {
+        Self { metrics, ..self }
+    }
+
     /// The same context reaching kcp through `connector`.
     pub fn with_connector(self, connector: Arc<dyn Connector>) -> Self {
         Self {

@@ -9,6 +9,7 @@
 //! as a standby. A shutdown (SIGTERM) lets in-flight reconciles finish while the lease is still
 //! renewed, then releases the lease and stops the HTTP endpoints last.
 
+pub mod api_requests;
 pub mod health;
 pub mod http;
 pub mod leader;
@@ -24,7 +25,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::{Context, run::run as run_controllers};
+use crate::controller::{Context, Metrics, run::run as run_controllers};
 use crate::status_page::Caches;
 use health::{Health, Phase};
 use leader::{Election, Lost};
@@ -52,13 +53,16 @@ pub enum Error {
 }
 
 /// Runs the endpoints and (while leading) the controllers until `shutdown` is cancelled.
+/// `metrics` are where the controllers count (and the client counts its requests, see
+/// [`api_requests::counting`]).
 pub async fn run(
     client: Client,
+    metrics: Arc<Metrics>,
     options: &Options,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let timing = options.timing()?;
-    let ctx = Arc::new(Context::new(client));
+    let ctx = Arc::new(Context::new(client).with_metrics(metrics));
     let health = Arc::new(Health::default());
     let endpoints = CancellationToken::new();
     let mut servers = Vec::new();

@@ -52,6 +52,9 @@ pub struct Figures {
     pub operator_memory_mib: Option<f64>,
     /// Shard + FrontProxy applied (next to the running CacheServer and RootShard) -> all Available.
     pub full_deployment_available: Option<Duration>,
+    /// The operator's requests to its host cluster per minute, by verb, while the full
+    /// deployment is idle (its `kcp_operator_api_requests_total` over a minute).
+    pub operator_idle_requests: Option<Vec<(String, f64)>>,
 }
 
 /// What the scenarios share: the host, where they write files, what earlier ones made.
@@ -149,7 +152,7 @@ pub fn all() -> Vec<Scenario> {
             run: full::deploy_and_use,
         },
         Scenario {
-            title: "12. the operator's status page in headless Chromium: every component with its phase",
+            title: "12. the operator's status page in headless Chromium: every component with its phase; its idle requests per minute",
             needs: &[8],
             run: status_page::in_a_browser,
         },

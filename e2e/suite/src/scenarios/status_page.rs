@@ -2,8 +2,13 @@
 //! scenario 8 running, headless Chromium opens `/` on the operator's metrics Service (reached the
 //! way the suite reaches every in-cluster Service), the page must name every CacheServer,
 //! RootShard, Shard and FrontProxy with the phase its status reports, and the screenshot is
-//! kept as an artifact under the target directory (`<target>/<profile>/e2e-artifacts/`).
+//! kept as an artifact under the target directory (`<target>/<profile>/e2e-artifacts/`). Then
+//! the operator's requests to its cluster are counted over a minute of idleness (its
+//! `kcp_operator_api_requests_total` on the same port): a figure, issue 24's "no hot loop".
 
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +22,10 @@ use crate::cluster::{Cluster, eventually};
 
 /// The port of the chart's metrics Service (`metrics.service.port`).
 pub const METRICS_PORT: u16 = 8080;
+/// How long the idle operator's requests are counted.
+const IDLE_WINDOW: Duration = Duration::from_secs(60);
+/// The operator's counter of its requests to the host cluster, by verb.
+const API_REQUESTS: &str = "kcp_operator_api_requests_total{verb=\"";
 
 /// The chart's metrics Service, in front of `/metrics` and the status page.
 pub fn metrics_service() -> String {
@@ -62,11 +71,72 @@ fn missing_rows(dom: &str, admin: &Cluster) -> Result<Vec<String>, String> {
 
 /// `http://<address>/` of the metrics Service, reached as the suite reaches every Service.
 pub fn url(suite: &mut Suite) -> Result<String, String> {
-    let address =
-        suite
-            .host
-            .service_address(OPERATOR_NAMESPACE, &metrics_service(), METRICS_PORT)?;
-    Ok(format!("http://{address}/"))
+    Ok(format!("http://{}/", metrics_address(suite)?))
+}
+
+fn metrics_address(suite: &mut Suite) -> Result<String, String> {
+    suite
+        .host
+        .service_address(OPERATOR_NAMESPACE, &metrics_service(), METRICS_PORT)
+}
+
+/// The body of `GET <path>` from the plain-HTTP endpoint at `address`.
+fn http_get(address: &str, path: &str) -> Result<String, String> {
+    let fail = |e: std::io::Error| format!("GET http://{address}{path}: {e}");
+    let mut stream = TcpStream::connect(address).map_err(fail)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(fail)?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(fail)?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).map_err(fail)?;
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("GET http://{address}{path}: no HTTP answer"))?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return Err(format!("GET http://{address}{path}: {head}"));
+    }
+    Ok(body.to_owned())
+}
+
+/// The operator's request counters by verb, from its `/metrics` text.
+fn api_requests(metrics: &str) -> BTreeMap<String, f64> {
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(API_REQUESTS)?;
+            let (verb, value) = rest.split_once("\"} ")?;
+            Some((verb.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Requests per minute by verb while nothing changes: the counters a minute apart.
+fn idle_requests(suite: &mut Suite) -> Result<Vec<(String, f64)>, String> {
+    let address = metrics_address(suite)?;
+    suite.narrator.step(&format!(
+        "the idle operator's requests to its cluster counted for {}s (kcp_operator_api_requests_total)",
+        IDLE_WINDOW.as_secs()
+    ));
+    let before = api_requests(&http_get(&address, "/metrics")?);
+    if before.is_empty() {
+        return Err("the operator's /metrics has no kcp_operator_api_requests_total".into());
+    }
+    std::thread::sleep(IDLE_WINDOW);
+    let after = api_requests(&http_get(&address, "/metrics")?);
+    let minutes = IDLE_WINDOW.as_secs_f64() / 60.0;
+    Ok(after
+        .iter()
+        .map(|(verb, count)| {
+            let earlier = before.get(verb).copied().unwrap_or(0.0);
+            (verb.clone(), (count - earlier) / minutes)
+        })
+        .filter(|(_, rate)| *rate > 0.0)
+        .collect())
 }
 
 pub fn in_a_browser(suite: &mut Suite) -> Outcome {
@@ -109,5 +179,10 @@ pub fn in_a_browser(suite: &mut Suite) -> Outcome {
         "every component shown with its phase; screenshot {}",
         screenshot.display()
     ));
+    let idle = idle_requests(suite)?;
+    suite
+        .narrator
+        .step(&format!("requests per minute when idle, by verb: {idle:?}"));
+    suite.figures.operator_idle_requests = Some(idle);
     Ok(())
 }
