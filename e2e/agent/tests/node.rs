@@ -290,6 +290,14 @@ impl Host {
         std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
     }
 
+    /// How many exec sessions reached the agent as WebSockets.
+    fn websocket_execs(&self) -> usize {
+        self.agent_log_file()
+            .lines()
+            .filter(|l| l.contains(" exec ") && l.contains("transport=websocket"))
+            .count()
+    }
+
     fn agent_log(&self) -> String {
         self.agent
             .as_ref()

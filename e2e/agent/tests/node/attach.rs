@@ -8,8 +8,9 @@
 use kcp_testing::Kubectl;
 use serde_json::{Value, json};
 
+use super::streaming::{self, shell};
 use super::terminal::TerminalKubectl;
-use super::{Host, NS, python_image};
+use super::{Host, NS};
 
 const VERSIONS: [&str; 2] = ["1.27", "1.33"];
 
@@ -22,18 +23,17 @@ const READER: &str = "(while true; do echo tick; sleep 0.3; done) & \
 const TERMINAL: &str = "while read line; do echo \"size $(stty size) on $(tty)\"; \
     [ \"$line\" = bye ] && exit 0; done";
 
+/// A pod of one container `main` running `script`, with the container fields `io`.
 fn pod(name: &str, script: &str, io: Value, restart: &str) -> Value {
-    let mut container =
-        json!({ "name": "main", "image": python_image(), "command": ["sh", "-c", script] });
+    let mut container = shell("main", script);
     if let (Some(container), Some(io)) = (container.as_object_mut(), io.as_object()) {
         container.extend(io.clone());
     }
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": { "name": name, "namespace": NS },
-        "spec": { "containers": [container], "restartPolicy": restart, "terminationGracePeriodSeconds": 1 },
-    })
+    streaming::pod(
+        name,
+        json!([container]),
+        json!({ "restartPolicy": restart }),
+    )
 }
 
 /// The pods one kubectl version attaches to (its own, as a terminal pod ends and `stdinOnce`

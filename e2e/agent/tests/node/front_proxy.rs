@@ -67,7 +67,6 @@ struct FrontProxy {
 impl FrontProxy {
     async fn start(host: &Host, identity: &ProxyIdentity) -> FrontProxy {
         let kcp = host.kcp();
-        let root = kcp.root_directory();
         let dir = identity.dir.path();
         let server_ca = dir.join("server-ca.crt");
         std::fs::write(&server_ca, &kcp.admin().ca_pem).expect("writing the server CA");
@@ -81,21 +80,7 @@ impl FrontProxy {
         std::fs::write(&mapping_file, mapping.to_string()).expect("writing the mapping");
         let port = free_port();
         let mut command = Command::new(kcp_testing::binaries::workspace_binary("kcp", "kcp"));
-        command.args([
-            "front-proxy".to_owned(),
-            format!("--root-directory={}", dir.join("proxy").display()),
-            "--bind-address=127.0.0.1".to_owned(),
-            format!("--secure-port={port}"),
-            format!("--tls-cert-file={}", root.join("apiserver.crt").display()),
-            format!(
-                "--tls-private-key-file={}",
-                root.join("apiserver.key").display()
-            ),
-            format!("--client-ca-file={}", root.join("client-ca.crt").display()),
-            format!("--mapping-file={}", mapping_file.display()),
-            format!("--root-kubeconfig={}", kcp.kubeconfig().display()),
-            format!("--shards-kubeconfig={}", kcp.kubeconfig().display()),
-        ]);
+        command.args(kcp.front_proxy_args(&dir.join("proxy"), port, &mapping_file));
         let process = ChildGuard::spawn(
             "kcp front-proxy",
             &mut command,
@@ -164,13 +149,7 @@ async fn check_version(host: &Host, kubectl: &Kubectl, reader: &str) {
     follow.wait_for_line("a later tick", |line| line == "tick");
     drop(follow);
 
-    let websocket_execs = || {
-        host.agent_log_file()
-            .lines()
-            .filter(|l| l.contains(" exec ") && l.contains("transport=websocket"))
-            .count()
-    };
-    let before = websocket_execs();
+    let before = host.websocket_execs();
     let run = kubectl.run(&[
         "exec",
         "-n",
@@ -184,7 +163,7 @@ async fn check_version(host: &Host, kubectl: &Kubectl, reader: &str) {
     assert_eq!(run.stdout, "via-proxy\n", "{version}: {run:?}");
     assert_eq!(run.status.code(), Some(3), "{version}: {run:?}");
     assert_eq!(
-        websocket_execs() > before,
+        host.websocket_execs() > before,
         version != "1.27",
         "{version}: the WebSocket upgrade passed through the proxy"
     );

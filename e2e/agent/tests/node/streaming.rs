@@ -20,7 +20,7 @@ use super::{Host, NS, python_image};
 const VERSIONS: [&str; 2] = ["1.27", "1.33"];
 const NODE: &str = "kcp-node-agent";
 
-fn pod(name: &str, containers: Value, extra: Value) -> Value {
+pub fn pod(name: &str, containers: Value, extra: Value) -> Value {
     let mut spec = json!({ "containers": containers, "terminationGracePeriodSeconds": 1 });
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
@@ -33,7 +33,7 @@ fn pod(name: &str, containers: Value, extra: Value) -> Value {
     })
 }
 
-fn shell(name: &str, script: &str) -> Value {
+pub fn shell(name: &str, script: &str) -> Value {
     json!({ "name": name, "image": python_image(), "command": ["sh", "-c", script] })
 }
 
@@ -490,16 +490,10 @@ pub async fn check(host: &Host) {
         }
     }
     // The Python client offers only `v4.channel.k8s.io` (over WebSockets).
-    let websocket_execs = || {
-        host.agent_log_file()
-            .lines()
-            .filter(|l| l.contains(" exec ") && l.contains("transport=websocket"))
-            .count()
-    };
-    let before = websocket_execs();
+    let before = host.websocket_execs();
     check_python_exec(&kubeconfig).await;
     assert_eq!(
-        websocket_execs() - before,
+        host.websocket_execs() - before,
         2,
         "the Python client's two exec sessions over WebSockets"
     );
