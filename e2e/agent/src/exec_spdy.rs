@@ -155,3 +155,27 @@ where
     };
     remote_command::run(start, &options, input, transport).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resize_stream_is_awaited_from_v3_on() {
+        let options = ExecOptions::parse("command=sh&stdin=true&stdout=true&tty=true");
+        let (_, stdin) = mpsc::channel(1);
+        let opened = Streams {
+            error: Some(1),
+            stdout: Some(3),
+            stdin: Some(stdin),
+            stdin_id: Some(5),
+            ..Streams::default()
+        };
+        assert!(opened.complete(&options, version("v2.channel.k8s.io")));
+        assert!(opened.complete(&options, version("channel.k8s.io")));
+        assert!(!opened.complete(&options, version("v3.channel.k8s.io")));
+        assert!(!opened.complete(&options, version("v4.channel.k8s.io")));
+        assert_eq!(version("v4.channel.k8s.io"), Version::V4);
+        assert!(!version("v3.channel.k8s.io").json_status);
+    }
+}
