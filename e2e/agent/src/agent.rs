@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cli::RunArgs;
+use crate::container_input::ContainerInputs;
 use crate::context::{Cache, Ctx, Settings};
 use crate::error::{Error, Result, io};
 use crate::events::Events;
@@ -243,6 +244,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         cache,
         wake: wake.clone(),
         probe_http,
+        container_inputs: ContainerInputs::default(),
     });
     let mut state = State {
         scheduled: HashSet::new(),

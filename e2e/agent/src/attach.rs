@@ -1,17 +1,29 @@
-//! What `kubectl attach` shows of the agent's containers: their output from the moment of
+//! What `kubectl attach` reaches of the agent's containers: their output from the moment of
 //! attaching, read from the current run's log ([`crate::container_log`]) as it is written, on
-//! stdout or stderr as the container wrote it, until the run ends (then the exchange ends with
-//! `Success`, as attaching to a container that exits does). A container's stdin is `/dev/null`
-//! and it has no terminal, so `attach -i`/`-t` are refused before the upgrade.
+//! stdout or stderr as the container wrote it (a container with a terminal has only stdout), so
+//! that every session sees the same output, until the run ends (then the exchange ends with
+//! `Success`, as attaching to a container that exits does); and, as kubelet's CRI attach,
+//! the container's own stdin and terminal ([`crate::container_input`]): `-i` writes into the
+//! stdin of a container started with `stdin: true`, and a session with a TTY sets the size of
+//! the terminal of a container started with `tty: true`. Asking for stdin of a container without
+//! `stdin: true` is refused before the upgrade (400).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
 
+use crate::container_input::InputSpec;
+use crate::container_log;
+use crate::context::Ctx;
 use crate::exec_process::{Event, Running};
+use crate::kubelet_exec::Start;
+use crate::kubelet_logs::{container_spec, run_goes_on};
 use crate::log_reader::{parse_entry, read_from};
+use crate::remote_command::ExecOptions;
 
 /// How often the log is checked for more output.
 const POLL: Duration = Duration::from_millis(100);
@@ -30,11 +42,50 @@ fn event(line: &[u8]) -> Option<Event> {
     })
 }
 
+/// How an attach session to the container whose main process is `pid` starts, or why it is
+/// refused.
+pub fn start(
+    ctx: &Arc<Ctx>,
+    found: &Pod,
+    target: (&str, &str, &str),
+    pid: u32,
+    options: &ExecOptions,
+) -> Result<Start, String> {
+    let (namespace, pod, container) = target;
+    let spec = container_spec(found, container)
+        .map(InputSpec::of)
+        .unwrap_or_default();
+    if options.stdin && !spec.stdin {
+        return Err(format!(
+            "container {container} in pod {pod} was not started with stdin: true, it has no stdin to attach to"
+        ));
+    }
+    let pod_dir = ctx.settings.pod_dir(namespace, pod);
+    let Some(&run) = container_log::runs(&pod_dir, container).last() else {
+        return Err(format!("container not found ({container:?})"));
+    };
+    let file = container_log::run_log(&pod_dir, container, run);
+    let goes_on = run_goes_on(ctx, namespace, pod, container, run);
+    let input = ctx.container_inputs.get(pid);
+    Ok(Box::new(move |options: &ExecOptions| {
+        let stdin = input
+            .as_ref()
+            .filter(|_| options.stdin)
+            .and_then(|input| input.session_stdin());
+        let resize = input
+            .as_ref()
+            .filter(|_| options.tty)
+            .and_then(|input| input.resize());
+        Ok(Running::attached(output(file, goes_on), stdin, resize))
+    }))
+}
+
 /// Follows `file` from its current end while `running` holds.
-pub fn output(file: PathBuf, running: impl Fn() -> bool + Send + 'static) -> Running {
+fn output(file: PathBuf, running: impl Fn() -> bool + Send + 'static) -> mpsc::Receiver<Event> {
     let (events, receiver) = mpsc::channel(64);
+    // Where "now" is, taken before the session's input can reach the container.
+    let mut offset = std::fs::metadata(&file).map_or(0, |m| m.len());
     tokio::spawn(async move {
-        let mut offset = tokio::fs::metadata(&file).await.map_or(0, |m| m.len());
         let mut pending: Vec<u8> = Vec::new();
         loop {
             let more = read_from(&file, offset).await;
@@ -64,7 +115,7 @@ pub fn output(file: PathBuf, running: impl Fn() -> bool + Send + 'static) -> Run
             pending.drain(..complete);
         }
     });
-    Running::from_events(receiver)
+    receiver
 }
 
 #[cfg(test)]
@@ -104,14 +155,14 @@ mod tests {
             .write_all(b"2026-01-01T00:00:02Z stdout F after\n2026-01-01T00:00:03Z stderr F err\n")
             .unwrap();
         assert_eq!(
-            attached.events.recv().await,
+            attached.recv().await,
             Some(Event::Stdout(Bytes::from_static(b"after\n")))
         );
         assert_eq!(
-            attached.events.recv().await,
+            attached.recv().await,
             Some(Event::Stderr(Bytes::from_static(b"err\n")))
         );
         going.store(false, Ordering::SeqCst);
-        assert_eq!(attached.events.recv().await, Some(Event::Exited(0)));
+        assert_eq!(attached.recv().await, Some(Event::Exited(0)));
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Probe};
 use tokio::sync::{mpsc, watch};
 
+use crate::container_input::InputSpec;
 use crate::container_log::{self, LogFiles};
 use crate::env::{self, EnvInputs, ServiceLink};
 use crate::events::Regarding;
@@ -334,21 +335,29 @@ pub async fn run(
             plain: log.clone(),
             run: container_log::run_log(&run.pod_dir, &container.name, restarts),
         };
-        let mut process =
-            match Process::spawn(&ctx.settings.agent_exe, &prepared.spec, &spec_file, &logs) {
-                Ok(process) => process,
-                Err(error) => {
-                    let message = error.to_string();
-                    let reason = "RunContainerError";
-                    if failed_start(&run, slot, &regarding, reason, &message, &mut stop).await {
-                        return Outcome::Stopped;
-                    }
-                    continue;
+        let mut process = match Process::spawn(
+            &ctx.settings.agent_exe,
+            &prepared.spec,
+            &spec_file,
+            &logs,
+            InputSpec::of(&container),
+        ) {
+            Ok(process) => process,
+            Err(error) => {
+                let message = error.to_string();
+                let reason = "RunContainerError";
+                if failed_start(&run, slot, &regarding, reason, &message, &mut stop).await {
+                    return Outcome::Stopped;
                 }
-            };
+                continue;
+            }
+        };
         let started_at = jiff::Timestamp::now();
         let started_instant = Instant::now();
         let pid = process.pid();
+        let attachable = process
+            .input()
+            .map(|input| ctx.container_inputs.register(pid, input));
         tracing::info!(pod = %run.shared.key(), container = %container.name, pid, log = %log.display(), "container started");
         ctx.events.emit(
             &regarding,
@@ -434,6 +443,7 @@ pub async fn run(
                 return Outcome::Stopped;
             }
         };
+        drop(attachable);
         probe_task.abort();
         let _ = (&mut probe_task).await;
         let ran = started_instant.elapsed();

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, 
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::Notify;
 
+use crate::container_input::ContainerInputs;
 use crate::env::Objects;
 use crate::events::Events;
 use crate::images::ImageMap;
@@ -114,4 +115,6 @@ pub struct Ctx {
     pub wake: Arc<Notify>,
     pub events: Events,
     pub probe_http: reqwest::Client,
+    /// The open stdin and terminals of running containers, for attach.
+    pub container_inputs: ContainerInputs,
 }

@@ -10,8 +10,7 @@
 //! (the client went away) kills the command's process group, so nothing is left behind.
 
 use std::fs::File;
-use std::io::{Read as _, Write as _};
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,6 +21,7 @@ use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::exec::ExecSpec;
+use crate::terminal::{self, TermSize};
 
 /// How long output may still arrive after the process exited.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -33,13 +33,6 @@ pub enum Event {
     Stderr(Bytes),
     /// The exit code (128 + N for death by signal N); always the last event.
     Exited(i32),
-}
-
-/// A terminal size, as kube's `TerminalSize`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TermSize {
-    pub width: u16,
-    pub height: u16,
 }
 
 /// What to run.
@@ -64,14 +57,18 @@ pub struct Running {
 }
 
 impl Running {
-    /// Output that another source produces (attach: a container's log as it is written); no
-    /// stdin, no terminal, nothing to kill.
-    pub fn from_events(events: mpsc::Receiver<Event>) -> Running {
+    /// Output that another source produces (attach: a container's log as it is written), and
+    /// the container's own stdin and terminal when it has them; nothing to kill.
+    pub fn attached(
+        events: mpsc::Receiver<Event>,
+        stdin: Option<mpsc::Sender<Bytes>>,
+        resize: Option<mpsc::Sender<TermSize>>,
+    ) -> Running {
         let (guard, _) = oneshot::channel();
         Running {
             events,
-            stdin: None,
-            resize: None,
+            stdin,
+            resize,
             _guard: guard,
         }
     }
@@ -93,37 +90,6 @@ pub fn environment(pid: u32) -> Vec<(String, String)> {
 /// The working directory of a process.
 pub fn working_directory(pid: u32) -> PathBuf {
     std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_else(|_| PathBuf::from("/"))
-}
-
-fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the provided integers; the name,
-    // termios and window size pointers may be null.
-    let result = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    if result == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just opened for us and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) })
-}
-
-fn set_size(terminal: &File, size: TermSize) {
-    let winsize = libc::winsize {
-        ws_row: size.height,
-        ws_col: size.width,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCSWINSZ reads a winsize from the pointer, which outlives the call.
-    unsafe { libc::ioctl(terminal.as_raw_fd(), libc::TIOCSWINSZ, &winsize) };
 }
 
 fn kill_group(pid: u32) {
@@ -150,35 +116,16 @@ pub fn start(request: Request) -> std::io::Result<Running> {
     let (guard, dropped) = oneshot::channel();
     let mut outputs = Vec::new();
     let (stdin, resize, child) = if request.tty {
-        let (master, slave) = open_pty()?;
-        command
-            .stdin(Stdio::from(slave.try_clone()?))
-            .stdout(Stdio::from(slave.try_clone()?))
-            .stderr(Stdio::from(slave));
-        // SAFETY: setsid and ioctl are async-signal-safe; they make the terminal (fd 0) the
-        // controlling terminal of the new session, as a runtime's exec with a TTY does.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        let terminal = terminal::attach_new(&mut command)?;
         let child = command.spawn()?;
         drop(command);
-        let reader = File::from(master);
-        let writer = reader.try_clone()?;
-        outputs.push(read_terminal(reader.try_clone()?, events_tx.clone()));
-        let (stdin_tx, stdin_rx) = mpsc::channel::<Bytes>(16);
-        write_terminal(writer, stdin_rx);
-        let (resize_tx, mut resize_rx) = mpsc::channel::<TermSize>(4);
-        tokio::spawn(async move {
-            while let Some(size) = resize_rx.recv().await {
-                set_size(&reader, size);
-            }
-        });
-        (request.stdin.then_some(stdin_tx), Some(resize_tx), child)
+        outputs.push(read_terminal(
+            terminal.master.try_clone()?,
+            events_tx.clone(),
+        ));
+        let stdin = terminal.writer()?;
+        let resize = terminal.resizer()?;
+        (request.stdin.then_some(stdin), Some(resize), child)
     } else {
         let stdin_mode = if request.stdin {
             Stdio::piped()
@@ -271,16 +218,6 @@ fn read_terminal(mut terminal: File, events: mpsc::Sender<Event>) -> tokio::task
             }
         }
     })
-}
-
-fn write_terminal(mut terminal: File, mut input: mpsc::Receiver<Bytes>) {
-    std::thread::spawn(move || {
-        while let Some(data) = input.blocking_recv() {
-            if terminal.write_all(&data).is_err() {
-                return;
-            }
-        }
-    });
 }
 
 /// Waits for the command, then for its output, then reports the exit code; kills the group if

@@ -1,8 +1,10 @@
-//! `exec` and `attach` over SPDY/3.1 with kubelet's `v4.channel.k8s.io` protocol: the client
-//! opens one stream per channel, named by its `streamtype` header (`error`, `stdin`, `stdout`,
-//! `stderr`, `resize`), and kubelet waits for exactly the ones the request asked for (up to
-//! [`STREAM_WAIT`]) before running the command; the status goes on the `error` stream as JSON,
-//! then every stream is finished and the connection closed.
+//! `exec` and `attach` over SPDY/3.1 with kubelet's protocols, `v4.channel.k8s.io` (kubectl's
+//! first choice since Kubernetes 1.4) down to `channel.k8s.io`: the client opens one stream per
+//! channel, named by its `streamtype` header (`error`, `stdin`, `stdout`, `stderr`, and from v3
+//! `resize`), and kubelet waits for exactly the ones the request asked for (up to
+//! [`STREAM_WAIT`]) before running the command; the status goes on the `error` stream (JSON from
+//! v4, a failure's text before, [`Version`]), then every stream is finished and the connection
+//! closed.
 
 use std::time::Duration;
 
@@ -12,11 +14,31 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use crate::exec_process::Running;
-use crate::remote_command::{self, Channel, ExecOptions, Input, Transport};
+use crate::remote_command::{self, Channel, ExecOptions, Input, Transport, Version};
 use crate::spdy::session::{self, Session};
 
-/// The subprotocol kubelet speaks over SPDY (kubectl offers it first since Kubernetes 1.4).
-pub const PROTOCOL: &str = "v4.channel.k8s.io";
+/// The subprotocols kubelet speaks over SPDY.
+pub const PROTOCOLS: [&str; 4] = [
+    "v4.channel.k8s.io",
+    "v3.channel.k8s.io",
+    "v2.channel.k8s.io",
+    "channel.k8s.io",
+];
+
+/// What a negotiated subprotocol (one of [`PROTOCOLS`]) changes.
+fn version(protocol: &str) -> Version {
+    match protocol {
+        "v4.channel.k8s.io" => Version::V4,
+        "v3.channel.k8s.io" => Version {
+            resize: true,
+            json_status: false,
+        },
+        _ => Version {
+            resize: false,
+            json_status: false,
+        },
+    }
+}
 
 /// How long kubelet waits for the client to open its streams.
 const STREAM_WAIT: Duration = Duration::from_secs(30);
@@ -34,18 +56,19 @@ struct Streams {
 }
 
 impl Streams {
-    fn complete(&self, options: &ExecOptions) -> bool {
+    fn complete(&self, options: &ExecOptions, version: Version) -> bool {
         self.error.is_some()
             && self.stdout.is_some() == options.stdout
             && self.stderr.is_some() == options.stderr
             && self.stdin_id.is_some() == options.stdin
-            && self.resize_id.is_some() == options.tty
+            && self.resize_id.is_some() == (options.tty && version.resize)
     }
 }
 
 struct SpdyTransport {
     session: Session,
     streams: Streams,
+    version: Version,
 }
 
 impl Transport for SpdyTransport {
@@ -61,9 +84,13 @@ impl Transport for SpdyTransport {
     }
 
     async fn finish(self, status: Value) {
-        let body = Bytes::from(serde_json::to_vec(&status).unwrap_or_default());
         if let Some(error) = self.streams.error {
-            self.session.send(error, body, true).await;
+            match self.version.status_body(&status) {
+                Some(body) => {
+                    self.session.send(error, Bytes::from(body), true).await;
+                }
+                None => self.session.finish(error).await,
+            }
         }
         for id in [self.streams.stdout, self.streams.stderr]
             .into_iter()
@@ -77,15 +104,16 @@ impl Transport for SpdyTransport {
 
 /// Serves one exchange on a connection the client switched to SPDY/3.1: waits for the
 /// streams, starts the command with `start` and relays until it ends.
-pub async fn serve<T, F>(io: T, options: ExecOptions, start: F)
+pub async fn serve<T, F>(io: T, protocol: &str, options: ExecOptions, start: F)
 where
     T: AsyncRead + AsyncWrite + Send + 'static,
     F: FnOnce(&ExecOptions) -> Result<Running, String>,
 {
+    let version = version(protocol);
     let (session, mut incoming) = session::serve(io);
     let mut streams = Streams::default();
     let waited = tokio::time::timeout(STREAM_WAIT, async {
-        while !streams.complete(&options) {
+        while !streams.complete(&options, version) {
             let Some(stream) = incoming.recv().await else {
                 return false;
             };
@@ -120,6 +148,34 @@ where
         stdin: streams.stdin.take(),
         resize: streams.resize.take(),
     };
-    let transport = SpdyTransport { session, streams };
+    let transport = SpdyTransport {
+        session,
+        streams,
+        version,
+    };
     remote_command::run(start, &options, input, transport).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resize_stream_is_awaited_from_v3_on() {
+        let options = ExecOptions::parse("command=sh&stdin=true&stdout=true&tty=true");
+        let (_, stdin) = mpsc::channel(1);
+        let opened = Streams {
+            error: Some(1),
+            stdout: Some(3),
+            stdin: Some(stdin),
+            stdin_id: Some(5),
+            ..Streams::default()
+        };
+        assert!(opened.complete(&options, version("v2.channel.k8s.io")));
+        assert!(opened.complete(&options, version("channel.k8s.io")));
+        assert!(!opened.complete(&options, version("v3.channel.k8s.io")));
+        assert!(!opened.complete(&options, version("v4.channel.k8s.io")));
+        assert_eq!(version("v4.channel.k8s.io"), Version::V4);
+        assert!(!version("v3.channel.k8s.io").json_status);
+    }
 }

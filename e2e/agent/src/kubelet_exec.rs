@@ -1,8 +1,10 @@
 //! kubelet's `/exec/<namespace>/<pod>/<container>`: a command in a running container
-//! ([`crate::exec_process`]), and `/attach/...`: the container's own output
+//! ([`crate::exec_process`]), and `/attach/...`: the container's own output, stdin and terminal
 //! ([`crate::attach`]), over the streaming protocol the client's upgrade asks for and
-//! kubelet offers: SPDY/3.1 with `v4.channel.k8s.io` ([`crate::exec_spdy`]) or a WebSocket
-//! with `v5.channel.k8s.io` ([`crate::exec_websocket`]). A request that cannot be served is
+//! kubelet offers: SPDY/3.1 with `v4.channel.k8s.io` down to `channel.k8s.io`
+//! ([`crate::exec_spdy`]) or a WebSocket with `v5.channel.k8s.io`, the `v4.` and unversioned
+//! binary and base64 channel protocols, or none ([`crate::exec_websocket`]); the first protocol
+//! of the client's list the agent speaks wins, as in kube's handshakes. A request that cannot be served is
 //! answered before switching protocols, in kubelet's words: 404 for an unknown pod, 400 for a
 //! container that is not running, 403 when no protocol is shared.
 
@@ -18,10 +20,10 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::context::Ctx;
 use crate::exec::ExecSpec;
 use crate::exec_process::{self, Running};
-use crate::kubelet_logs::{container_status, has_container, pod_of_node, run_goes_on};
+use crate::kubelet_logs::{container_spec, container_status, has_container, pod_of_node};
 use crate::kubelet_server::{Body, text};
 use crate::remote_command::ExecOptions;
-use crate::{attach, container_log, exec_spdy, exec_websocket, probes};
+use crate::{attach, exec_spdy, exec_websocket, probes};
 
 /// The container's main process, when it runs (`containerID: kcp-node-agent://<pid>`).
 pub fn running_pid(ctx: &Ctx, namespace: &str, pod: &str, container: &str) -> Option<u32> {
@@ -36,10 +38,11 @@ pub fn running_pid(ctx: &Ctx, namespace: &str, pod: &str, container: &str) -> Op
         .ok()
 }
 
-/// The transport a request's upgrade asks for.
+/// The transport a request's upgrade asks for, with the negotiated subprotocol (a WebSocket
+/// client that offered none gets `""`: kube's first, binary channel protocol).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
-    Spdy,
+    Spdy(&'static str),
     WebSocket(&'static str),
 }
 
@@ -47,7 +50,7 @@ impl Transport {
     /// For the agent's log.
     pub fn name(self) -> &'static str {
         match self {
-            Transport::Spdy => "spdy",
+            Transport::Spdy(_) => "spdy",
             Transport::WebSocket(_) => "websocket",
         }
     }
@@ -60,15 +63,24 @@ fn header_values(headers: &HeaderMap, name: &str) -> Vec<String> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
         .collect()
 }
 
-/// Picks the transport and subprotocol: SPDY with `spdy_protocol` among
+/// The first protocol the client offers that the server supports (kube's handshakes go by the
+/// client's order).
+fn first_shared(offered: &[String], supported: &[&'static str]) -> Option<&'static str> {
+    offered
+        .iter()
+        .find_map(|o| supported.iter().find(|s| *s == o).copied())
+}
+
+/// Picks the transport and subprotocol: SPDY with one of `spdy_protocols` among
 /// `X-Stream-Protocol-Version`, or a WebSocket with one of `websocket_protocols` among
-/// `Sec-WebSocket-Protocol`.
+/// `Sec-WebSocket-Protocol` (`""` among them: a client that offers none is served too).
 pub fn negotiate(
     headers: &HeaderMap,
-    spdy_protocol: &str,
+    spdy_protocols: &[&'static str],
     websocket_protocols: &[&'static str],
 ) -> Result<Transport, String> {
     let upgrade = headers
@@ -76,40 +88,37 @@ pub fn negotiate(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_ascii_lowercase();
-    if upgrade == "websocket" {
-        let offered = header_values(headers, "sec-websocket-protocol");
-        return websocket_protocols
-            .iter()
-            .find(|p| offered.iter().any(|o| o == *p))
-            .map(|p| Transport::WebSocket(p))
-            .ok_or_else(|| {
-                format!("unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server supports {websocket_protocols:?}")
-            });
-    }
-    if upgrade.starts_with("spdy/3.1") {
-        let offered = header_values(headers, "x-stream-protocol-version");
-        if offered.iter().any(|o| o == spdy_protocol) {
-            return Ok(Transport::Spdy);
-        }
-        return Err(format!(
-            "unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server accepts [{spdy_protocol:?}]"
-        ));
-    }
-    Err("Upgrade request required".into())
+    let (offered, supported, transport): (_, _, fn(&'static str) -> Transport) =
+        if upgrade == "websocket" {
+            let mut offered = header_values(headers, "sec-websocket-protocol");
+            if offered.is_empty() {
+                offered.push(String::new());
+            }
+            (offered, websocket_protocols, Transport::WebSocket)
+        } else if upgrade.starts_with("spdy/3.1") {
+            let offered = header_values(headers, "x-stream-protocol-version");
+            (offered, spdy_protocols, Transport::Spdy)
+        } else {
+            return Err("Upgrade request required".into());
+        };
+    first_shared(&offered, supported).map(transport).ok_or_else(|| {
+        format!("unable to upgrade: unable to negotiate protocol: client supports {offered:?}, server supports {supported:?}")
+    })
 }
 
-/// The 101 answer of a negotiated transport (`websocket_accept`: the WebSocket handshake's).
-pub fn switching(transport: Transport, spdy_protocol: &str, request: &HeaderMap) -> Response<Body> {
+/// The 101 answer of a negotiated transport (for a WebSocket, with the handshake's accept key).
+pub fn switching(transport: Transport, request: &HeaderMap) -> Response<Body> {
     let mut response = Response::new(Empty::new().map_err(|never| match never {}).boxed());
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let headers = response.headers_mut();
     headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
     match transport {
-        Transport::Spdy => {
+        Transport::Spdy(protocol) => {
             headers.insert(UPGRADE, HeaderValue::from_static("SPDY/3.1"));
-            if let Ok(value) = HeaderValue::from_str(spdy_protocol) {
-                headers.insert("x-stream-protocol-version", value);
-            }
+            headers.insert(
+                "x-stream-protocol-version",
+                HeaderValue::from_static(protocol),
+            );
         }
         Transport::WebSocket(protocol) => {
             headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
@@ -120,7 +129,9 @@ pub fn switching(transport: Transport, spdy_protocol: &str, request: &HeaderMap)
             if let Ok(value) = HeaderValue::from_str(&crate::websocket::accept_key(key)) {
                 headers.insert("sec-websocket-accept", value);
             }
-            headers.insert("sec-websocket-protocol", HeaderValue::from_static(protocol));
+            if !protocol.is_empty() {
+                headers.insert("sec-websocket-protocol", HeaderValue::from_static(protocol));
+            }
         }
     }
     response
@@ -134,20 +145,12 @@ pub enum Mode {
 }
 
 /// How a command (or the attached output) is started once the client's streams are there.
-type Start = Box<dyn FnOnce(&ExecOptions) -> Result<Running, String> + Send>;
+pub type Start = Box<dyn FnOnce(&ExecOptions) -> Result<Running, String> + Send>;
 
 /// Runs the request's command in the namespaces of the container's main process `pid`.
 fn exec_start(ctx: &Ctx, found: &Pod, target: (&str, &str, &str), pid: u32) -> Start {
     let (namespace, pod, container) = target;
-    let image = found
-        .spec
-        .as_ref()
-        .and_then(|spec| {
-            spec.containers
-                .iter()
-                .chain(spec.init_containers.iter().flatten())
-                .find(|c| c.name == container)
-        })
+    let image = container_spec(found, container)
         .and_then(|c| c.image.clone())
         .unwrap_or_default();
     let image_commands = ctx
@@ -218,32 +221,16 @@ pub fn serve(
             );
         }
         Mode::Exec => exec_start(ctx, &found, (namespace, pod, container), pid),
-        Mode::Attach if options.stdin || options.tty => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "container {container} has no stdin or terminal to attach to: kcp-node-agent starts containers with stdin /dev/null"
-                ),
-            );
-        }
         Mode::Attach => {
-            let Some(&run) =
-                container_log::runs(&ctx.settings.pod_dir(namespace, pod), container).last()
-            else {
-                return text(
-                    StatusCode::BAD_REQUEST,
-                    format!("container not found ({container:?})"),
-                );
-            };
-            let file =
-                container_log::run_log(&ctx.settings.pod_dir(namespace, pod), container, run);
-            let goes_on = run_goes_on(ctx, namespace, pod, container, run);
-            Box::new(move |_: &ExecOptions| Ok(attach::output(file, goes_on))) as Start
+            match attach::start(ctx, &found, (namespace, pod, container), pid, &options) {
+                Ok(start) => start,
+                Err(message) => return text(StatusCode::BAD_REQUEST, message),
+            }
         }
     };
     let transport = match negotiate(
         request.headers(),
-        exec_spdy::PROTOCOL,
+        &exec_spdy::PROTOCOLS,
         &exec_websocket::PROTOCOLS,
     ) {
         Ok(transport) => transport,
@@ -254,7 +241,7 @@ pub fn serve(
         Mode::Attach => "attach",
     };
     tracing::info!(pod = %format!("{namespace}/{pod}"), container, transport = %transport.name(), command = ?options.command, "{action}");
-    let response = switching(transport, exec_spdy::PROTOCOL, request.headers());
+    let response = switching(transport, request.headers());
     let upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let io = match upgrade.await {
@@ -265,7 +252,7 @@ pub fn serve(
             }
         };
         match transport {
-            Transport::Spdy => exec_spdy::serve(io, options, start).await,
+            Transport::Spdy(protocol) => exec_spdy::serve(io, protocol, options, start).await,
             Transport::WebSocket(protocol) => {
                 exec_websocket::serve(io, protocol, options, start).await
             }
@@ -293,43 +280,47 @@ mod tests {
     }
 
     #[test]
-    fn the_upgrade_picks_the_transport() {
+    fn the_upgrade_picks_the_transport_in_the_clients_order() {
+        let spdy_protocols = ["v4.channel.k8s.io", "v3.channel.k8s.io"];
+        let websocket_protocols = ["v5.channel.k8s.io", "v4.channel.k8s.io", ""];
         let spdy = sent(&[
             ("Upgrade", "SPDY/3.1"),
-            ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
             ("X-Stream-Protocol-Version", "v3.channel.k8s.io"),
+            ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
         ]);
         assert_eq!(
-            negotiate(&spdy, "v4.channel.k8s.io", &["v5.channel.k8s.io"]),
-            Ok(Transport::Spdy)
+            negotiate(&spdy, &spdy_protocols, &websocket_protocols),
+            Ok(Transport::Spdy("v3.channel.k8s.io"))
         );
         let websocket = sent(&[
             ("Upgrade", "websocket"),
             (
                 "Sec-WebSocket-Protocol",
-                "v5.channel.k8s.io, v4.channel.k8s.io",
+                "v4.channel.k8s.io, v5.channel.k8s.io",
             ),
         ]);
         assert_eq!(
-            negotiate(&websocket, "v4.channel.k8s.io", &["v5.channel.k8s.io"]),
-            Ok(Transport::WebSocket("v5.channel.k8s.io"))
+            negotiate(&websocket, &spdy_protocols, &websocket_protocols),
+            Ok(Transport::WebSocket("v4.channel.k8s.io"))
         );
+        let none = sent(&[("Upgrade", "websocket")]);
+        assert_eq!(
+            negotiate(&none, &spdy_protocols, &websocket_protocols),
+            Ok(Transport::WebSocket(""))
+        );
+        assert!(negotiate(&none, &spdy_protocols, &["v5.channel.k8s.io"]).is_err());
         let old = sent(&[
             ("Upgrade", "SPDY/3.1"),
             ("X-Stream-Protocol-Version", "channel.k8s.io"),
         ]);
-        assert!(negotiate(&old, "v4.channel.k8s.io", &[]).is_err());
-        assert!(negotiate(&HeaderMap::new(), "v4.channel.k8s.io", &[]).is_err());
+        assert!(negotiate(&old, &spdy_protocols, &[]).is_err());
+        assert!(negotiate(&HeaderMap::new(), &spdy_protocols, &[]).is_err());
     }
 
     #[test]
     fn the_websocket_answer_carries_the_handshake() {
         let request = sent(&[("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]);
-        let response = switching(
-            Transport::WebSocket("v5.channel.k8s.io"),
-            "v4.channel.k8s.io",
-            &request,
-        );
+        let response = switching(Transport::WebSocket("v5.channel.k8s.io"), &request);
         assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
         assert_eq!(
             response.headers()["sec-websocket-accept"],

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 
@@ -29,14 +29,18 @@ pub fn container_status<'a>(pod: &'a Pod, container: &str) -> Option<&'a Contain
         .find(|c| c.name == container)
 }
 
-/// Whether a pod's spec has this container (init and sidecar containers included).
+/// The spec of a pod's container (init and sidecar containers included).
+pub fn container_spec<'a>(pod: &'a Pod, container: &str) -> Option<&'a Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .find(|c| c.name == container)
+}
+
+/// Whether a pod's spec has this container.
 pub fn has_container(pod: &Pod, container: &str) -> bool {
-    pod.spec.as_ref().is_some_and(|spec| {
-        spec.containers
-            .iter()
-            .chain(spec.init_containers.iter().flatten())
-            .any(|c| c.name == container)
-    })
+    container_spec(pod, container).is_some()
 }
 
 /// The pod of this node named so, from the agent's cache.

@@ -44,14 +44,14 @@ pub fn serve(
     };
     let transport = match negotiate(
         request.headers(),
-        port_forward::PROTOCOL,
+        &[port_forward::PROTOCOL],
         &[TUNNEL_PROTOCOL],
     ) {
         Ok(transport) => transport,
         Err(message) => return text(StatusCode::FORBIDDEN, message),
     };
     tracing::info!(pod = %format!("{namespace}/{pod}"), transport = %transport.name(), "port-forward");
-    let response = switching(transport, port_forward::PROTOCOL, request.headers());
+    let response = switching(transport, request.headers());
     let upgrade = hyper::upgrade::on(&mut request);
     let pod = pod.to_owned();
     tokio::spawn(async move {
@@ -63,7 +63,7 @@ pub fn serve(
             }
         };
         match transport {
-            Transport::Spdy => port_forward::serve(io, pod, pid).await,
+            Transport::Spdy(_) => port_forward::serve(io, pod, pid).await,
             Transport::WebSocket(_) => {
                 port_forward::serve(websocket_tunnel::open(io), pod, pid).await
             }

@@ -5,17 +5,28 @@
 //! that process only, as a runtime signals PID 1 of the container, waits for the grace period and
 //! then SIGKILLs the whole process group; when the main process exits, whatever it left in its
 //! group is killed too (a container's PID namespace would take them down with PID 1).
+//!
+//! A container's stdin is `/dev/null` unless its spec says `stdin: true` (then a pipe the agent
+//! keeps open for `kubectl attach`, [`crate::container_input`]); with `tty: true` its stdin,
+//! stdout and stderr are one pseudo terminal, its controlling terminal, whose output is the log's
+//! stdout, as a CRI runtime's.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use bytes::Bytes;
+use tokio::io::AsyncWriteExt as _;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use crate::container_input::{ContainerInput, InputSpec};
 
 use crate::container_log::{self, LogFiles, Stream};
 use crate::error::{Result, io};
 use crate::exec::ExecSpec;
+use crate::terminal;
 
 /// How a container process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,43 +59,98 @@ impl Exit {
 pub struct Process {
     child: Child,
     pid: u32,
+    input: Option<ContainerInput>,
+}
+
+/// A channel whose bytes are written to a container's stdin pipe, until every sender is dropped
+/// (then the pipe is closed: the container reads the end of its input).
+fn keep_writing(mut pipe: ChildStdin) -> mpsc::Sender<Bytes> {
+    let (sender, mut input) = mpsc::channel::<Bytes>(16);
+    tokio::spawn(async move {
+        while let Some(data) = input.recv().await {
+            if pipe.write_all(&data).await.is_err() {
+                return;
+            }
+        }
+    });
+    sender
 }
 
 impl Process {
     /// Writes `spec` to `spec_file` and starts `agent_exe exec --spec spec_file`; its stdout and
     /// stderr are copied into `logs` (see [`container_log`]) until the container's processes
-    /// have all closed them.
+    /// have all closed them. `input` says whether its stdin stays open (a pipe kept in
+    /// [`Process::input`]) and whether stdout and stderr are one pseudo terminal instead.
     pub fn spawn(
         agent_exe: &Path,
         spec: &ExecSpec,
         spec_file: &Path,
         logs: &LogFiles,
+        input: InputSpec,
     ) -> Result<Process> {
         let bytes = serde_json::to_vec_pretty(spec)?;
         std::fs::write(spec_file, bytes).map_err(io(format!("writing {}", spec_file.display())))?;
         if let Some(dir) = logs.run.parent() {
             std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
         }
-        let mut child = Command::new(agent_exe)
+        let starting = format!("starting {}", agent_exe.display());
+        let mut command = Command::new(agent_exe);
+        command
             .arg("exec")
             .arg("--spec")
             .arg(spec_file)
             .env_clear()
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(false)
-            .spawn()
-            .map_err(io(format!("starting {}", agent_exe.display())))?;
-        if let Some(stdout) = child.stdout.take() {
-            tokio::spawn(container_log::copy(stdout, Stream::Stdout, logs.clone()));
-        }
-        if let Some(stderr) = child.stderr.take() {
-            tokio::spawn(container_log::copy(stderr, Stream::Stderr, logs.clone()));
-        }
+            .kill_on_drop(false);
+        let (child, container_input) = if input.tty {
+            let terminal = terminal::attach_new(&mut command).map_err(io(starting.clone()))?;
+            let child = command.spawn().map_err(io(starting.clone()))?;
+            drop(command);
+            let output = terminal.master.try_clone().map_err(io(starting.clone()))?;
+            tokio::spawn(container_log::copy(
+                tokio::fs::File::from_std(output),
+                Stream::Stdout,
+                logs.clone(),
+            ));
+            let stdin = if input.stdin {
+                Some(terminal.writer().map_err(io(starting.clone()))?)
+            } else {
+                None
+            };
+            let resize = terminal.resizer().map_err(io(starting))?;
+            (child, ContainerInput::new(input, stdin, Some(resize)))
+        } else {
+            let stdin = if input.stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            };
+            let mut child = command
+                .stdin(stdin)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .map_err(io(starting))?;
+            if let Some(stdout) = child.stdout.take() {
+                tokio::spawn(container_log::copy(stdout, Stream::Stdout, logs.clone()));
+            }
+            if let Some(stderr) = child.stderr.take() {
+                tokio::spawn(container_log::copy(stderr, Stream::Stderr, logs.clone()));
+            }
+            let stdin = child.stdin.take().map(keep_writing);
+            (child, ContainerInput::new(input, stdin, None))
+        };
         let pid = child.id().unwrap_or(0);
-        Ok(Process { child, pid })
+        Ok(Process {
+            child,
+            pid,
+            input: Some(container_input),
+        })
+    }
+
+    /// The container's stdin and terminal, for attach sessions (taken once, to register them).
+    pub fn input(&mut self) -> Option<ContainerInput> {
+        self.input.take()
     }
 
     pub fn pid(&self) -> u32 {

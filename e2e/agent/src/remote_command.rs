@@ -4,14 +4,15 @@
 //! `metav1.Status`, and resize), and the exchange itself ([`pump`]): client input goes to the
 //! command, its output to the client, and the last message is the status, `Success`, or
 //! `Failure` with reason `NonZeroExitCode` and the code in a cause of type `ExitCode`, which
-//! kubectl turns into its own exit code. The transports are SPDY/3.1 (`v4.channel.k8s.io`,
-//! [`crate::exec_spdy`]) and WebSocket (`v5.channel.k8s.io`, [`crate::exec_websocket`]).
+//! kubectl turns into its own exit code ([`Version`]: what older protocol versions do instead).
+//! The transports are SPDY/3.1 ([`crate::exec_spdy`]) and WebSocket ([`crate::exec_websocket`]).
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::exec_process::{Event, Running, TermSize};
+use crate::exec_process::{Event, Running};
+use crate::terminal::TermSize;
 
 /// What the client asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +66,40 @@ pub fn exit_status(code: i32, command: &[String]) -> Value {
         "reason": "NonZeroExitCode",
         "details": { "causes": [{ "reason": "ExitCode", "message": code.to_string() }] },
     })
+}
+
+/// What the protocol version changes in an exchange (kubelet's protocol handlers): v3 added the
+/// resize stream to SPDY (a WebSocket always had its resize channel), v4 made the error channel
+/// carry the final `Status` as JSON, success included; before, it carried only a failure's
+/// message, as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Version {
+    pub resize: bool,
+    pub json_status: bool,
+}
+
+impl Version {
+    pub const V4: Version = Version {
+        resize: true,
+        json_status: true,
+    };
+
+    /// What the error channel carries for the final `status` (nothing for a v1-v3 success).
+    pub fn status_body(self, status: &Value) -> Option<Vec<u8>> {
+        if self.json_status {
+            return serde_json::to_vec(status).ok();
+        }
+        if status["status"] == "Success" {
+            return None;
+        }
+        Some(
+            status["message"]
+                .as_str()
+                .unwrap_or_default()
+                .as_bytes()
+                .to_vec(),
+        )
+    }
 }
 
 /// A failure before or instead of running the command.
@@ -200,6 +235,25 @@ mod tests {
         let tty = ExecOptions::parse("command=sh&stdout=true&stderr=true&tty=true");
         assert!(!tty.stderr, "a terminal has no separate stderr");
         assert!(ExecOptions::parse("command=sh").validate().is_err());
+    }
+
+    #[test]
+    fn before_v4_only_a_failure_is_told_and_as_text() {
+        let text = Version {
+            resize: true,
+            json_status: false,
+        };
+        assert_eq!(text.status_body(&exit_status(0, &[])), None);
+        let failed = text.status_body(&exit_status(3, &["sh".into()])).unwrap();
+        assert!(
+            String::from_utf8(failed)
+                .unwrap()
+                .starts_with("command terminated with non-zero exit code"),
+        );
+        let json: Value =
+            serde_json::from_slice(&Version::V4.status_body(&exit_status(0, &[])).unwrap())
+                .unwrap();
+        assert_eq!(json["status"], "Success");
     }
 
     #[test]

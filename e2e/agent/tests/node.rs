@@ -27,8 +27,16 @@ const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from
 const NS: &str = "apps";
 const FAULTS: &str = "faults";
 
+#[path = "node/attach.rs"]
+mod attach;
+#[path = "node/front_proxy.rs"]
+mod front_proxy;
 #[path = "node/streaming.rs"]
 mod streaming;
+#[path = "node/terminal.rs"]
+mod terminal;
+#[path = "node/wire.rs"]
+mod wire;
 
 fn python() -> PathBuf {
     let debian = PathBuf::from("/usr/bin/python3");
@@ -137,6 +145,11 @@ struct Host {
 impl Host {
     /// A host of its own: `slot` keeps the bridges and subnets of the tests of this binary apart.
     async fn start(slot: u32) -> Host {
+        Host::start_with(slot, &[]).await
+    }
+
+    /// A host whose server gets `server_flags` too.
+    async fn start_with(slot: u32, server_flags: &[String]) -> Host {
         // SAFETY: geteuid has no preconditions.
         assert_eq!(
             unsafe { libc::geteuid() },
@@ -147,7 +160,7 @@ impl Host {
         let bridge = format!("kna{slot}{}", pid % 100_000);
         let subnet = format!(
             "10.{}.{}.0/24",
-            150 + ((pid >> 8) + slot * 50) % 100,
+            150 + ((pid >> 8) + slot * 33) % 100,
             pid & 255
         );
         let _ = agent_command(&["cleanup", "--bridge", &bridge]);
@@ -173,6 +186,7 @@ impl Host {
             &[
                 vec![format!("--bind-address={gateway}")],
                 kubelet_tls.kubelet_client_flags(),
+                server_flags.to_vec(),
             ]
             .concat(),
         )
@@ -274,6 +288,14 @@ impl Host {
     /// Everything the agent logged (of its latest run).
     fn agent_log_file(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
+    }
+
+    /// How many exec sessions reached the agent as WebSockets.
+    fn websocket_execs(&self) -> usize {
+        self.agent_log_file()
+            .lines()
+            .filter(|l| l.contains(" exec ") && l.contains("transport=websocket"))
+            .count()
     }
 
     fn agent_log(&self) -> String {
@@ -1162,6 +1184,22 @@ async fn node_agent_serves_pod_streams_through_the_server() {
     let mut host = Host::start(1).await;
     host.start_agent();
     streaming::check(&host).await;
+    host.stop_agent().await;
+    let mut kcp = host.kcp.take().expect("kcp");
+    kcp.stop_cleanly().await;
+    let _ = agent_command(&["network", "down", "--bridge", &host.bridge]);
+}
+
+/// `kubectl attach -i`/`-it` to containers started with `stdin`/`tty`, with kubectl 1.27 and
+/// 1.33, every WebSocket variant of exec on the wire, and the streams through a front-proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_agent_attaches_to_stdin_and_streams_every_protocol_and_through_a_front_proxy() {
+    let identity = front_proxy::ProxyIdentity::new();
+    let mut host = Host::start_with(2, &identity.server_flags()).await;
+    host.start_agent();
+    attach::check(&host).await;
+    wire::check(&host, &attach::Pods::of("1.27").plain).await;
+    front_proxy::check(&host, &identity, &attach::Pods::of("1.27").reader).await;
     host.stop_agent().await;
     let mut kcp = host.kcp.take().expect("kcp");
     kcp.stop_cleanly().await;

@@ -83,7 +83,6 @@ impl Topology {
             ],
         )
         .await;
-        let root = shard.root_directory();
         let server_ca = write(
             "server-ca.crt",
             std::str::from_utf8(&shard.admin().ca_pem).unwrap(),
@@ -105,22 +104,9 @@ impl Topology {
         let mapping_file = write("mapping.yaml", &mapping.to_string());
         let port = free_port();
         let mut command = Command::new(binary());
-        command.args([
-            "front-proxy".to_owned(),
-            format!("--root-directory={}", dir.path().join("proxy").display()),
-            "--bind-address=127.0.0.1".to_owned(),
-            format!("--secure-port={port}"),
-            format!("--tls-cert-file={}", root.join("apiserver.crt").display()),
-            format!(
-                "--tls-private-key-file={}",
-                root.join("apiserver.key").display()
-            ),
-            format!("--client-ca-file={}", root.join("client-ca.crt").display()),
-            format!("--token-auth-file={}", tokens.display()),
-            format!("--mapping-file={}", mapping_file.display()),
-            format!("--root-kubeconfig={}", shard.kubeconfig().display()),
-            format!("--shards-kubeconfig={}", shard.kubeconfig().display()),
-        ]);
+        command
+            .args(shard.front_proxy_args(&dir.path().join("proxy"), port, &mapping_file))
+            .arg(format!("--token-auth-file={}", tokens.display()));
         let proxy = ChildGuard::spawn(
             "kcp front-proxy",
             &mut command,

@@ -206,6 +206,34 @@ impl KcpProcess {
         CertificateAuthority::read(&root.join("client-ca.crt"), &root.join("client-ca.key"))
     }
 
+    /// The flags of a `kcp front-proxy` in front of this server alone, on `127.0.0.1:<port>`:
+    /// this server's serving certificate and client CA, its admin kubeconfig to watch the
+    /// shard, `mapping_file`, and `proxy_dir` as its root directory.
+    pub fn front_proxy_args(
+        &self,
+        proxy_dir: &Path,
+        port: u16,
+        mapping_file: &Path,
+    ) -> Vec<String> {
+        let root = self.root_directory();
+        let kubeconfig = self.kubeconfig();
+        vec![
+            "front-proxy".to_owned(),
+            format!("--root-directory={}", proxy_dir.display()),
+            "--bind-address=127.0.0.1".to_owned(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", root.join("apiserver.crt").display()),
+            format!(
+                "--tls-private-key-file={}",
+                root.join("apiserver.key").display()
+            ),
+            format!("--client-ca-file={}", root.join("client-ca.crt").display()),
+            format!("--mapping-file={}", mapping_file.display()),
+            format!("--root-kubeconfig={}", kubeconfig.display()),
+            format!("--shards-kubeconfig={}", kubeconfig.display()),
+        ]
+    }
+
     /// `https://<host>:<port>` of the running server.
     pub fn base_url(&self) -> &str {
         &self.admin.server

@@ -5,10 +5,10 @@
 //! with its own `HOME` so discovery caches never leak between tests or versions.
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -202,8 +202,19 @@ impl Kubectl {
     /// Starts a long-running command (e.g. `get -w`) whose stdout lines a test reads while it
     /// acts; dropping the handle kills it.
     pub fn background(&self, args: &[&str]) -> BackgroundKubectl {
+        self.spawn_background(args, Stdio::null())
+    }
+
+    /// As [`Kubectl::background`], with a stdin the test writes ([`BackgroundKubectl::send`])
+    /// and closes ([`BackgroundKubectl::close_stdin`]): `attach -i`, `exec -i`.
+    pub fn interactive(&self, args: &[&str]) -> BackgroundKubectl {
+        self.spawn_background(args, Stdio::piped())
+    }
+
+    fn spawn_background(&self, args: &[&str], stdin: Stdio) -> BackgroundKubectl {
         let mut child = self
             .command(args, &[])
+            .stdin(stdin)
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|error| panic!("starting {}: {error}", self.binary.display()));
@@ -218,6 +229,7 @@ impl Kubectl {
             }
         });
         BackgroundKubectl {
+            stdin: child.stdin.take(),
             child,
             lines,
             seen: Vec::new(),
@@ -242,11 +254,29 @@ impl Run {
 /// A kubectl command running in the background, its stdout read line by line.
 pub struct BackgroundKubectl {
     child: Child,
+    stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     seen: Vec<String>,
 }
 
 impl BackgroundKubectl {
+    /// Writes to the stdin of a command started with [`Kubectl::interactive`].
+    pub fn send(&mut self, text: &str) {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .expect("an interactive kubectl with stdin open");
+        stdin
+            .write_all(text.as_bytes())
+            .expect("writing kubectl's stdin");
+        stdin.flush().expect("flushing kubectl's stdin");
+    }
+
+    /// Closes the command's stdin (it reads end of file).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
     /// Reads lines until one matches `wanted` and returns it; the output ending or staying silent
     /// for long fails the test (quoting everything read so far).
     pub fn wait_for_line(&mut self, what: &str, wanted: impl Fn(&str) -> bool) -> String {

@@ -6,8 +6,7 @@
 //! node, a container that does not exist, a port nothing listens on, a user who may read logs but
 //! not exec; every command ends, and the agent has as many children afterwards as before.
 
-use std::io::{Read as _, Write as _};
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,12 +14,13 @@ use std::time::{Duration, Instant};
 use kcp_testing::{BackgroundKubectl, Kubectl};
 use serde_json::{Value, json};
 
+use super::terminal::TerminalKubectl;
 use super::{Host, NS, python_image};
 
 const VERSIONS: [&str; 2] = ["1.27", "1.33"];
 const NODE: &str = "kcp-node-agent";
 
-fn pod(name: &str, containers: Value, extra: Value) -> Value {
+pub fn pod(name: &str, containers: Value, extra: Value) -> Value {
     let mut spec = json!({ "containers": containers, "terminationGracePeriodSeconds": 1 });
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
@@ -33,7 +33,7 @@ fn pod(name: &str, containers: Value, extra: Value) -> Value {
     })
 }
 
-fn shell(name: &str, script: &str) -> Value {
+pub fn shell(name: &str, script: &str) -> Value {
     json!({ "name": name, "image": python_image(), "command": ["sh", "-c", script] })
 }
 
@@ -255,72 +255,11 @@ fn check_exec(kubectl: &Kubectl) {
 /// Runs kubectl with a pseudo terminal of 120x40 as its controlling terminal and returns what it
 /// printed and its exit code.
 fn in_terminal(kubectl: &Kubectl, args: &[&str]) -> (String, Option<i32>) {
-    let (mut master, mut slave) = (-1, -1);
-    let size = libc::winsize {
-        ws_row: 40,
-        ws_col: 120,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: openpty fills in two new descriptors; the size pointer outlives the call.
-    let opened = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
-        )
-    };
-    assert_eq!(opened, 0, "openpty");
-    // SAFETY: both descriptors were just opened for this test.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let mut command = kubectl.command(args, &[]);
-    command
-        .stdin(Stdio::from(slave.try_clone().expect("dup")))
-        .stdout(Stdio::from(slave.try_clone().expect("dup")))
-        .stderr(Stdio::from(slave));
-    // SAFETY: setsid and ioctl are async-signal-safe; the terminal becomes kubectl's.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().expect("kubectl in a terminal");
-    drop(command);
-    let reader = std::thread::spawn(move || {
-        let mut terminal = std::fs::File::from(master);
-        let _ = terminal.as_raw_fd();
-        let mut out = Vec::new();
-        let mut buffer = [0u8; 4096];
-        // EIO once kubectl (the last holder of the other end) exits.
-        while let Ok(read) = terminal.read(&mut buffer) {
-            if read == 0 {
-                break;
-            }
-            out.extend_from_slice(&buffer[..read]);
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for kubectl") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "kubectl in a terminal did not end"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (reader.join().expect("terminal reader"), status.code())
+    TerminalKubectl::start(kubectl, args).finish()
 }
 
 /// The local port a `kubectl port-forward :<port>` picked (`Forwarding from 127.0.0.1:N -> ...`).
-fn local_port(forward: &mut BackgroundKubectl) -> String {
+pub fn local_port(forward: &mut BackgroundKubectl) -> String {
     let prefix = "Forwarding from 127.0.0.1:";
     let line = forward.wait_for_line("the local port", |line| line.starts_with(prefix));
     line.trim_start_matches(prefix)
@@ -551,16 +490,10 @@ pub async fn check(host: &Host) {
         }
     }
     // The Python client offers only `v4.channel.k8s.io` (over WebSockets).
-    let websocket_execs = || {
-        host.agent_log_file()
-            .lines()
-            .filter(|l| l.contains(" exec ") && l.contains("transport=websocket"))
-            .count()
-    };
-    let before = websocket_execs();
+    let before = host.websocket_execs();
     check_python_exec(&kubeconfig).await;
     assert_eq!(
-        websocket_execs() - before,
+        host.websocket_execs() - before,
         2,
         "the Python client's two exec sessions over WebSockets"
     );
