@@ -2,14 +2,15 @@
 //! each change of them, read from the shard's store.
 //!
 //! Most resources are copied whole ([`whole`]). LogicalClusters are copied as routing data, and
-//! only those of logical clusters that hold a WorkspaceType ([`type_holders`]), as upstream
-//! replicates just the LogicalClusters that replicated objects live in (its
-//! `internal.kcp.io/replicate` marker): another shard needs them to resolve a type reference's
-//! path (`root:org:special`), nothing else. A cluster's copy is wanted from its first
-//! WorkspaceType on and unwanted after its last one (or its LogicalCluster) is gone, so both
-//! resources are followed. Only the type holders' routing data is kept in memory: a cluster's
-//! LogicalCluster is read from the store when it gets its first type, so a shard of 10,000
-//! workspaces without types keeps nothing per workspace here.
+//! only those of logical clusters that hold a WorkspaceType or an APIExport ([`holders`]), as
+//! upstream replicates just the LogicalClusters that replicated objects live in (its
+//! `internal.kcp.io/replicate` marker, which we compute instead of storing): another shard needs
+//! them to resolve a type reference's or an export reference's path (`root:org:special`),
+//! nothing else. A cluster's copy is wanted from its first held object on and unwanted after its
+//! last one (or its LogicalCluster) is gone, so every resource involved is followed. Only the
+//! holders' routing data is kept in memory: a cluster's LogicalCluster is read from the store
+//! when it gets its first held object, so a shard of 10,000 workspaces without types or exports
+//! keeps nothing per workspace here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -85,20 +86,21 @@ fn routing_data(logical_cluster: &Value) -> Value {
     comparable(&copy)
 }
 
-/// The LogicalClusters and WorkspaceTypes of the shard, as far as the copies need them.
+/// The LogicalClusters of the shard and the objects that make a cluster a holder, as far as the
+/// copies need them.
 #[derive(Default)]
 struct Holders {
-    /// Routing data of the LogicalClusters of the clusters in `types`, by logical cluster.
+    /// Routing data of the LogicalClusters of the clusters in `held`, by logical cluster.
     logical_clusters: BTreeMap<String, (ObjectId, Value)>,
-    /// The WorkspaceTypes' names, by logical cluster.
-    types: BTreeMap<String, BTreeSet<String>>,
+    /// The held objects (which held resource, name), by logical cluster.
+    held: BTreeMap<String, BTreeSet<(usize, String)>>,
 }
 
-/// Which of the two resources changed.
+/// Which resource changed: LogicalClusters, or the held resource of that index.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Of {
     LogicalCluster,
-    WorkspaceType,
+    Held(usize),
 }
 
 /// A change of either resource.
@@ -128,16 +130,16 @@ impl Seen {
 
 impl Holders {
     fn wanted(&self, cluster: &str) -> Option<&(ObjectId, Value)> {
-        self.types
+        self.held
             .get(cluster)
             .filter(|names| !names.is_empty())
             .and(self.logical_clusters.get(cluster))
     }
 
-    /// Whether `cluster` holds a type but its LogicalCluster's routing data is not known yet
+    /// Whether `cluster` holds an object but its LogicalCluster's routing data is not known yet
     /// (to be read from the store).
     fn lacks_logical_cluster(&self, cluster: &str) -> bool {
-        self.types.contains_key(cluster) && !self.logical_clusters.contains_key(cluster)
+        self.held.contains_key(cluster) && !self.logical_clusters.contains_key(cluster)
     }
 
     fn now(&self) -> BTreeMap<ObjectId, Value> {
@@ -158,20 +160,20 @@ impl Holders {
             Of::LogicalCluster if seen.deleted => {
                 self.logical_clusters.remove(&cluster);
             }
-            Of::LogicalCluster if self.types.contains_key(&cluster) => {
+            Of::LogicalCluster if self.held.contains_key(&cluster) => {
                 let copy = routing_data(&seen.object);
                 self.logical_clusters.insert(cluster.clone(), (id, copy));
             }
             Of::LogicalCluster => return Vec::new(),
-            Of::WorkspaceType => {
-                let names = self.types.entry(cluster.clone()).or_default();
+            Of::Held(resource) => {
+                let names = self.held.entry(cluster.clone()).or_default();
                 if seen.deleted {
-                    names.remove(&id.name);
+                    names.remove(&(resource, id.name));
                 } else {
-                    names.insert(id.name);
+                    names.insert((resource, id.name));
                 }
                 if names.is_empty() {
-                    self.types.remove(&cluster);
+                    self.held.remove(&cluster);
                     self.logical_clusters.remove(&cluster);
                 }
             }
@@ -185,21 +187,29 @@ impl Holders {
 }
 
 /// The routing data of the LogicalClusters (under `logical_clusters`) of the logical clusters
-/// that hold a WorkspaceType (under `workspace_types`).
-pub(super) async fn type_holders(
+/// that hold an object under one of the `held` prefixes.
+pub(super) async fn holders(
     local: &ObjectStore,
     logical_clusters: &str,
-    workspace_types: &str,
+    held: &[String],
 ) -> Result<Wanted, ApiError> {
     let clusters = local
         .list(ListRequest::everything(logical_clusters), &|_| true)
         .await?;
-    let types = local
-        .list(ListRequest::everything(workspace_types), &|_| true)
-        .await?;
     let mut holders = Holders::default();
-    for object in types.items {
-        holders.apply(Seen::added(Of::WorkspaceType, object));
+    let mut streams = Vec::new();
+    for (index, prefix) in held.iter().enumerate() {
+        let page = local
+            .list(ListRequest::everything(prefix), &|_| true)
+            .await?;
+        for object in page.items {
+            holders.apply(Seen::added(Of::Held(index), object));
+        }
+        let changes = local
+            .watch_current(prefix, page.revision + 1)
+            .await?
+            .map(move |change| change.map(|change| Seen::change(Of::Held(index), change)));
+        streams.push(changes.boxed());
     }
     for object in clusters.items {
         holders.apply(Seen::added(Of::LogicalCluster, object));
@@ -209,13 +219,10 @@ pub(super) async fn type_holders(
         .watch_current(logical_clusters, clusters.revision + 1)
         .await?
         .map(|change| change.map(|change| Seen::change(Of::LogicalCluster, change)));
-    let type_changes = local
-        .watch_current(workspace_types, types.revision + 1)
-        .await?
-        .map(|change| change.map(|change| Seen::change(Of::WorkspaceType, change)));
+    streams.push(cluster_changes.boxed());
     let follow = Follow {
         holders,
-        changes: stream::select(cluster_changes.boxed(), type_changes.boxed()).boxed(),
+        changes: stream::select_all(streams).boxed(),
         local: local.clone(),
         logical_clusters: logical_clusters.to_string(),
     };
@@ -285,7 +292,7 @@ mod tests {
 
     fn seen_type(cluster: &str, name: &str, deleted: bool) -> Seen {
         Seen {
-            of: Of::WorkspaceType,
+            of: Of::Held(0),
             deleted,
             object: json!({"kind": "WorkspaceType", "metadata": {"name": name,
                 "annotations": {"kcp.io/cluster": cluster}}}),

@@ -1,0 +1,400 @@
+//! APIs as a service across shards (issue 21 item 7): `kcp sharded` with root and shard-1, an
+//! export in a workspace on root and consumers on both shards, with the standalone cache and the
+//! root shard's in-process cache, one topology per test reused for every check:
+//!
+//! - shard-1 reads the export, its schemas and its workspace's routing data back from the cache:
+//!   a binding there becomes Bound under the export's identity hash and serves the bound
+//!   resource (create, list, watch), and a binding on root to the same export serves the same
+//!   resource; each consumer sees only its own objects, and a wildcard list by identity on each
+//!   shard sees only that shard's;
+//! - a new schema version exported on root rolls to shard-1's binding;
+//! - a workspace on shard-1 of a type (on root) whose `defaultAPIBindings` name an export created
+//!   just before gets its binding and becomes Ready (the binding converges once the export reached
+//!   shard-1's copies);
+//! - the export's endpoint slice on root lists shard-1's URL once shard-1 holds a binding;
+//! - after a restart of the topology, shard-1 serves the bound resource again;
+//! - RBAC across shards: a user granted `bind` on the export in its workspace on root may bind it
+//!   from shard-1, a user without it is refused with upstream's message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use kcp_testing::identities::CertificateAuthority;
+use kcp_testing::{Caller, Patience, ShardedKcp};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(200));
+const WORKSPACES: &str = "apis/tenancy.kcp.io/v1alpha1/workspaces";
+const SCHEMAS: &str = "apis/apis.kcp.io/v1alpha1/apiresourceschemas";
+const EXPORTS: &str = "apis/apis.kcp.io/v1alpha2/apiexports";
+const BINDINGS: &str = "apis/apis.kcp.io/v1alpha2/apibindings";
+const SLICES: &str = "apis/apis.kcp.io/v1alpha1/apiexportendpointslices";
+const GROUP: &str = "widgets.example.io";
+
+fn admin(sharded: &ShardedKcp, shard: &str) -> Caller {
+    Caller::admin_of(&sharded.admin(shard))
+}
+
+fn at(path: &str, rest: &str) -> String {
+    format!("/clusters/{path}/{rest}")
+}
+
+fn widgets(path: &str, version: &str) -> String {
+    at(
+        path,
+        &format!("apis/{GROUP}/{version}/namespaces/default/widgets"),
+    )
+}
+
+/// A workspace `name` in root on `shard`, optionally of `type_ref`, Ready.
+async fn workspace(root: &Caller, name: &str, shard: &str, type_ref: Option<Value>) {
+    let mut spec = json!({"location": {"selector": {"matchLabels": {"name": shard}}}});
+    if let Some(type_ref) = type_ref {
+        spec["type"] = type_ref;
+    }
+    root.create(
+        &at("root", WORKSPACES),
+        &json!({"metadata": {"name": name}, "spec": spec}),
+    )
+    .await;
+    let path = format!("{}/{name}", at("root", WORKSPACES));
+    PATIENCE
+        .eventually(&format!("root:{name} Ready"), || async {
+            let answer = root.get(&path).await;
+            match answer.json()["status"]["phase"] == "Ready" {
+                true => Ok(()),
+                false => Err(answer.text()),
+            }
+        })
+        .await;
+}
+
+/// Schema `<prefix>.widgets.<group>` serving `versions` (the first one stored).
+fn schema(prefix: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            json!({"name": v, "served": true, "storage": i == 0,
+                "schema": {"type": "object", "properties": {"spec": {"type": "object",
+                    "properties": {"size": {"type": "integer"}}}}}})
+        })
+        .collect();
+    json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
+        "metadata": {"name": format!("{prefix}.widgets.{GROUP}")},
+        "spec": {"group": GROUP, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": versions, "conversion": {"strategy": "None"}}})
+}
+
+fn export_resources(schema_prefix: &str) -> Value {
+    json!([{"group": GROUP, "name": "widgets", "schema": format!("{schema_prefix}.widgets.{GROUP}"),
+        "storage": {"crd": {}}}])
+}
+
+fn binding(name: &str) -> Value {
+    json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding", "metadata": {"name": name},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "widgets"}}}})
+}
+
+/// Creates binding `name` in `path` through `caller` once the shard admits it (it refuses a
+/// binding until the export reached its copies), then waits until it is Bound.
+async fn bind(caller: &Caller, path: &str, name: &str) -> Value {
+    PATIENCE
+        .eventually(&format!("{path} admits binding {name}"), || async {
+            let answer = caller.post(&at(path, BINDINGS), &binding(name)).await;
+            match answer.status {
+                201 | 409 => Ok(()),
+                _ => Err(answer.text()),
+            }
+        })
+        .await;
+    wait_bound(caller, path, name).await
+}
+
+async fn wait_bound(caller: &Caller, path: &str, name: &str) -> Value {
+    let url = format!("{}/{name}", at(path, BINDINGS));
+    PATIENCE
+        .eventually(&format!("{path} binding {name} Bound"), || async {
+            let answer = caller.get(&url).await;
+            match answer.json()["status"]["phase"] == "Bound" {
+                true => Ok(answer.json()),
+                false => Err(answer.text()),
+            }
+        })
+        .await
+}
+
+async fn create_widget(caller: &Caller, path: &str, name: &str) {
+    caller
+        .create(
+            &widgets(path, "v1"),
+            &json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+                "metadata": {"name": name}, "spec": {"size": 2}}),
+        )
+        .await;
+}
+
+fn names(list: &Value) -> Vec<String> {
+    let mut names: Vec<String> = list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The URLs of the export's endpoint slice on root.
+async fn slice_urls(root: &Caller) -> Vec<String> {
+    let slice = root
+        .get(&format!("{}/widgets", at("root:provider", SLICES)))
+        .await
+        .json();
+    let mut urls: Vec<String> = slice["status"]["endpoints"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .map(|e| e["url"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    urls.sort();
+    urls
+}
+
+/// The whole scenario on one topology started with `flags`.
+async fn apis_across_shards(label: &str, flags: &[String]) {
+    let binary = Path::new(env!("CARGO_BIN_EXE_kcp"));
+    let mut sharded = ShardedKcp::start(binary, label, 2, flags).await;
+    let root = admin(&sharded, "root");
+    let shard_1 = admin(&sharded, "shard-1");
+    workspace(&root, "provider", "root", None).await;
+    workspace(&root, "on-root", "root", None).await;
+    workspace(&root, "on-1", "shard-1", None).await;
+
+    // The export, on root.
+    root.create(&at("root:provider", SCHEMAS), &schema("v1", &["v1"]))
+        .await;
+    root.create(
+        &at("root:provider", EXPORTS),
+        &json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+            "metadata": {"name": "widgets"}, "spec": {"resources": export_resources("v1")}}),
+    )
+    .await;
+    let identity = PATIENCE
+        .eventually("the export's identity", || async {
+            let export = root
+                .get(&format!("{}/widgets", at("root:provider", EXPORTS)))
+                .await
+                .json();
+            match export["status"]["identityHash"].as_str() {
+                Some(hash) if !hash.is_empty() => Ok(hash.to_owned()),
+                _ => Err(export.to_string()),
+            }
+        })
+        .await;
+    // Empty before the first binding.
+    assert!(slice_urls(&root).await.is_empty());
+
+    // Consumers on both shards.
+    let bound_1 = bind(&shard_1, "root:on-1", "widgets").await;
+    let bound_root = bind(&root, "root:on-root", "widgets").await;
+    for bound in [&bound_1, &bound_root] {
+        assert_eq!(
+            bound["status"]["boundResources"][0]["schema"]["identityHash"],
+            json!(identity),
+            "{bound}"
+        );
+    }
+    create_widget(&shard_1, "root:on-1", "on-shard-1").await;
+    create_widget(&root, "root:on-root", "on-root").await;
+    let listed = shard_1.get(&widgets("root:on-1", "v1")).await;
+    assert_eq!(names(&listed.json()), ["on-shard-1"], "{}", listed.text());
+    let listed = root.get(&widgets("root:on-root", "v1")).await;
+    assert_eq!(names(&listed.json()), ["on-root"], "{}", listed.text());
+    // A watch on shard-1 starts with what exists.
+    let watch = shard_1
+        .request(
+            Method::GET,
+            &format!("{}?watch=true", widgets("root:on-1", "v1")),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    let mut watch = watch;
+    let first = watch.chunk().await.unwrap().unwrap();
+    let first = String::from_utf8_lossy(&first);
+    assert!(
+        first.contains("\"ADDED\"") && first.contains("on-shard-1"),
+        "{first}"
+    );
+    drop(watch);
+    // The wildcard list by identity sees each shard's own consumers only.
+    let wildcard = format!("/clusters/*/apis/{GROUP}/v1/widgets:{identity}");
+    assert_eq!(names(&shard_1.get(&wildcard).await.json()), ["on-shard-1"]);
+    assert_eq!(names(&root.get(&wildcard).await.json()), ["on-root"]);
+
+    // The export's endpoint slice on root lists shard-1 (and root) once they hold bindings.
+    let shard_1_url = sharded.child("shard-1").url;
+    PATIENCE
+        .eventually("shard-1 in the export's endpoint slice", || async {
+            let urls = slice_urls(&root).await;
+            match urls.len() == 2 && urls.iter().any(|u| u.starts_with(&shard_1_url)) {
+                true => Ok(()),
+                false => Err(format!("{urls:?}")),
+            }
+        })
+        .await;
+
+    // A new schema version rolls to shard-1's binding.
+    root.create(&at("root:provider", SCHEMAS), &schema("v2", &["v1", "v2"]))
+        .await;
+    let export_url = format!("{}/widgets", at("root:provider", EXPORTS));
+    let mut export = root.get(&export_url).await.json();
+    export["spec"]["resources"] = export_resources("v2");
+    let updated = root.put(&export_url, &export).await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    PATIENCE
+        .eventually("v2 of widgets served on shard-1", || async {
+            let answer = shard_1.get(&widgets("root:on-1", "v2")).await;
+            match answer.status == 200 && names(&answer.json()) == ["on-shard-1"] {
+                true => Ok(()),
+                false => Err(answer.text()),
+            }
+        })
+        .await;
+
+    // Default bindings of a type on root, for a workspace on shard-1, to an export created just
+    // before: the binding converges once the export reached shard-1.
+    root.create(&at("root:provider", SCHEMAS), &schema("g1", &["v1"]))
+        .await;
+    root.create(
+        &at("root:provider", EXPORTS),
+        &json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+            "metadata": {"name": "gadgets"}, "spec": {"resources": export_resources("g1")}}),
+    )
+    .await;
+    root.create(
+        &at(
+            "root:provider",
+            "apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+        ),
+        &json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+            "metadata": {"name": "with-gadgets"},
+            "spec": {"defaultAPIBindings": [{"path": "root:provider", "export": "gadgets"}]}}),
+    )
+    .await;
+    let type_ref = json!({"name": "with-gadgets", "path": "root:provider"});
+    PATIENCE
+        .eventually("a workspace of the type is admitted", || async {
+            let spec = json!({"location": {"selector": {"matchLabels": {"name": "shard-1"}}},
+                "type": type_ref});
+            let answer = root
+                .post(
+                    &at("root", WORKSPACES),
+                    &json!({"metadata": {"name": "defaulted"}, "spec": spec}),
+                )
+                .await;
+            match answer.status {
+                201 | 409 => Ok(()),
+                _ => Err(answer.text()),
+            }
+        })
+        .await;
+    PATIENCE
+        .eventually("root:defaulted Ready with widgets", || async {
+            let answer = shard_1.get(&widgets("root:defaulted", "v1")).await;
+            match answer.status == 200 {
+                true => Ok(()),
+                false => Err(answer.text()),
+            }
+        })
+        .await;
+
+    // RBAC across shards: `bind` granted in the export's workspace on root.
+    let ca_dir = sharded.directory().join("pki");
+    let clients =
+        CertificateAuthority::read(&ca_dir.join("client-ca.crt"), &ca_dir.join("client-ca.key"));
+    let as_user = |user: &str| {
+        Caller::admin_of(
+            &clients
+                .client(user, &[])
+                .credentials(&sharded.admin("shard-1")),
+        )
+    };
+    let (alice, bob) = (as_user("alice"), as_user("bob"));
+    workspace(&root, "users", "shard-1", None).await;
+    for user in ["alice", "bob"] {
+        shard_1
+            .create(
+                &at("root:users", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+                &json!({"metadata": {"name": format!("{user}-admin")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+            )
+            .await;
+    }
+    root.create(
+        &at(
+            "root:provider",
+            "apis/rbac.authorization.k8s.io/v1/clusterroles",
+        ),
+        &json!({"metadata": {"name": "bind-widgets"},
+            "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
+                "resourceNames": ["widgets"], "verbs": ["bind"]}]}),
+    )
+    .await;
+    root.create(
+        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+        &json!({"metadata": {"name": "alice-binds-widgets"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-widgets"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
+    )
+    .await;
+    bind(&alice, "root:users", "alice-widgets").await;
+    let refused = bob
+        .post(&at("root:users", BINDINGS), &binding("bob-widgets"))
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("no permission to bind to export root:provider:widgets"),
+        "{}",
+        refused.text()
+    );
+
+    // A restart of the topology: shard-1 serves the bound resource again.
+    sharded.restart().await;
+    let shard_1 = admin(&sharded, "shard-1");
+    PATIENCE
+        .eventually("widgets on shard-1 after the restart", || async {
+            let answer = shard_1.get(&widgets("root:on-1", "v2")).await;
+            match answer.status == 200 && names(&answer.json()) == ["on-shard-1"] {
+                true => Ok(()),
+                false => Err(answer.text()),
+            }
+        })
+        .await;
+    wait_bound(&shard_1, "root:on-1", "widgets").await;
+    assert!(sharded.stop().await.success(), "{}", sharded.output());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_standalone_cache() {
+    apis_across_shards("xshard-apis-standalone", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_in_process_cache() {
+    apis_across_shards("xshard-apis-in-process", &["--cache=in-process".to_owned()]).await;
+}
