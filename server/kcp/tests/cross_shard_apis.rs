@@ -13,8 +13,11 @@
 //!   shard-1's copies);
 //! - the export's endpoint slice on root lists shard-1's URL once shard-1 holds a binding;
 //! - after a restart of the topology, shard-1 serves the bound resource again;
+//! - the export deleted on root makes shard-1's binding say `APIExportNotFound` (upstream's
+//!   reason), and it converges when the export is back;
 //! - RBAC across shards: a user granted `bind` on the export in its workspace on root may bind it
-//!   from shard-1, a user without it is refused with upstream's message.
+//!   from shard-1, and one granted `use` of a type there may create a workspace of it through
+//!   shard-1; a user without either is refused with upstream's message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -319,6 +322,48 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
         })
         .await;
 
+    // The export goes away on root: shard-1's binding says so as upstream does, and converges
+    // once the export is back.
+    let gadgets_url = format!("{}/gadgets", at("root:provider", EXPORTS));
+    let deleted = root.delete(&gadgets_url).await;
+    assert!(deleted.status < 300, "{}", deleted.text());
+    let defaulted = names(&shard_1.get(&at("root:defaulted", BINDINGS)).await.json());
+    assert_eq!(defaulted.len(), 1, "{defaulted:?}");
+    let export_valid = |reason: &'static str| {
+        let url = format!("{}/{}", at("root:defaulted", BINDINGS), defaulted[0]);
+        let shard_1 = &shard_1;
+        async move {
+            PATIENCE
+                .eventually(&format!("APIExportValid {reason}"), || async {
+                    let binding = shard_1.get(&url).await.json();
+                    let conditions = binding["status"]["conditions"].as_array().cloned();
+                    let valid = conditions
+                        .into_iter()
+                        .flatten()
+                        .find(|c| c["type"] == "APIExportValid");
+                    let found = valid.as_ref().map(|c| {
+                        c["reason"]
+                            .as_str()
+                            .unwrap_or(c["status"].as_str().unwrap())
+                    });
+                    match found == Some(reason) {
+                        true => Ok(binding),
+                        false => Err(binding.to_string()),
+                    }
+                })
+                .await
+        }
+    };
+    export_valid("APIExportNotFound").await;
+    root.create(
+        &at("root:provider", EXPORTS),
+        &json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+            "metadata": {"name": "gadgets"}, "spec": {"resources": export_resources("g1")}}),
+    )
+    .await;
+    let converged = export_valid("True").await;
+    assert_eq!(converged["status"]["phase"], "Bound", "{converged}");
+
     // RBAC across shards: `bind` granted in the export's workspace on root.
     let ca_dir = sharded.directory().join("pki");
     let clients =
@@ -369,6 +414,65 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
             .as_str()
             .unwrap()
             .contains("no permission to bind to export root:provider:widgets"),
+        "{}",
+        refused.text()
+    );
+
+    // `use` of a type on root, for a workspace created through shard-1, granted on root.
+    root.create(
+        &at(
+            "root:provider",
+            "apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+        ),
+        &json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+            "metadata": {"name": "restricted"},
+            "spec": {"extend": {"with": [{"name": "universal", "path": "root"}]}}}),
+    )
+    .await;
+    root.create(
+        &at(
+            "root:provider",
+            "apis/rbac.authorization.k8s.io/v1/clusterroles",
+        ),
+        &json!({"metadata": {"name": "use-restricted"},
+            "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"],
+                "resourceNames": ["restricted"], "verbs": ["use"]}]}),
+    )
+    .await;
+    root.create(
+        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+        &json!({"metadata": {"name": "alice-uses-restricted"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "use-restricted"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
+    )
+    .await;
+    let restricted = |name: &str| {
+        json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": name},
+            "spec": {"type": {"name": "restricted", "path": "root:provider"}}})
+    };
+    PATIENCE
+        .eventually(
+            "alice may use root:provider:restricted through shard-1",
+            || async {
+                let answer = alice
+                    .post(&at("root:users", WORKSPACES), &restricted("alice-ws"))
+                    .await;
+                match answer.status {
+                    201 | 409 => Ok(()),
+                    _ => Err(answer.text()),
+                }
+            },
+        )
+        .await;
+    let refused = bob
+        .post(&at("root:users", WORKSPACES), &restricted("bob-ws"))
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(
+        refused.text().contains(
+            "unable to use workspace type root:provider:restricted: missing verb='use' permission"
+        ),
         "{}",
         refused.text()
     );
