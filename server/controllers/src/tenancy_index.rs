@@ -591,4 +591,63 @@ mod tests {
         index.replace_copies(CopiedKind::LogicalClusters, Vec::new());
         assert!(index.resolve_with_copies("root:org").is_none());
     }
+
+    #[test]
+    fn api_and_rbac_copies_are_found_and_their_changes_heard() {
+        let index = TenancyIndex::default();
+        let far = LogicalClusterName::parse("far").unwrap();
+        let copy = |kind: &str, name: &str, shard: &str| {
+            json!({"kind": kind, "metadata": {"name": name,
+                "annotations": {"kcp.io/cluster": "far", "kcp.io/shard": shard}},
+                "spec": {"url": format!("https://{shard}/services/apiexport/far/{name}")}})
+        };
+        // Without a cache nothing is awaited; with one, a kind is complete once listed.
+        assert!(index.copies_listed(CopiedKind::ApiExports));
+        index.expect_copies();
+        assert!(!index.copies_listed(CopiedKind::ApiExports));
+        let mut changes = index.subscribe_copies();
+        index.replace_copies(
+            CopiedKind::ApiExports,
+            vec![copy("APIExport", "widgets", "root")],
+        );
+        assert!(index.copies_listed(CopiedKind::ApiExports));
+        assert!(!index.copies_listed(CopiedKind::ApiResourceSchemas));
+        assert_eq!(changes.try_recv().unwrap().as_str(), "far");
+        assert!(
+            index
+                .copy_of(CopiedKind::ApiExports, &far, "widgets")
+                .is_some()
+        );
+        assert!(
+            index
+                .copy_of(CopiedKind::ApiResourceSchemas, &far, "widgets")
+                .is_none()
+        );
+        index.apply_copy(false, copy("ClusterRole", "binder", "root"));
+        index.apply_copy(false, copy("ClusterRoleBinding", "alice", "root"));
+        assert_eq!(changes.try_recv().unwrap().as_str(), "far");
+        let mut rbac: Vec<String> = index
+            .rbac_copies(&far)
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap().to_owned())
+            .collect();
+        rbac.sort();
+        assert_eq!(rbac, ["ClusterRole", "ClusterRoleBinding"]);
+        // Markers of bound exports are kept per shard.
+        index.apply_copy(false, copy("BoundExport", "widgets", "shard-1"));
+        index.apply_copy(false, copy("BoundExport", "widgets", "shard-2"));
+        assert_eq!(index.bound_export_urls(&far, "widgets").len(), 2);
+        index.apply_copy(true, copy("BoundExport", "widgets", "shard-1"));
+        assert_eq!(
+            index.bound_export_urls(&far, "widgets"),
+            ["https://shard-2/services/apiexport/far/widgets"]
+        );
+        index.replace_copies(CopiedKind::ApiExports, Vec::new());
+        assert!(
+            index
+                .copy_of(CopiedKind::ApiExports, &far, "widgets")
+                .is_none()
+        );
+        assert_eq!(index.rbac_copies(&far).len(), 2);
+    }
 }

@@ -299,6 +299,30 @@ mod tests {
         }
     }
 
+    fn seen_export(cluster: &str, name: &str, deleted: bool) -> Seen {
+        Seen {
+            of: Of::Held(1),
+            deleted,
+            object: json!({"kind": "APIExport", "metadata": {"name": name,
+                "annotations": {"kcp.io/cluster": cluster}}}),
+        }
+    }
+
+    #[test]
+    fn a_cluster_holding_a_type_or_an_export_is_copied_while_it_holds_either() {
+        let mut holders = Holders::default();
+        holders.apply(seen_export("abc", "widgets", false));
+        assert_eq!(summary(holders.apply(seen_cluster("abc", false))).len(), 1);
+        // A type and an export of the same name are two objects.
+        holders.apply(seen_type("abc", "widgets", false));
+        assert!(summary(holders.apply(seen_export("abc", "widgets", true)))[0].starts_with("set"));
+        assert_eq!(holders.now().len(), 1);
+        assert_eq!(
+            summary(holders.apply(seen_type("abc", "widgets", true))),
+            ["gone abc"]
+        );
+    }
+
     fn summary(desired: Vec<Desired>) -> Vec<String> {
         desired
             .into_iter()
