@@ -17,7 +17,8 @@
 //!   reason), and it converges when the export is back;
 //! - RBAC across shards: a user granted `bind` on the export in its workspace on root may bind it
 //!   from shard-1, and one granted `use` of a type there may create a workspace of it through
-//!   shard-1; a user without either is refused with upstream's message.
+//!   shard-1; a user without either is refused with upstream's message; the export's maximal
+//!   permission policy caps a consumer on shard-1 until the provider grants it on root.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -417,6 +418,44 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
         "{}",
         refused.text()
     );
+
+    // The export's maximal permission policy caps alice on shard-1, and the provider's grant to
+    // `apis.kcp.io:binding:alice` on root (replicated with its role) lifts the cap there.
+    let mut export = root.get(&export_url).await.json();
+    export["spec"]["maximalPermissionPolicy"] = json!({"local": {}});
+    let updated = root.put(&export_url, &export).await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    let alice_lists = |expected: u16| {
+        let (alice, url) = (&alice, widgets("root:users", "v1"));
+        async move {
+            PATIENCE
+                .eventually(&format!("alice lists widgets: {expected}"), || async {
+                    let answer = alice.get(&url).await;
+                    match answer.status == expected {
+                        true => Ok(answer.text()),
+                        false => Err(answer.text()),
+                    }
+                })
+                .await
+        }
+    };
+    let capped = alice_lists(403).await;
+    assert!(capped.contains("policy"), "{capped}");
+    root.create(
+        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterroles"),
+        &json!({"metadata": {"name": "widgets-reader"},
+            "rules": [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}),
+    )
+    .await;
+    root.create(
+        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+        &json!({"metadata": {"name": "consumers-read-widgets"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widgets-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                "name": "apis.kcp.io:binding:alice"}]}),
+    )
+    .await;
+    alice_lists(200).await;
 
     // `use` of a type on root, for a workspace created through shard-1, granted on root.
     root.create(

@@ -10,15 +10,18 @@
 //! (`desired.rs`): a ClusterRole is replicated when one of its rules grants `bind` on
 //! `apiexports` or anything on `apiexports/content` (apis.kcp.io), or `use`, `initialize` or
 //! `terminate` on `workspacetypes` (tenancy.kcp.io), wildcards included; a ClusterRoleBinding is
-//! replicated when it binds such a ClusterRole of its own logical cluster. `system:` clusters are
-//! left out (their policy is every shard's own). Upstream's further cases (bindings of
-//! maximal-permission-policy subjects, `access` roles of replicated clusters) are not replicated.
+//! replicated when it binds such a ClusterRole of its own logical cluster, or when one of its
+//! subjects is a user or group of an export's maximal permission policy (`apis.kcp.io:binding:`),
+//! and then its ClusterRole too, so that another shard serving resources bound from an export
+//! of this shard enforces the policy. `system:` clusters are left out (their policy is every
+//! shard's own). Upstream's `access` roles of replicated clusters are not replicated.
 
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 use kcp_apimachinery::ApiError;
+use kcp_apis::binding::MAXIMAL_PERMISSION_POLICY_PREFIX;
 use kcp_rbac::PolicyRule;
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{ChangeType, ListRequest};
@@ -86,33 +89,69 @@ fn copy(object: &Value, kind: RbacKind) -> Value {
     copy
 }
 
+/// Whether one of the binding's subjects is a user or group of a maximal permission policy.
+fn binds_policy_subject(binding: &Value) -> bool {
+    let subjects = binding.get("subjects").and_then(Value::as_array);
+    subjects.into_iter().flatten().any(|subject| {
+        let field = |name: &str| {
+            subject
+                .get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        ["User", "Group"].contains(&field("kind"))
+            && field("apiGroup") == "rbac.authorization.k8s.io"
+            && field("name").starts_with(MAXIMAL_PERMISSION_POLICY_PREFIX)
+    })
+}
+
+/// A ClusterRole as remembered: whether it grants across shards, and its copy.
+struct Role {
+    grants: bool,
+    copy: Value,
+}
+
+/// A ClusterRoleBinding as remembered: the role it binds, whether it binds a policy subject,
+/// and its copy.
+struct Binding {
+    role: ObjectId,
+    policy_subject: bool,
+    copy: Value,
+}
+
 /// What the shard's RBAC objects make wanted, as far as it must be remembered.
 #[derive(Default)]
 struct Granting {
-    /// The ClusterRoles that grant across shards.
-    roles: BTreeMap<ObjectId, Value>,
-    /// Every ClusterRoleBinding of a ClusterRole: binding -> (cluster, role name) and the copy.
-    bindings: BTreeMap<ObjectId, ((String, String), Value)>,
+    roles: BTreeMap<ObjectId, Role>,
+    bindings: BTreeMap<ObjectId, Binding>,
 }
 
 impl Granting {
-    fn role_grants(&self, cluster: &str, role: &str) -> bool {
-        self.roles.contains_key(&ObjectId {
-            cluster: cluster.to_owned(),
-            namespace: None,
-            name: role.to_owned(),
-        })
+    fn role_grants(&self, role: &ObjectId) -> bool {
+        self.roles.get(role).is_some_and(|role| role.grants)
     }
 
     /// The wanted copies of `kind`.
     fn wanted(&self, kind: RbacKind) -> BTreeMap<ObjectId, Value> {
         match kind {
-            RbacKind::ClusterRoles => self.roles.clone(),
+            RbacKind::ClusterRoles => {
+                let of_policy_subjects: Vec<&ObjectId> = self
+                    .bindings
+                    .values()
+                    .filter(|binding| binding.policy_subject)
+                    .map(|binding| &binding.role)
+                    .collect();
+                self.roles
+                    .iter()
+                    .filter(|(id, role)| role.grants || of_policy_subjects.contains(id))
+                    .map(|(id, role)| (id.clone(), role.copy.clone()))
+                    .collect()
+            }
             RbacKind::ClusterRoleBindings => self
                 .bindings
                 .iter()
-                .filter(|(_, ((cluster, role), _))| self.role_grants(cluster, role))
-                .map(|(id, (_, copy))| (id.clone(), copy.clone()))
+                .filter(|(_, binding)| binding.policy_subject || self.role_grants(&binding.role))
+                .map(|(id, binding)| (id.clone(), binding.copy.clone()))
                 .collect(),
         }
     }
@@ -122,22 +161,32 @@ impl Granting {
         let Some(id) = ObjectId::of(object).filter(replicable) else {
             return;
         };
-        match of {
-            RbacKind::ClusterRoles if !deleted && grants_across_shards(object) => {
-                self.roles.insert(id, copy(object, of));
-            }
-            RbacKind::ClusterRoles => {
+        match (of, deleted) {
+            (RbacKind::ClusterRoles, true) => {
                 self.roles.remove(&id);
             }
-            RbacKind::ClusterRoleBindings => match bound_role(object) {
-                Some(role) if !deleted => {
-                    let key = (id.cluster.clone(), role);
-                    self.bindings.insert(id, (key, copy(object, of)));
-                }
-                _ => {
-                    self.bindings.remove(&id);
-                }
-            },
+            (RbacKind::ClusterRoles, false) => {
+                let role = Role {
+                    grants: grants_across_shards(object),
+                    copy: copy(object, of),
+                };
+                self.roles.insert(id, role);
+            }
+            (RbacKind::ClusterRoleBindings, false) if let Some(name) = bound_role(object) => {
+                let binding = Binding {
+                    role: ObjectId {
+                        cluster: id.cluster.clone(),
+                        namespace: None,
+                        name,
+                    },
+                    policy_subject: binds_policy_subject(object),
+                    copy: copy(object, of),
+                };
+                self.bindings.insert(id, binding);
+            }
+            (RbacKind::ClusterRoleBindings, _) => {
+                self.bindings.remove(&id);
+            }
         }
     }
 }
@@ -162,8 +211,8 @@ fn differences(
 type Change = (RbacKind, bool, Value);
 
 /// The copies of `kind` wanted now and their changes, from the ClusterRoles under `roles` and
-/// the ClusterRoleBindings under `bindings` of the shard's store. ClusterRoleBindings are
-/// remembered by the role they bind (a role that starts granting makes its bindings wanted).
+/// the ClusterRoleBindings under `bindings` of the shard's store. Both are remembered (a role
+/// that starts granting makes its bindings wanted, a binding of a policy subject its role).
 pub(super) async fn granting(
     local: &ObjectStore,
     kind: RbacKind,
@@ -263,11 +312,15 @@ mod tests {
         assert!(!grants_across_shards(&rule(&[""], &["configmaps"], &["*"])));
     }
 
+    fn read_rule() -> Value {
+        json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
+    }
+
     #[test]
     fn bindings_follow_their_role() {
         let bind =
             json!({"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"], "verbs": ["bind"]});
-        let read = json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]});
+        let read = read_rule();
         let mut granting = Granting::default();
         granting.apply(
             RbacKind::ClusterRoleBindings,
@@ -292,6 +345,21 @@ mod tests {
         granting.apply(RbacKind::ClusterRoles, false, &role("c", "binder", read));
         assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
         assert!(granting.wanted(RbacKind::ClusterRoleBindings).is_empty());
+        // A binding of a maximal-permission-policy subject is replicated with its role.
+        let mut policy = binding("c", "policy", "reader");
+        policy["subjects"] = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+            "name": "apis.kcp.io:binding:alice"}]);
+        granting.apply(RbacKind::ClusterRoleBindings, false, &policy);
+        assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
+        granting.apply(
+            RbacKind::ClusterRoles,
+            false,
+            &role("c", "reader", read_rule()),
+        );
+        assert_eq!(granting.wanted(RbacKind::ClusterRoles).len(), 1);
+        assert_eq!(granting.wanted(RbacKind::ClusterRoleBindings).len(), 1);
+        granting.apply(RbacKind::ClusterRoleBindings, true, &policy);
+        assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
         let system = role(
             "system:admin",
             "x",
