@@ -4,7 +4,7 @@
 //!
 //! - shard-1 reads the export, its schemas and its workspace's routing data back from the cache:
 //!   a binding there becomes Bound under the export's identity hash and serves the bound
-//!   resource (create, list, watch), and a binding on root to the same export serves the same
+//!   resource (kubectl create, get, watch, delete), and a binding on root to the same export serves the same
 //!   resource; each consumer sees only its own objects, and a wildcard list by identity on each
 //!   shard sees only that shard's;
 //! - a new schema version exported on root rolls to shard-1's binding;
@@ -25,8 +25,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use kcp_testing::identities::CertificateAuthority;
-use kcp_testing::{Caller, Patience, ShardedKcp};
-use reqwest::Method;
+use kcp_testing::{Caller, Kubectl, Patience, ShardedKcp, temp_dir};
 use serde_json::{Value, json};
 
 const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(200));
@@ -36,6 +35,7 @@ const EXPORTS: &str = "apis/apis.kcp.io/v1alpha2/apiexports";
 const BINDINGS: &str = "apis/apis.kcp.io/v1alpha2/apibindings";
 const SLICES: &str = "apis/apis.kcp.io/v1alpha1/apiexportendpointslices";
 const GROUP: &str = "widgets.example.io";
+const KUBECTL: &str = "1.33";
 
 fn admin(sharded: &ShardedKcp, shard: &str) -> Caller {
     Caller::admin_of(&sharded.admin(shard))
@@ -131,16 +131,6 @@ async fn wait_bound(caller: &Caller, path: &str, name: &str) -> Value {
         .await
 }
 
-async fn create_widget(caller: &Caller, path: &str, name: &str) {
-    caller
-        .create(
-            &widgets(path, "v1"),
-            &json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
-                "metadata": {"name": name}, "spec": {"size": 2}}),
-        )
-        .await;
-}
-
 fn names(list: &Value) -> Vec<String> {
     let mut names: Vec<String> = list["items"]
         .as_array()
@@ -217,30 +207,41 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
             "{bound}"
         );
     }
-    create_widget(&shard_1, "root:on-1", "on-shard-1").await;
-    create_widget(&root, "root:on-root", "on-root").await;
-    let listed = shard_1.get(&widgets("root:on-1", "v1")).await;
-    assert_eq!(names(&listed.json()), ["on-shard-1"], "{}", listed.text());
-    let listed = root.get(&widgets("root:on-root", "v1")).await;
-    assert_eq!(names(&listed.json()), ["on-root"], "{}", listed.text());
-    // A watch on shard-1 starts with what exists.
-    let watch = shard_1
-        .request(
-            Method::GET,
-            &format!("{}?watch=true", widgets("root:on-1", "v1")),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(watch.status(), 200);
-    let mut watch = watch;
-    let first = watch.chunk().await.unwrap().unwrap();
-    let first = String::from_utf8_lossy(&first);
-    assert!(
-        first.contains("\"ADDED\"") && first.contains("on-shard-1"),
-        "{first}"
-    );
-    drop(watch);
+    // kubectl on each shard: create, list and watch the bound objects of its consumer.
+    let kubectl = Kubectl::new(KUBECTL, &sharded.kubeconfig());
+    let manifests = temp_dir("xshard-widgets");
+    for (shard, path, name) in [
+        ("shard-1", "root:on-1", "on-shard-1"),
+        ("root", "root:on-root", "on-root"),
+    ] {
+        let server = format!("{}/clusters/{path}", sharded.admin(shard).server);
+        let at_shard = |args: &[&str]| {
+            let mut all = vec!["--context", shard, "--server", server.as_str()];
+            all.extend_from_slice(args);
+            all.iter().map(|a| a.to_string()).collect::<Vec<String>>()
+        };
+        let manifest = |name: &str| {
+            let file = manifests.path().join(format!("{shard}-{name}.json"));
+            let widget = json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+                "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 2}});
+            std::fs::write(&file, widget.to_string()).unwrap();
+            file.display().to_string()
+        };
+        let run =
+            |args: Vec<String>| kubectl.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        run(at_shard(&["create", "-f", &manifest(name)]));
+        let listed = run(at_shard(&["get", "widgets", "-n", "default", "-o", "name"]));
+        assert_eq!(listed.trim(), format!("widget.{GROUP}/{name}"), "{shard}");
+        let watch_args = at_shard(&["get", "widgets", "-n", "default", "--watch", "-o", "name"]);
+        let mut watch =
+            kubectl.background(&watch_args.iter().map(String::as_str).collect::<Vec<_>>());
+        watch.wait_for_line("the existing widget", |line| line.ends_with(name));
+        let second = format!("{name}-2");
+        run(at_shard(&["create", "-f", &manifest(&second)]));
+        watch.wait_for_line("the new widget", |line| line.ends_with(&second));
+        run(at_shard(&["delete", "widget", "-n", "default", &second]));
+    }
+
     // The wildcard list by identity sees each shard's own consumers only.
     let wildcard = format!("/clusters/*/apis/{GROUP}/v1/widgets:{identity}");
     assert_eq!(names(&shard_1.get(&wildcard).await.json()), ["on-shard-1"]);
