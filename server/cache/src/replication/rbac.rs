@@ -16,7 +16,7 @@
 //! of this shard enforces the policy. `system:` clusters are left out (their policy is every
 //! shard's own). Upstream's `access` roles of replicated clusters are not replicated.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
@@ -24,7 +24,7 @@ use kcp_apimachinery::ApiError;
 use kcp_apis::binding::MAXIMAL_PERMISSION_POLICY_PREFIX;
 use kcp_rbac::PolicyRule;
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{ChangeType, ListRequest};
+use kcp_registry::storage::objects::{ChangeType, ListRequest, ObjectRef};
 use serde_json::{Value, json};
 
 use super::desired::{Desired, Wanted};
@@ -105,122 +105,154 @@ fn binds_policy_subject(binding: &Value) -> bool {
     })
 }
 
-/// A ClusterRole as remembered: whether it grants across shards, and its copy.
-struct Role {
-    grants: bool,
-    copy: Value,
-}
-
-/// A ClusterRoleBinding as remembered: the role it binds, whether it binds a policy subject,
-/// and its copy.
+/// A ClusterRoleBinding as remembered: the role it binds and whether it binds a policy subject.
 struct Binding {
     role: ObjectId,
     policy_subject: bool,
-    copy: Value,
 }
 
-/// What the shard's RBAC objects make wanted, as far as it must be remembered.
-#[derive(Default)]
+/// What the shard's RBAC objects make wanted: a few facts about every ClusterRole and
+/// ClusterRoleBinding, and copies of the wanted objects of the replicated kind only (the
+/// `workspace-admin` binding of each workspace costs a few names here, never a copy).
 struct Granting {
-    roles: BTreeMap<ObjectId, Role>,
+    kind: RbacKind,
+    /// Whether each ClusterRole grants across shards.
+    roles: BTreeMap<ObjectId, bool>,
     bindings: BTreeMap<ObjectId, Binding>,
+    /// The ClusterRoleBindings of each ClusterRole.
+    by_role: BTreeMap<ObjectId, BTreeSet<ObjectId>>,
+    /// The wanted copies of `kind`.
+    copies: BTreeMap<ObjectId, Value>,
 }
 
 impl Granting {
-    fn role_grants(&self, role: &ObjectId) -> bool {
-        self.roles.get(role).is_some_and(|role| role.grants)
-    }
-
-    /// The wanted copies of `kind`.
-    fn wanted(&self, kind: RbacKind) -> BTreeMap<ObjectId, Value> {
-        match kind {
-            RbacKind::ClusterRoles => {
-                let of_policy_subjects: Vec<&ObjectId> = self
-                    .bindings
-                    .values()
-                    .filter(|binding| binding.policy_subject)
-                    .map(|binding| &binding.role)
-                    .collect();
-                self.roles
-                    .iter()
-                    .filter(|(id, role)| role.grants || of_policy_subjects.contains(id))
-                    .map(|(id, role)| (id.clone(), role.copy.clone()))
-                    .collect()
-            }
-            RbacKind::ClusterRoleBindings => self
-                .bindings
-                .iter()
-                .filter(|(_, binding)| binding.policy_subject || self.role_grants(&binding.role))
-                .map(|(id, binding)| (id.clone(), binding.copy.clone()))
-                .collect(),
+    fn new(kind: RbacKind) -> Granting {
+        Granting {
+            kind,
+            roles: BTreeMap::new(),
+            bindings: BTreeMap::new(),
+            by_role: BTreeMap::new(),
+            copies: BTreeMap::new(),
         }
     }
 
-    /// Records a change of a ClusterRole or a ClusterRoleBinding.
-    fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) {
+    /// Whether the object `id` of `kind` is wanted in the cache.
+    fn is_wanted(&self, id: &ObjectId) -> bool {
+        match self.kind {
+            RbacKind::ClusterRoles => {
+                self.roles.get(id) == Some(&true)
+                    || self.by_role.get(id).is_some_and(|bindings| {
+                        bindings
+                            .iter()
+                            .any(|b| self.bindings.get(b).is_some_and(|b| b.policy_subject))
+                    })
+            }
+            RbacKind::ClusterRoleBindings => self.bindings.get(id).is_some_and(|binding| {
+                binding.policy_subject || self.roles.get(&binding.role) == Some(&true)
+            }),
+        }
+    }
+
+    /// Records a change of a ClusterRole or a ClusterRoleBinding; returns the objects of `kind`
+    /// whose wanted state it may have changed.
+    fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) -> Vec<ObjectId> {
         let Some(id) = ObjectId::of(object).filter(replicable) else {
-            return;
+            return Vec::new();
         };
-        match (of, deleted) {
-            (RbacKind::ClusterRoles, true) => {
-                self.roles.remove(&id);
+        match of {
+            RbacKind::ClusterRoles => {
+                if deleted {
+                    self.roles.remove(&id);
+                } else {
+                    self.roles.insert(id.clone(), grants_across_shards(object));
+                }
+                match self.kind {
+                    RbacKind::ClusterRoles => vec![id],
+                    RbacKind::ClusterRoleBindings => self
+                        .by_role
+                        .get(&id)
+                        .map(|bindings| bindings.iter().cloned().collect())
+                        .unwrap_or_default(),
+                }
             }
-            (RbacKind::ClusterRoles, false) => {
-                let role = Role {
-                    grants: grants_across_shards(object),
-                    copy: copy(object, of),
-                };
-                self.roles.insert(id, role);
-            }
-            (RbacKind::ClusterRoleBindings, false) if let Some(name) = bound_role(object) => {
-                let binding = Binding {
-                    role: ObjectId {
+            RbacKind::ClusterRoleBindings => {
+                let mut roles = Vec::new();
+                if let Some(old) = self.bindings.remove(&id) {
+                    if let Some(bindings) = self.by_role.get_mut(&old.role) {
+                        bindings.remove(&id);
+                        if bindings.is_empty() {
+                            self.by_role.remove(&old.role);
+                        }
+                    }
+                    roles.push(old.role);
+                }
+                if !deleted && let Some(name) = bound_role(object) {
+                    let role = ObjectId {
                         cluster: id.cluster.clone(),
                         namespace: None,
                         name,
-                    },
-                    policy_subject: binds_policy_subject(object),
-                    copy: copy(object, of),
-                };
-                self.bindings.insert(id, binding);
-            }
-            (RbacKind::ClusterRoleBindings, _) => {
-                self.bindings.remove(&id);
+                    };
+                    self.by_role
+                        .entry(role.clone())
+                        .or_default()
+                        .insert(id.clone());
+                    let policy_subject = binds_policy_subject(object);
+                    roles.push(role.clone());
+                    self.bindings.insert(
+                        id.clone(),
+                        Binding {
+                            role,
+                            policy_subject,
+                        },
+                    );
+                }
+                match self.kind {
+                    RbacKind::ClusterRoles => roles,
+                    RbacKind::ClusterRoleBindings => vec![id],
+                }
             }
         }
     }
-}
 
-/// The differences between two sets of wanted copies, as changes.
-fn differences(
-    before: &BTreeMap<ObjectId, Value>,
-    after: &BTreeMap<ObjectId, Value>,
-) -> Vec<Desired> {
-    let gone = before
-        .keys()
-        .filter(|id| !after.contains_key(*id))
-        .map(|id| Desired::Gone(id.clone()));
-    let set = after
-        .iter()
-        .filter(|(id, copy)| before.get(*id) != Some(*copy))
-        .map(|(id, copy)| Desired::Set(id.clone(), copy.clone()));
-    gone.chain(set).collect()
+    /// Whether `id` is wanted now, and updates its copy: `object` when it is that object, the
+    /// copy already held, else the one `read` returns. The resulting change, if any.
+    fn settle(
+        &mut self,
+        id: ObjectId,
+        object: Option<&Value>,
+        read: Option<Value>,
+    ) -> Option<Desired> {
+        if !self.is_wanted(&id) {
+            return self.copies.remove(&id).map(|_| Desired::Gone(id));
+        }
+        let copy = match (object, read) {
+            (Some(object), _) => copy(object, self.kind),
+            (None, Some(read)) => copy(&read, self.kind),
+            (None, None) => return None,
+        };
+        if self.copies.get(&id) == Some(&copy) {
+            return None;
+        }
+        self.copies.insert(id.clone(), copy.clone());
+        Some(Desired::Set(id, copy))
+    }
 }
 
 /// A change of a ClusterRole or a ClusterRoleBinding: which, whether it is a deletion, the object.
 type Change = (RbacKind, bool, Value);
 
 /// The copies of `kind` wanted now and their changes, from the ClusterRoles under `roles` and
-/// the ClusterRoleBindings under `bindings` of the shard's store. Both are remembered (a role
-/// that starts granting makes its bindings wanted, a binding of a policy subject its role).
+/// the ClusterRoleBindings under `bindings` of the shard's store. An object that becomes wanted
+/// because of another one (a binding whose role starts granting) is read from the store.
 pub(super) async fn granting(
     local: &ObjectStore,
     kind: RbacKind,
     roles: &str,
     bindings: &str,
 ) -> Result<Wanted, ApiError> {
-    let mut granting = Granting::default();
+    let mut granting = Granting::new(kind);
     let mut streams: Vec<BoxStream<'static, Result<Change, ApiError>>> = Vec::new();
+    let mut own = Vec::new();
     for (of, prefix) in [
         (RbacKind::ClusterRoles, roles),
         (RbacKind::ClusterRoleBindings, bindings),
@@ -231,6 +263,9 @@ pub(super) async fn granting(
         for object in &page.items {
             granting.apply(of, false, object);
         }
+        if of == kind {
+            own = page.items;
+        }
         let changes = local.watch_current(prefix, page.revision + 1).await?;
         streams.push(
             changes
@@ -238,25 +273,86 @@ pub(super) async fn granting(
                 .boxed(),
         );
     }
-    let now = granting.wanted(kind);
-    let changes = stream::unfold(
-        (granting, now.clone(), stream::select_all(streams)),
-        move |(mut granting, mut wanted, mut changes)| async move {
-            let desired = match changes.next().await? {
-                Ok((of, deleted, object)) => {
-                    granting.apply(of, deleted, &object);
-                    let after = granting.wanted(kind);
-                    let desired = differences(&wanted, &after);
-                    wanted = after;
-                    desired.into_iter().map(Ok).collect()
-                }
-                Err(error) => vec![Err(error)],
-            };
-            Some((stream::iter(desired), (granting, wanted, changes)))
+    for object in &own {
+        if let Some(id) = ObjectId::of(object) {
+            granting.settle(id, Some(object), None);
+        }
+    }
+    drop(own);
+    let now = granting.copies.clone();
+    let follow = Follow {
+        granting,
+        changes: stream::select_all(streams).boxed(),
+        local: local.clone(),
+        prefix: match kind {
+            RbacKind::ClusterRoles => roles.to_owned(),
+            RbacKind::ClusterRoleBindings => bindings.to_owned(),
         },
-    )
+    };
+    let changes = stream::unfold(follow, |mut follow| async move {
+        let desired = match follow.changes.next().await? {
+            Ok(change) => match follow.step(change).await {
+                Ok(desired) => desired.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            },
+            Err(error) => vec![Err(error)],
+        };
+        Some((stream::iter(desired), follow))
+    })
     .flatten();
     Ok((now, changes.boxed()))
+}
+
+/// The RBAC facts and the changes they follow, with the store an object that becomes wanted is
+/// read from.
+struct Follow {
+    granting: Granting,
+    changes: BoxStream<'static, Result<Change, ApiError>>,
+    local: ObjectStore,
+    /// The key prefix of the replicated kind (every logical cluster).
+    prefix: String,
+}
+
+impl Follow {
+    async fn step(&mut self, (of, deleted, object): Change) -> Result<Vec<Desired>, ApiError> {
+        let changed = ObjectId::of(&object);
+        let mut desired = Vec::new();
+        for id in self.granting.apply(of, deleted, &object) {
+            let this = (of == self.granting.kind && changed.as_ref() == Some(&id))
+                .then_some(&object)
+                .filter(|_| !deleted);
+            let read = if this.is_none()
+                && self.granting.is_wanted(&id)
+                && !self.granting.copies.contains_key(&id)
+            {
+                read(&self.local, &self.prefix, self.granting.kind, &id).await?
+            } else {
+                None
+            };
+            desired.extend(self.granting.settle(id, this, read));
+        }
+        Ok(desired)
+    }
+}
+
+/// The stored object `id` of `kind` (under `prefix`, every logical cluster), if it exists.
+async fn read(
+    local: &ObjectStore,
+    prefix: &str,
+    kind: RbacKind,
+    id: &ObjectId,
+) -> Result<Option<Value>, ApiError> {
+    let resource = match kind {
+        RbacKind::ClusterRoles => "clusterroles",
+        RbacKind::ClusterRoleBindings => "clusterrolebindings",
+    };
+    let what = ObjectRef {
+        group: "rbac.authorization.k8s.io",
+        resource,
+        name: &id.name,
+    };
+    let key = format!("{prefix}{}/{}", id.cluster, id.name);
+    Ok(local.get(&key, what).await?.map(|stored| stored.object))
 }
 
 #[cfg(test)]
@@ -316,56 +412,92 @@ mod tests {
         json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
     }
 
+    /// Both replications of a shard as `granting` follows them, over an in-memory store.
+    struct Both {
+        store: BTreeMap<(bool, ObjectId), Value>,
+        roles: Granting,
+        bindings: Granting,
+    }
+
+    impl Both {
+        fn new() -> Both {
+            Both {
+                store: BTreeMap::new(),
+                roles: Granting::new(RbacKind::ClusterRoles),
+                bindings: Granting::new(RbacKind::ClusterRoleBindings),
+            }
+        }
+
+        fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) {
+            let id = ObjectId::of(object).unwrap();
+            let key = (of == RbacKind::ClusterRoles, id.clone());
+            if deleted {
+                self.store.remove(&key);
+            } else {
+                self.store.insert(key, object.clone());
+            }
+            for granting in [&mut self.roles, &mut self.bindings] {
+                for affected in granting.apply(of, deleted, object) {
+                    let this =
+                        (of == granting.kind && affected == id && !deleted).then_some(object);
+                    let read = self
+                        .store
+                        .get(&(granting.kind == RbacKind::ClusterRoles, affected.clone()))
+                        .cloned();
+                    granting.settle(affected, this, read);
+                }
+            }
+        }
+
+        fn copies(&self, kind: RbacKind) -> Vec<String> {
+            let granting = match kind {
+                RbacKind::ClusterRoles => &self.roles,
+                RbacKind::ClusterRoleBindings => &self.bindings,
+            };
+            granting
+                .copies
+                .iter()
+                .map(|(id, copy)| format!("{}/{} {}", id.cluster, id.name, copy["kind"]))
+                .collect()
+        }
+    }
+
     #[test]
     fn bindings_follow_their_role() {
         let bind =
             json!({"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"], "verbs": ["bind"]});
-        let read = read_rule();
-        let mut granting = Granting::default();
-        granting.apply(
-            RbacKind::ClusterRoleBindings,
-            false,
-            &binding("c", "b", "binder"),
-        );
-        granting.apply(
-            RbacKind::ClusterRoleBindings,
-            false,
-            &binding("d", "b", "binder"),
-        );
-        assert!(granting.wanted(RbacKind::ClusterRoleBindings).is_empty());
-        granting.apply(RbacKind::ClusterRoles, false, &role("c", "binder", bind));
-        let bindings = granting.wanted(RbacKind::ClusterRoleBindings);
-        assert_eq!(
-            bindings.len(),
-            1,
-            "only the binding in the role's own cluster"
-        );
-        let copy = bindings.values().next().unwrap();
-        assert_eq!(copy["kind"], "ClusterRoleBinding");
-        granting.apply(RbacKind::ClusterRoles, false, &role("c", "binder", read));
-        assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
-        assert!(granting.wanted(RbacKind::ClusterRoleBindings).is_empty());
+        let (roles, bindings) = (RbacKind::ClusterRoles, RbacKind::ClusterRoleBindings);
+        let mut both = Both::new();
+        both.apply(bindings, false, &binding("c", "b", "binder"));
+        both.apply(bindings, false, &binding("d", "b", "binder"));
+        assert!(both.copies(bindings).is_empty());
+        // The role starts granting: its binding in its own cluster is read and copied.
+        both.apply(roles, false, &role("c", "binder", bind));
+        assert_eq!(both.copies(roles), [r#"c/binder "ClusterRole""#]);
+        assert_eq!(both.copies(bindings), [r#"c/b "ClusterRoleBinding""#]);
+        both.apply(roles, false, &role("c", "binder", read_rule()));
+        assert!(both.copies(roles).is_empty());
+        assert!(both.copies(bindings).is_empty());
         // A binding of a maximal-permission-policy subject is replicated with its role.
         let mut policy = binding("c", "policy", "reader");
         policy["subjects"] = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
             "name": "apis.kcp.io:binding:alice"}]);
-        granting.apply(RbacKind::ClusterRoleBindings, false, &policy);
-        assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
-        granting.apply(
-            RbacKind::ClusterRoles,
-            false,
-            &role("c", "reader", read_rule()),
-        );
-        assert_eq!(granting.wanted(RbacKind::ClusterRoles).len(), 1);
-        assert_eq!(granting.wanted(RbacKind::ClusterRoleBindings).len(), 1);
-        granting.apply(RbacKind::ClusterRoleBindings, true, &policy);
-        assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
+        both.apply(bindings, false, &policy);
+        assert_eq!(both.copies(bindings), [r#"c/policy "ClusterRoleBinding""#]);
+        assert!(both.copies(roles).is_empty(), "no such role yet");
+        both.apply(roles, false, &role("c", "reader", read_rule()));
+        assert_eq!(both.copies(roles), [r#"c/reader "ClusterRole""#]);
+        both.apply(bindings, true, &policy);
+        assert!(both.copies(roles).is_empty());
+        assert!(both.copies(bindings).is_empty());
         let system = role(
             "system:admin",
             "x",
             json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
         );
-        granting.apply(RbacKind::ClusterRoles, false, &system);
-        assert!(granting.wanted(RbacKind::ClusterRoles).is_empty());
+        assert!(
+            both.roles.apply(roles, false, &system).is_empty(),
+            "system: clusters are left out"
+        );
     }
 }
