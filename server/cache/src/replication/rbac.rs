@@ -105,136 +105,127 @@ fn binds_policy_subject(binding: &Value) -> bool {
     })
 }
 
-/// A ClusterRoleBinding as remembered: the role it binds and whether it binds a policy subject.
-struct Binding {
-    role: ObjectId,
-    policy_subject: bool,
+/// The ClusterRole a ClusterRoleBinding binds, as an object of the binding's logical cluster.
+fn role_of(binding: &Value, id: &ObjectId) -> Option<ObjectId> {
+    Some(ObjectId {
+        cluster: id.cluster.clone(),
+        namespace: None,
+        name: bound_role(binding)?,
+    })
 }
 
-/// What the shard's RBAC objects make wanted: a few facts about every ClusterRole and
-/// ClusterRoleBinding, and copies of the wanted objects of the replicated kind only (the
-/// `workspace-admin` binding of each workspace costs a few names here, never a copy).
+/// What the shard's RBAC objects make wanted. Only the few objects that matter are remembered:
+/// the ClusterRoles that grant across shards, the ClusterRoleBindings of policy subjects, and the
+/// copies of the replicated kind; every other binding (the `workspace-admin` binding of each
+/// workspace) costs nothing here. When a role starts granting, its cluster's bindings are read
+/// from the store.
 struct Granting {
     kind: RbacKind,
-    /// Whether each ClusterRole grants across shards.
-    roles: BTreeMap<ObjectId, bool>,
-    bindings: BTreeMap<ObjectId, Binding>,
-    /// The ClusterRoleBindings of each ClusterRole.
-    by_role: BTreeMap<ObjectId, BTreeSet<ObjectId>>,
+    /// The ClusterRoles that grant across shards.
+    granting_roles: BTreeSet<ObjectId>,
+    /// The ClusterRoleBindings of policy subjects, and the role each binds.
+    policy_bindings: BTreeMap<ObjectId, ObjectId>,
     /// The wanted copies of `kind`.
     copies: BTreeMap<ObjectId, Value>,
+}
+
+/// What a change asks to look at again: objects of the replicated kind as they are now (`None`:
+/// gone), or a role whose bindings must be read from the store.
+enum Recheck {
+    Object(ObjectId, Option<Value>),
+    Stored(ObjectId),
+    BindingsOf(ObjectId),
 }
 
 impl Granting {
     fn new(kind: RbacKind) -> Granting {
         Granting {
             kind,
-            roles: BTreeMap::new(),
-            bindings: BTreeMap::new(),
-            by_role: BTreeMap::new(),
+            granting_roles: BTreeSet::new(),
+            policy_bindings: BTreeMap::new(),
             copies: BTreeMap::new(),
         }
     }
 
-    /// Whether the object `id` of `kind` is wanted in the cache.
-    fn is_wanted(&self, id: &ObjectId) -> bool {
+    /// Whether `object` (`id`, of the replicated kind) is wanted in the cache.
+    fn wants(&self, id: &ObjectId, object: &Value) -> bool {
         match self.kind {
             RbacKind::ClusterRoles => {
-                self.roles.get(id) == Some(&true)
-                    || self.by_role.get(id).is_some_and(|bindings| {
-                        bindings
-                            .iter()
-                            .any(|b| self.bindings.get(b).is_some_and(|b| b.policy_subject))
-                    })
+                self.granting_roles.contains(id) || self.policy_bindings.values().any(|r| r == id)
             }
-            RbacKind::ClusterRoleBindings => self.bindings.get(id).is_some_and(|binding| {
-                binding.policy_subject || self.roles.get(&binding.role) == Some(&true)
-            }),
+            RbacKind::ClusterRoleBindings => {
+                binds_policy_subject(object)
+                    || role_of(object, id).is_some_and(|role| self.granting_roles.contains(&role))
+            }
         }
     }
 
-    /// Records a change of a ClusterRole or a ClusterRoleBinding; returns the objects of `kind`
-    /// whose wanted state it may have changed.
-    fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) -> Vec<ObjectId> {
+    /// Records a change of a ClusterRole or a ClusterRoleBinding; what to look at again.
+    fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) -> Vec<Recheck> {
         let Some(id) = ObjectId::of(object).filter(replicable) else {
             return Vec::new();
         };
+        let now = (!deleted).then(|| object.clone());
         match of {
             RbacKind::ClusterRoles => {
-                if deleted {
-                    self.roles.remove(&id);
+                let granted = self.granting_roles.contains(&id);
+                let grants = !deleted && grants_across_shards(object);
+                if grants {
+                    self.granting_roles.insert(id.clone());
                 } else {
-                    self.roles.insert(id.clone(), grants_across_shards(object));
+                    self.granting_roles.remove(&id);
                 }
                 match self.kind {
-                    RbacKind::ClusterRoles => vec![id],
-                    RbacKind::ClusterRoleBindings => self
-                        .by_role
-                        .get(&id)
-                        .map(|bindings| bindings.iter().cloned().collect())
-                        .unwrap_or_default(),
+                    RbacKind::ClusterRoles => vec![Recheck::Object(id, now)],
+                    RbacKind::ClusterRoleBindings if granted != grants => {
+                        vec![Recheck::BindingsOf(id)]
+                    }
+                    RbacKind::ClusterRoleBindings => Vec::new(),
                 }
             }
             RbacKind::ClusterRoleBindings => {
-                let mut roles = Vec::new();
-                if let Some(old) = self.bindings.remove(&id) {
-                    if let Some(bindings) = self.by_role.get_mut(&old.role) {
-                        bindings.remove(&id);
-                        if bindings.is_empty() {
-                            self.by_role.remove(&old.role);
-                        }
-                    }
-                    roles.push(old.role);
-                }
-                if !deleted && let Some(name) = bound_role(object) {
-                    let role = ObjectId {
-                        cluster: id.cluster.clone(),
-                        namespace: None,
-                        name,
-                    };
-                    self.by_role
-                        .entry(role.clone())
-                        .or_default()
-                        .insert(id.clone());
-                    let policy_subject = binds_policy_subject(object);
-                    roles.push(role.clone());
-                    self.bindings.insert(
-                        id.clone(),
-                        Binding {
-                            role,
-                            policy_subject,
-                        },
-                    );
+                let before = self.policy_bindings.remove(&id);
+                let after =
+                    role_of(object, &id).filter(|_| !deleted && binds_policy_subject(object));
+                if let Some(role) = &after {
+                    self.policy_bindings.insert(id.clone(), role.clone());
                 }
                 match self.kind {
-                    RbacKind::ClusterRoles => roles,
-                    RbacKind::ClusterRoleBindings => vec![id],
+                    RbacKind::ClusterRoleBindings => vec![Recheck::Object(id, now)],
+                    RbacKind::ClusterRoles if before != after => before
+                        .into_iter()
+                        .chain(after)
+                        .map(Recheck::Stored)
+                        .collect(),
+                    RbacKind::ClusterRoles => Vec::new(),
                 }
             }
         }
     }
 
-    /// Whether `id` is wanted now, and updates its copy: `object` when it is that object, the
-    /// copy already held, else the one `read` returns. The resulting change, if any.
-    fn settle(
-        &mut self,
-        id: ObjectId,
-        object: Option<&Value>,
-        read: Option<Value>,
-    ) -> Option<Desired> {
-        if !self.is_wanted(&id) {
-            return self.copies.remove(&id).map(|_| Desired::Gone(id));
+    /// Records whether `id` (`object`: as it is now, `None`: gone) is wanted and its copy; the
+    /// resulting change, if any.
+    fn settle(&mut self, id: ObjectId, object: Option<&Value>) -> Option<Desired> {
+        match object.filter(|object| self.wants(&id, object)) {
+            None => self.copies.remove(&id).map(|_| Desired::Gone(id)),
+            Some(object) => {
+                let copy = copy(object, self.kind);
+                if self.copies.get(&id) == Some(&copy) {
+                    return None;
+                }
+                self.copies.insert(id.clone(), copy.clone());
+                Some(Desired::Set(id, copy))
+            }
         }
-        let copy = match (object, read) {
-            (Some(object), _) => copy(object, self.kind),
-            (None, Some(read)) => copy(&read, self.kind),
-            (None, None) => return None,
-        };
-        if self.copies.get(&id) == Some(&copy) {
-            return None;
-        }
-        self.copies.insert(id.clone(), copy.clone());
-        Some(Desired::Set(id, copy))
+    }
+
+    /// The copies held of the bindings of `role` (when it stops granting, they may go).
+    fn copied_bindings_of(&self, role: &ObjectId) -> Vec<ObjectId> {
+        self.copies
+            .iter()
+            .filter(|(id, copy)| role_of(copy, id).as_ref() == Some(role))
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 }
 
@@ -242,8 +233,7 @@ impl Granting {
 type Change = (RbacKind, bool, Value);
 
 /// The copies of `kind` wanted now and their changes, from the ClusterRoles under `roles` and
-/// the ClusterRoleBindings under `bindings` of the shard's store. An object that becomes wanted
-/// because of another one (a binding whose role starts granting) is read from the store.
+/// the ClusterRoleBindings under `bindings` of the shard's store.
 pub(super) async fn granting(
     local: &ObjectStore,
     kind: RbacKind,
@@ -274,8 +264,8 @@ pub(super) async fn granting(
         );
     }
     for object in &own {
-        if let Some(id) = ObjectId::of(object) {
-            granting.settle(id, Some(object), None);
+        if let Some(id) = ObjectId::of(object).filter(replicable) {
+            granting.settle(id, Some(object));
         }
     }
     drop(own);
@@ -303,8 +293,8 @@ pub(super) async fn granting(
     Ok((now, changes.boxed()))
 }
 
-/// The RBAC facts and the changes they follow, with the store an object that becomes wanted is
-/// read from.
+/// The RBAC facts and the changes they follow, with the store objects are read from when another
+/// object's change makes them wanted.
 struct Follow {
     granting: Granting,
     changes: BoxStream<'static, Result<Change, ApiError>>,
@@ -315,21 +305,36 @@ struct Follow {
 
 impl Follow {
     async fn step(&mut self, (of, deleted, object): Change) -> Result<Vec<Desired>, ApiError> {
-        let changed = ObjectId::of(&object);
         let mut desired = Vec::new();
-        for id in self.granting.apply(of, deleted, &object) {
-            let this = (of == self.granting.kind && changed.as_ref() == Some(&id))
-                .then_some(&object)
-                .filter(|_| !deleted);
-            let read = if this.is_none()
-                && self.granting.is_wanted(&id)
-                && !self.granting.copies.contains_key(&id)
-            {
-                read(&self.local, &self.prefix, self.granting.kind, &id).await?
-            } else {
-                None
-            };
-            desired.extend(self.granting.settle(id, this, read));
+        for recheck in self.granting.apply(of, deleted, &object) {
+            match recheck {
+                Recheck::Object(id, now) => desired.extend(self.granting.settle(id, now.as_ref())),
+                Recheck::Stored(id) => {
+                    let stored = read(&self.local, &self.prefix, self.granting.kind, &id).await?;
+                    desired.extend(self.granting.settle(id, stored.as_ref()));
+                }
+                Recheck::BindingsOf(role) => {
+                    let scope = format!("{}{}/", self.prefix, role.cluster);
+                    let page = self
+                        .local
+                        .list(ListRequest::everything(&scope), &|_| true)
+                        .await?;
+                    let mut seen = BTreeSet::new();
+                    for binding in &page.items {
+                        if let Some(id) = ObjectId::of(binding)
+                            && role_of(binding, &id).as_ref() == Some(&role)
+                        {
+                            seen.insert(id.clone());
+                            desired.extend(self.granting.settle(id, Some(binding)));
+                        }
+                    }
+                    for id in self.granting.copied_bindings_of(&role) {
+                        if !seen.contains(&id) {
+                            desired.extend(self.granting.settle(id, None));
+                        }
+                    }
+                }
+            }
         }
         Ok(desired)
     }
@@ -436,15 +441,34 @@ mod tests {
             } else {
                 self.store.insert(key, object.clone());
             }
+            let store = &self.store;
             for granting in [&mut self.roles, &mut self.bindings] {
-                for affected in granting.apply(of, deleted, object) {
-                    let this =
-                        (of == granting.kind && affected == id && !deleted).then_some(object);
-                    let read = self
-                        .store
-                        .get(&(granting.kind == RbacKind::ClusterRoles, affected.clone()))
-                        .cloned();
-                    granting.settle(affected, this, read);
+                let own = granting.kind == RbacKind::ClusterRoles;
+                for recheck in granting.apply(of, deleted, object) {
+                    match recheck {
+                        Recheck::Object(id, now) => {
+                            granting.settle(id, now.as_ref());
+                        }
+                        Recheck::Stored(id) => {
+                            let stored = store.get(&(own, id.clone())).cloned();
+                            granting.settle(id, stored.as_ref());
+                        }
+                        Recheck::BindingsOf(role) => {
+                            let of_role: Vec<(ObjectId, Value)> = store
+                                .iter()
+                                .filter(|((is_role, id), b)| {
+                                    !is_role && role_of(b, id).as_ref() == Some(&role)
+                                })
+                                .map(|((_, id), b)| (id.clone(), b.clone()))
+                                .collect();
+                            for id in granting.copied_bindings_of(&role) {
+                                granting.settle(id, None);
+                            }
+                            for (id, binding) in of_role {
+                                granting.settle(id, Some(&binding));
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -495,8 +519,9 @@ mod tests {
             "x",
             json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
         );
+        both.apply(roles, false, &system);
         assert!(
-            both.roles.apply(roles, false, &system).is_empty(),
+            both.copies(roles).is_empty(),
             "system: clusters are left out"
         );
     }
