@@ -145,6 +145,24 @@ fn names(list: &Value) -> Vec<String> {
     names
 }
 
+/// Grants `rule` in `root:provider` (through the root shard) to user `user`: ClusterRole `role`
+/// and a ClusterRoleBinding of the same name.
+async fn grant(root: &Caller, role: &str, rule: Value, user: &str) {
+    let rbac = "apis/rbac.authorization.k8s.io/v1";
+    root.create(
+        &at("root:provider", &format!("{rbac}/clusterroles")),
+        &json!({"metadata": {"name": role}, "rules": [rule]}),
+    )
+    .await;
+    root.create(
+        &at("root:provider", &format!("{rbac}/clusterrolebindings")),
+        &json!({"metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+    )
+    .await;
+}
+
 /// The URLs of the export's endpoint slice on root.
 async fn slice_urls(root: &Caller) -> Vec<String> {
     let slice = root
@@ -389,23 +407,9 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
             )
             .await;
     }
-    root.create(
-        &at(
-            "root:provider",
-            "apis/rbac.authorization.k8s.io/v1/clusterroles",
-        ),
-        &json!({"metadata": {"name": "bind-widgets"},
-            "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
-                "resourceNames": ["widgets"], "verbs": ["bind"]}]}),
-    )
-    .await;
-    root.create(
-        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
-        &json!({"metadata": {"name": "alice-binds-widgets"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-widgets"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
-    )
-    .await;
+    let bind_widgets = json!({"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
+        "resourceNames": ["widgets"], "verbs": ["bind"]});
+    grant(&root, "bind-widgets", bind_widgets, "alice").await;
     bind(&alice, "root:users", "alice-widgets").await;
     let refused = bob
         .post(&at("root:users", BINDINGS), &binding("bob-widgets"))
@@ -442,18 +446,13 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
     };
     let capped = alice_lists(403).await;
     assert!(capped.contains("policy"), "{capped}");
-    root.create(
-        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterroles"),
-        &json!({"metadata": {"name": "widgets-reader"},
-            "rules": [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}),
-    )
-    .await;
-    root.create(
-        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
-        &json!({"metadata": {"name": "consumers-read-widgets"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widgets-reader"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                "name": "apis.kcp.io:binding:alice"}]}),
+    let read_widgets =
+        json!({"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["get", "list", "watch"]});
+    grant(
+        &root,
+        "widgets-reader",
+        read_widgets,
+        "apis.kcp.io:binding:alice",
     )
     .await;
     alice_lists(200).await;
@@ -469,23 +468,9 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
             "spec": {"extend": {"with": [{"name": "universal", "path": "root"}]}}}),
     )
     .await;
-    root.create(
-        &at(
-            "root:provider",
-            "apis/rbac.authorization.k8s.io/v1/clusterroles",
-        ),
-        &json!({"metadata": {"name": "use-restricted"},
-            "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"],
-                "resourceNames": ["restricted"], "verbs": ["use"]}]}),
-    )
-    .await;
-    root.create(
-        &at("root:provider", "apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
-        &json!({"metadata": {"name": "alice-uses-restricted"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "use-restricted"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
-    )
-    .await;
+    let use_restricted = json!({"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"],
+        "resourceNames": ["restricted"], "verbs": ["use"]});
+    grant(&root, "use-restricted", use_restricted, "alice").await;
     let restricted = |name: &str| {
         json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
             "metadata": {"name": name},

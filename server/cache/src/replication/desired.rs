@@ -13,6 +13,7 @@
 //! keeps nothing per workspace here.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
@@ -222,35 +223,55 @@ pub(super) async fn holders(
     streams.push(cluster_changes.boxed());
     let follow = Follow {
         holders,
-        changes: stream::select_all(streams).boxed(),
         local: local.clone(),
         logical_clusters: logical_clusters.to_string(),
     };
-    let changes = stream::unfold(follow, |mut follow| async move {
-        let desired = match follow.changes.next().await? {
-            Ok(seen) => match follow.step(seen).await {
-                Ok(desired) => desired.into_iter().map(Ok).collect(),
-                Err(error) => vec![Err(error)],
-            },
-            Err(error) => vec![Err(error)],
-        };
-        Some((stream::iter(desired), follow))
-    })
-    .flatten();
-    Ok((now, changes.boxed()))
+    Ok((now, followed(follow, stream::select_all(streams).boxed())))
 }
 
-/// The holders and the changes they follow, with the store a new holder's LogicalCluster is
-/// read from.
+/// A state that turns each change it follows into changes of the wanted copies (reading the
+/// shard's store when it must).
+pub(super) trait Follower: Send + 'static {
+    type Change: Send + 'static;
+    fn step(
+        &mut self,
+        change: Self::Change,
+    ) -> impl Future<Output = Result<Vec<Desired>, ApiError>> + Send;
+}
+
+/// The changes of the wanted copies: each of `changes` through `follower`, in order.
+pub(super) fn followed<F: Follower>(
+    follower: F,
+    changes: BoxStream<'static, Result<F::Change, ApiError>>,
+) -> BoxStream<'static, Result<Desired, ApiError>> {
+    stream::unfold(
+        (follower, changes),
+        |(mut follower, mut changes)| async move {
+            let desired = match changes.next().await? {
+                Ok(change) => match follower.step(change).await {
+                    Ok(desired) => desired.into_iter().map(Ok).collect(),
+                    Err(error) => vec![Err(error)],
+                },
+                Err(error) => vec![Err(error)],
+            };
+            Some((stream::iter(desired), (follower, changes)))
+        },
+    )
+    .flatten()
+    .boxed()
+}
+
+/// The holders, with the store a new holder's LogicalCluster is read from.
 struct Follow {
     holders: Holders,
-    changes: BoxStream<'static, Result<Seen, ApiError>>,
     local: ObjectStore,
     /// The key prefix of LogicalClusters.
     logical_clusters: String,
 }
 
-impl Follow {
+impl Follower for Follow {
+    type Change = Seen;
+
     async fn step(&mut self, seen: Seen) -> Result<Vec<Desired>, ApiError> {
         let cluster = ObjectId::of(&seen.object).map(|id| id.cluster);
         let mut desired = self.holders.apply(seen);

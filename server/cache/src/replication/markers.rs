@@ -12,14 +12,13 @@
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
-use futures::stream;
 use kcp_apimachinery::ApiError;
 use kcp_apis::endpoints::{apiexport_url, binds_export};
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ChangeType, ListRequest};
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, Change, ChangeType, ListRequest};
 use serde_json::{Value, json};
 
-use super::desired::{Desired, Wanted};
+use super::desired::{Desired, Follower, Wanted, followed};
 use super::{ObjectId, comparable};
 
 /// The group of the markers in the cache.
@@ -113,36 +112,38 @@ pub(super) async fn bound_exports(
         .map(|export| marker(export, &url))
         .collect();
     let changes = local.watch_current(bindings, page.revision + 1).await?;
-    let changes = stream::unfold((bound, changes), move |(mut bound, mut changes)| {
-        let url = url.clone();
-        async move {
-            let desired: Vec<Result<Desired, ApiError>> = match changes.next().await? {
-                Err(error) => vec![Err(error)],
-                Ok(change) => match ObjectId::of(&change.object) {
-                    None => Vec::new(),
-                    Some(id) => {
-                        let binds = export_of(&change.object)
-                            .filter(|_| change.kind != ChangeType::Deleted);
-                        bound
-                            .set(id, binds)
-                            .into_iter()
-                            .map(|(export, now_bound)| {
-                                let (id, object) = marker(&export, &url);
-                                Ok(if now_bound {
-                                    Desired::Set(id, object)
-                                } else {
-                                    Desired::Gone(id)
-                                })
-                            })
-                            .collect()
-                    }
-                },
-            };
-            Some((stream::iter(desired), (bound, changes)))
-        }
-    })
-    .flatten();
-    Ok((now, changes.boxed()))
+    let follow = Follow { bound, url };
+    Ok((now, followed(follow, changes.boxed())))
+}
+
+/// The bindings' exports, with the URL the markers carry.
+struct Follow {
+    bound: Bound,
+    url: String,
+}
+
+impl Follower for Follow {
+    type Change = Change;
+
+    async fn step(&mut self, change: Change) -> Result<Vec<Desired>, ApiError> {
+        let Some(id) = ObjectId::of(&change.object) else {
+            return Ok(Vec::new());
+        };
+        let binds = export_of(&change.object).filter(|_| change.kind != ChangeType::Deleted);
+        Ok(self
+            .bound
+            .set(id, binds)
+            .into_iter()
+            .map(|(export, now_bound)| {
+                let (id, object) = marker(&export, &self.url);
+                if now_bound {
+                    Desired::Set(id, object)
+                } else {
+                    Desired::Gone(id)
+                }
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{ChangeType, ListRequest, ObjectRef};
 use serde_json::{Value, json};
 
-use super::desired::{Desired, Wanted};
+use super::desired::{Desired, Follower, Wanted, followed};
 use super::{ObjectId, comparable};
 
 /// Which of the two RBAC resources a replication writes.
@@ -272,38 +272,27 @@ pub(super) async fn granting(
     let now = granting.copies.clone();
     let follow = Follow {
         granting,
-        changes: stream::select_all(streams).boxed(),
         local: local.clone(),
         prefix: match kind {
             RbacKind::ClusterRoles => roles.to_owned(),
             RbacKind::ClusterRoleBindings => bindings.to_owned(),
         },
     };
-    let changes = stream::unfold(follow, |mut follow| async move {
-        let desired = match follow.changes.next().await? {
-            Ok(change) => match follow.step(change).await {
-                Ok(desired) => desired.into_iter().map(Ok).collect(),
-                Err(error) => vec![Err(error)],
-            },
-            Err(error) => vec![Err(error)],
-        };
-        Some((stream::iter(desired), follow))
-    })
-    .flatten();
-    Ok((now, changes.boxed()))
+    Ok((now, followed(follow, stream::select_all(streams).boxed())))
 }
 
-/// The RBAC facts and the changes they follow, with the store objects are read from when another
-/// object's change makes them wanted.
+/// The RBAC facts, with the store objects are read from when another object's change makes them
+/// wanted.
 struct Follow {
     granting: Granting,
-    changes: BoxStream<'static, Result<Change, ApiError>>,
     local: ObjectStore,
     /// The key prefix of the replicated kind (every logical cluster).
     prefix: String,
 }
 
-impl Follow {
+impl Follower for Follow {
+    type Change = Change;
+
     async fn step(&mut self, (of, deleted, object): Change) -> Result<Vec<Desired>, ApiError> {
         let mut desired = Vec::new();
         for recheck in self.granting.apply(of, deleted, &object) {
