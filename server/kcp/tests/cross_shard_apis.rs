@@ -12,7 +12,8 @@
 //!   just before gets its binding and becomes Ready (the binding converges once the export reached
 //!   shard-1's copies);
 //! - the export's endpoint slice on root lists shard-1's URL once shard-1 holds a binding;
-//! - after a restart of the topology, shard-1 serves the bound resource again;
+//! - after a restart of the topology, shard-1 serves the bound resource again, the slice lists
+//!   the shards' new URLs, and drops shard-1 once shard-1's last binding of the export is gone;
 //! - the export deleted on root makes shard-1's binding say `APIExportNotFound` (upstream's
 //!   reason), and it converges when the export is back;
 //! - RBAC across shards: a user granted `bind` on the export in its workspace on root may bind it
@@ -515,6 +516,35 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
         })
         .await;
     wait_bound(&shard_1, "root:on-1", "widgets").await;
+
+    // The slice follows the restarted shards' URLs, and drops shard-1 once its last binding of
+    // the export is gone (root's stays).
+    let root = admin(&sharded, "root");
+    let slice_is = |want: Vec<String>| {
+        let root = &root;
+        async move {
+            PATIENCE
+                .eventually(&format!("the slice lists {want:?}"), || async {
+                    let urls = slice_urls(root).await;
+                    let matches = urls.len() == want.len()
+                        && want.iter().all(|w| urls.iter().any(|u| u.starts_with(w)));
+                    match matches {
+                        true => Ok(()),
+                        false => Err(format!("{urls:?}")),
+                    }
+                })
+                .await
+        }
+    };
+    let (root_url, shard_1_url) = (sharded.child("root").url, sharded.child("shard-1").url);
+    slice_is(vec![root_url.clone(), shard_1_url]).await;
+    for (path, name) in [("root:on-1", "widgets"), ("root:users", "alice-widgets")] {
+        let deleted = shard_1
+            .delete(&format!("{}/{name}", at(path, BINDINGS)))
+            .await;
+        assert!(deleted.status < 300, "{}", deleted.text());
+    }
+    slice_is(vec![root_url]).await;
     assert!(sharded.stop().await.success(), "{}", sharded.output());
 }
 
