@@ -1,8 +1,12 @@
 //! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
-//! every shard pushes the objects others need to read (its `Shard`s, held by the root shard only,
-//! its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of the logical clusters
-//! holding those types, so that other shards resolve the types' paths; see `replication/desired.rs`) into
-//! the cache under its own shard name, every logical cluster of it.
+//! every shard pushes the objects others need to read into the cache under its own shard name,
+//! every logical cluster of it: its `Shard`s (held by the root shard only), its `WorkspaceType`s,
+//! `APIExport`s and `APIResourceSchema`s, the routing data of the `LogicalCluster`s of the
+//! logical clusters holding a type or an export, so that other shards resolve their paths
+//! (`replication/desired.rs`), the RBAC other shards need to authorize binding those exports and
+//! using those types (`replication/rbac.rs`), and markers of the exports its APIBindings bind,
+//! for the exports' endpoint slices (`replication/markers.rs`). An export's identity Secret is
+//! never replicated: a binding needs only `status.identityHash`, which the export carries.
 //!
 //! Level-based, per resource: list the shard's objects and the cache's copies (this shard,
 //! `clusters/*`), make the cache equal (create what is missing, overwrite what differs, delete
@@ -34,8 +38,12 @@ use crate::keys::{self, SHARD_ANNOTATION};
 use crate::path::{CachePath, Cluster, Shard};
 
 mod desired;
+mod markers;
+mod rbac;
 
 use desired::Desired;
+pub use markers::{MARKER_GROUP, MARKER_KIND};
+pub use rbac::{RbacKind, grants_across_shards};
 
 /// How long to wait before starting over after a failure.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
@@ -121,18 +129,36 @@ pub struct Replicated {
 pub enum Copies {
     /// Every object, whole.
     Whole,
-    /// The routing data of the LogicalClusters of the logical clusters holding a WorkspaceType
-    /// (kept under this prefix of the shard's store).
-    RoutingOfTypeHolders { workspace_types: String },
+    /// The routing data of the LogicalClusters of the logical clusters holding an object under
+    /// one of these prefixes of the shard's store (WorkspaceTypes, APIExports).
+    RoutingOfHolders { held: Vec<String> },
+    /// The ClusterRoles (under `roles`) that grant what other shards authorize, or the
+    /// ClusterRoleBindings (under `bindings`) of them (see `replication/rbac.rs`).
+    Granting {
+        kind: RbacKind,
+        roles: String,
+        bindings: String,
+    },
+    /// One marker per export the shard's APIBindings (under the local prefix) bind, with the
+    /// shard's apiexport URL for it (see `replication/markers.rs`).
+    BoundExportMarkers { virtual_workspace_url: String },
 }
 
 impl Replicated {
     async fn wanted(&self, local: &ObjectStore) -> Result<desired::Wanted, ApiError> {
         match &self.copies {
             Copies::Whole => desired::whole(local, &self.local_prefix).await,
-            Copies::RoutingOfTypeHolders { workspace_types } => {
-                desired::type_holders(local, &self.local_prefix, workspace_types).await
+            Copies::RoutingOfHolders { held } => {
+                desired::holders(local, &self.local_prefix, held).await
             }
+            Copies::Granting {
+                kind,
+                roles,
+                bindings,
+            } => rbac::granting(local, *kind, roles, bindings).await,
+            Copies::BoundExportMarkers {
+                virtual_workspace_url,
+            } => markers::bound_exports(local, &self.local_prefix, virtual_workspace_url).await,
         }
     }
 }
@@ -147,15 +173,61 @@ pub fn workspace_types() -> Resource {
     Resource::new("tenancy.kcp.io", "v1alpha1", "workspacetypes")
 }
 
+/// The `APIExports` resource, in the version the shards store it.
+pub fn api_exports() -> Resource {
+    Resource::new(
+        kcp_apis::GROUP,
+        kcp_apis::STORAGE_VERSION,
+        kcp_apis::API_EXPORTS,
+    )
+}
+
+/// The `APIBindings` resource, in the version the shards store it (read locally only).
+fn api_bindings() -> Resource {
+    Resource::new(
+        kcp_apis::GROUP,
+        kcp_apis::STORAGE_VERSION,
+        kcp_apis::API_BINDINGS,
+    )
+}
+
+/// The `APIResourceSchemas` resource (`apis.kcp.io/v1alpha1`).
+pub fn api_resource_schemas() -> Resource {
+    Resource::new(kcp_apis::GROUP, "v1alpha1", kcp_apis::API_RESOURCE_SCHEMAS)
+}
+
+/// The markers of exports bound on a shard (see `replication/markers.rs`), a resource of the
+/// cache only.
+pub fn bound_export_markers() -> Resource {
+    Resource::new(MARKER_GROUP, "v1alpha1", "boundexports")
+}
+
+/// The `ClusterRoles` resource (`rbac.authorization.k8s.io/v1`).
+pub fn cluster_roles() -> Resource {
+    Resource::new("rbac.authorization.k8s.io", "v1", "clusterroles")
+}
+
+/// The `ClusterRoleBindings` resource (`rbac.authorization.k8s.io/v1`).
+pub fn cluster_role_bindings() -> Resource {
+    Resource::new("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+}
+
 /// The `Shards` resource (`core.kcp.io/v1alpha1`).
 pub fn shards() -> Resource {
     Resource::new("core.kcp.io", "v1alpha1", "shards")
 }
 
 /// What every shard replicates, where `store` keeps it: its `Shard`s (root-only, so only the
-/// root shard has any), its `WorkspaceType`s, and the routing data of the `LogicalCluster`s of
-/// the logical clusters holding a WorkspaceType.
-pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
+/// root shard has any), its `WorkspaceType`s, `APIExport`s and `APIResourceSchema`s, the
+/// routing data of the `LogicalCluster`s of the logical clusters holding a WorkspaceType or an
+/// APIExport, the `ClusterRole`s and `ClusterRoleBinding`s that grant `bind`, export content
+/// or `use` of a type (what other shards authorize about this shard's clusters), and a marker per
+/// export its APIBindings bind (for the export's endpoint slice on the export's shard, with the
+/// shard's apiexport URL under `virtual_workspace_url`).
+pub fn replicated(
+    store: &RestStore,
+    virtual_workspace_url: &str,
+) -> Result<Vec<Replicated>, ApiError> {
     let registry = store.registry();
     let find = |resource: &Resource, root_only: bool| {
         let (group, version, plural) = (&resource.group, &resource.version, &resource.resource);
@@ -168,7 +240,32 @@ pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
             .ok_or_else(|| ApiError::internal_error(&format!("{plural}.{group} is not registered")))
     };
     let types_prefix = find(&workspace_types(), false)?;
+    let exports_prefix = find(&api_exports(), false)?;
+    let roles = find(&cluster_roles(), false)?;
+    let bindings = find(&cluster_role_bindings(), false)?;
+    let granting = |kind| Copies::Granting {
+        kind,
+        roles: roles.clone(),
+        bindings: bindings.clone(),
+    };
     Ok(vec![
+        Replicated {
+            local_prefix: find(&api_bindings(), false)?,
+            resource: bound_export_markers(),
+            copies: Copies::BoundExportMarkers {
+                virtual_workspace_url: virtual_workspace_url.to_owned(),
+            },
+        },
+        Replicated {
+            local_prefix: roles.clone(),
+            resource: cluster_roles(),
+            copies: granting(RbacKind::ClusterRoles),
+        },
+        Replicated {
+            local_prefix: bindings.clone(),
+            resource: cluster_role_bindings(),
+            copies: granting(RbacKind::ClusterRoleBindings),
+        },
         Replicated {
             local_prefix: find(&shards(), true)?,
             resource: shards(),
@@ -180,10 +277,20 @@ pub fn replicated(store: &RestStore) -> Result<Vec<Replicated>, ApiError> {
             copies: Copies::Whole,
         },
         Replicated {
+            local_prefix: exports_prefix.clone(),
+            resource: api_exports(),
+            copies: Copies::Whole,
+        },
+        Replicated {
+            local_prefix: find(&api_resource_schemas(), false)?,
+            resource: api_resource_schemas(),
+            copies: Copies::Whole,
+        },
+        Replicated {
             local_prefix: find(&logical_clusters(), false)?,
             resource: logical_clusters(),
-            copies: Copies::RoutingOfTypeHolders {
-                workspace_types: types_prefix,
+            copies: Copies::RoutingOfHolders {
+                held: vec![types_prefix, exports_prefix],
             },
         },
     ])

@@ -62,6 +62,8 @@ pub struct TenancyIndex {
     /// Who hears of every LogicalCluster the index records (the object, or the last one known
     /// when it is gone), after the index has it.
     subscribers: Subscribers<Value>,
+    /// Who hears of the logical clusters whose copies from other shards change.
+    copy_subscribers: Subscribers<LogicalClusterName>,
 }
 
 /// Why a `/clusters/<path>` does not name a logical cluster.
@@ -164,7 +166,10 @@ impl TenancyIndex {
         });
         let (object, path) = local.or_else(|| {
             let cluster = inner.copies.resolve(&reference.path)?;
-            let object = inner.copies.workspace_type(&cluster, &reference.name)?;
+            let object =
+                inner
+                    .copies
+                    .named(CopiedKind::WorkspaceTypes, &cluster, &reference.name)?;
             let path = inner
                 .copies
                 .path(&cluster)
@@ -199,10 +204,9 @@ impl TenancyIndex {
         Ok(types::default_api_bindings(&aliases))
     }
 
-    /// The logical cluster holding the WorkspaceTypes of `path`: one of this shard's, else
-    /// another shard's known from the cache (for checks asked where a type lives, never to
-    /// serve a request).
-    pub fn type_cluster(&self, path: &str) -> Option<LogicalClusterName> {
+    /// The logical cluster `path` names: one of this shard's, else another shard's known from
+    /// the cache (for finding where a type or an export lives, never to serve a request).
+    pub fn resolve_with_copies(&self, path: &str) -> Option<LogicalClusterName> {
         match self.resolve(path) {
             Ok(cluster) => Some(cluster),
             Err(_) => self.read().copies.resolve(path),
@@ -211,12 +215,66 @@ impl TenancyIndex {
 
     /// Replaces every copy of `kind` from other shards with `items` (a fresh list of the cache).
     pub fn replace_copies(&self, kind: CopiedKind, items: Vec<Value>) {
-        self.write().copies.replace(kind, items);
+        let touched = self.write().copies.replace(kind, items);
+        for cluster in touched {
+            self.copy_subscribers.notify(Arc::new(cluster));
+        }
     }
 
     /// Records a copy of another shard's object from the cache, or its deletion.
     pub fn apply_copy(&self, deleted: bool, object: Value) {
-        self.write().copies.apply(deleted, object);
+        let touched = self.write().copies.apply(deleted, object);
+        if let Some(cluster) = touched {
+            self.copy_subscribers.notify(Arc::new(cluster));
+        }
+    }
+
+    /// Another shard's copy of `kind` named `name` in `cluster` (an APIExport, an
+    /// APIResourceSchema), as read back from the cache.
+    pub fn copy_of(
+        &self,
+        kind: CopiedKind,
+        cluster: &LogicalClusterName,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        self.read().copies.named(kind, cluster, name)
+    }
+
+    /// Copies are read back from a cache from now on (the shard's cache links call it before
+    /// they start): until each kind is listed, [`TenancyIndex::copies_listed`] says no.
+    pub fn expect_copies(&self) {
+        self.write().copies.expect();
+    }
+
+    /// The ClusterRoles and ClusterRoleBindings another shard replicated for `cluster` (what
+    /// authorizes `bind` on its exports and `use` of its types here).
+    pub fn rbac_copies(&self, cluster: &LogicalClusterName) -> Vec<Value> {
+        self.read()
+            .copies
+            .of_cluster(
+                &[CopiedKind::ClusterRoles, CopiedKind::ClusterRoleBindings],
+                cluster,
+            )
+            .into_iter()
+            .map(|object| object.as_ref().clone())
+            .collect()
+    }
+
+    /// The apiexport virtual-workspace URLs of the other shards that hold bindings of export
+    /// `name` of `cluster` (from their markers in the cache), for the export's endpoint slice.
+    pub fn bound_export_urls(&self, cluster: &LogicalClusterName, name: &str) -> Vec<String> {
+        self.read().copies.bound_export_urls(cluster, name)
+    }
+
+    /// Whether the copies of `kind` are complete: listed from the cache since the shard started
+    /// (until then a missing copy may only be not read yet), or no cache feeds the index.
+    pub fn copies_listed(&self, kind: CopiedKind) -> bool {
+        self.read().copies.listed(kind)
+    }
+
+    /// The logical clusters whose copies change, from now on: each after the index has it.
+    pub fn subscribe_copies(&self) -> mpsc::UnboundedReceiver<Arc<LogicalClusterName>> {
+        self.copy_subscribers.subscribe()
     }
 
     /// LogicalClusters as the index records them, from now on: each change, after the index has
@@ -494,7 +552,10 @@ mod tests {
             .workspace_type(&TypeRef::new("root:org", "team"))
             .unwrap();
         assert_eq!(team["metadata"]["annotations"]["kcp.io/path"], "root:org");
-        assert_eq!(index.type_cluster("root:org").unwrap().as_str(), "far");
+        assert_eq!(
+            index.resolve_with_copies("root:org").unwrap().as_str(),
+            "far"
+        );
         // The copied path serves no request and counts nothing here.
         assert!(index.resolve("root:org").is_err());
         assert_eq!(index.logical_cluster_count(), 0);
@@ -528,6 +589,65 @@ mod tests {
                 .is_none()
         );
         index.replace_copies(CopiedKind::LogicalClusters, Vec::new());
-        assert!(index.type_cluster("root:org").is_none());
+        assert!(index.resolve_with_copies("root:org").is_none());
+    }
+
+    #[test]
+    fn api_and_rbac_copies_are_found_and_their_changes_heard() {
+        let index = TenancyIndex::default();
+        let far = LogicalClusterName::parse("far").unwrap();
+        let copy = |kind: &str, name: &str, shard: &str| {
+            json!({"kind": kind, "metadata": {"name": name,
+                "annotations": {"kcp.io/cluster": "far", "kcp.io/shard": shard}},
+                "spec": {"url": format!("https://{shard}/services/apiexport/far/{name}")}})
+        };
+        // Without a cache nothing is awaited; with one, a kind is complete once listed.
+        assert!(index.copies_listed(CopiedKind::ApiExports));
+        index.expect_copies();
+        assert!(!index.copies_listed(CopiedKind::ApiExports));
+        let mut changes = index.subscribe_copies();
+        index.replace_copies(
+            CopiedKind::ApiExports,
+            vec![copy("APIExport", "widgets", "root")],
+        );
+        assert!(index.copies_listed(CopiedKind::ApiExports));
+        assert!(!index.copies_listed(CopiedKind::ApiResourceSchemas));
+        assert_eq!(changes.try_recv().unwrap().as_str(), "far");
+        assert!(
+            index
+                .copy_of(CopiedKind::ApiExports, &far, "widgets")
+                .is_some()
+        );
+        assert!(
+            index
+                .copy_of(CopiedKind::ApiResourceSchemas, &far, "widgets")
+                .is_none()
+        );
+        index.apply_copy(false, copy("ClusterRole", "binder", "root"));
+        index.apply_copy(false, copy("ClusterRoleBinding", "alice", "root"));
+        assert_eq!(changes.try_recv().unwrap().as_str(), "far");
+        let mut rbac: Vec<String> = index
+            .rbac_copies(&far)
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap().to_owned())
+            .collect();
+        rbac.sort();
+        assert_eq!(rbac, ["ClusterRole", "ClusterRoleBinding"]);
+        // Markers of bound exports are kept per shard.
+        index.apply_copy(false, copy("BoundExport", "widgets", "shard-1"));
+        index.apply_copy(false, copy("BoundExport", "widgets", "shard-2"));
+        assert_eq!(index.bound_export_urls(&far, "widgets").len(), 2);
+        index.apply_copy(true, copy("BoundExport", "widgets", "shard-1"));
+        assert_eq!(
+            index.bound_export_urls(&far, "widgets"),
+            ["https://shard-2/services/apiexport/far/widgets"]
+        );
+        index.replace_copies(CopiedKind::ApiExports, Vec::new());
+        assert!(
+            index
+                .copy_of(CopiedKind::ApiExports, &far, "widgets")
+                .is_none()
+        );
+        assert_eq!(index.rbac_copies(&far).len(), 2);
     }
 }

@@ -3,8 +3,9 @@
 //! objects into its cache (kcp-cache's `replication`): the root shard into its own, in the same
 //! process; a shard with `--cache-kubeconfig` into the server that kubeconfig names, over HTTPS.
 //! From the same cache every shard reads back what other shards replicated (kcp-cache's
-//! `read_back`): their WorkspaceTypes and LogicalClusters into its tenancy index (as copies that
-//! never serve a request), and the `Shard`s, a non-root shard's directory of shards.
+//! `read_back`): their WorkspaceTypes, APIExports, APIResourceSchemas, LogicalClusters and the
+//! RBAC that grants `bind` and `use` into its tenancy index (as copies that never serve a request), and the `Shard`s, a non-root shard's
+//! directory of shards.
 
 use std::sync::Arc;
 
@@ -72,18 +73,22 @@ pub struct CacheLinks {
 }
 
 /// Starts replicating the shard's objects into its cache, one task per replicated resource, and
-/// reading back other shards' copies (LogicalClusters' routing data and WorkspaceTypes into
+/// reading back other shards' copies (LogicalClusters' routing data, WorkspaceTypes, APIExports,
+/// APIResourceSchemas and replicated RBAC into
 /// `tenancy`, Shards into [`CacheLinks::shards`]), until `stop`. (Options validation leaves no
 /// shard without a cache: a non-root shard needs `--cache-kubeconfig`, the root shard serves one
-/// itself without it.)
+/// itself without it.) `virtual_workspace_url` is where this shard serves its virtual workspaces
+/// (the URL its markers of bound exports publish).
 pub fn connect(
     options: &ValidatedOptions,
     store: &RestStore,
     tenancy: &Arc<TenancyIndex>,
     in_process: Option<&Arc<CacheService>>,
+    virtual_workspace_url: &str,
     stop: &CancellationToken,
 ) -> Result<CacheLinks, CacheSetupError> {
-    let replicated = replication::replicated(store).map_err(CacheSetupError::Types)?;
+    let replicated =
+        replication::replicated(store, virtual_workspace_url).map_err(CacheSetupError::Types)?;
     let local = Local {
         objects: store.objects(),
         shard: &options.shard_name,
@@ -123,9 +128,24 @@ impl Local<'_> {
             })
             .collect();
         let shards = Arc::new(CopiedShards::default());
+        self.tenancy.expect_copies();
         for (kind, resource) in [
             (CopiedKind::LogicalClusters, replication::logical_clusters()),
             (CopiedKind::WorkspaceTypes, replication::workspace_types()),
+            (CopiedKind::ApiExports, replication::api_exports()),
+            (
+                CopiedKind::ApiResourceSchemas,
+                replication::api_resource_schemas(),
+            ),
+            (CopiedKind::ClusterRoles, replication::cluster_roles()),
+            (
+                CopiedKind::ClusterRoleBindings,
+                replication::cluster_role_bindings(),
+            ),
+            (
+                CopiedKind::BoundExports,
+                replication::bound_export_markers(),
+            ),
         ] {
             let tenancy = self.tenancy.clone();
             tasks.push(

@@ -145,6 +145,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         &context.store,
         &context.tenancy,
         in_process_cache.as_ref(),
+        &registration.urls.virtual_workspace,
         &server.stopping(),
     )?;
     // The root shard keeps its Shard in its own store, the others in the root shard's; the

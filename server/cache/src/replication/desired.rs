@@ -2,16 +2,18 @@
 //! each change of them, read from the shard's store.
 //!
 //! Most resources are copied whole ([`whole`]). LogicalClusters are copied as routing data, and
-//! only those of logical clusters that hold a WorkspaceType ([`type_holders`]), as upstream
-//! replicates just the LogicalClusters that replicated objects live in (its
-//! `internal.kcp.io/replicate` marker): another shard needs them to resolve a type reference's
-//! path (`root:org:special`), nothing else. A cluster's copy is wanted from its first
-//! WorkspaceType on and unwanted after its last one (or its LogicalCluster) is gone, so both
-//! resources are followed. Only the type holders' routing data is kept in memory: a cluster's
-//! LogicalCluster is read from the store when it gets its first type, so a shard of 10,000
-//! workspaces without types keeps nothing per workspace here.
+//! only those of logical clusters that hold a WorkspaceType or an APIExport ([`holders`]), as
+//! upstream replicates just the LogicalClusters that replicated objects live in (its
+//! `internal.kcp.io/replicate` marker, which we compute instead of storing): another shard needs
+//! them to resolve a type reference's or an export reference's path (`root:org:special`),
+//! nothing else. A cluster's copy is wanted from its first held object on and unwanted after its
+//! last one (or its LogicalCluster) is gone, so every resource involved is followed. Only the
+//! holders' routing data is kept in memory: a cluster's LogicalCluster is read from the store
+//! when it gets its first held object, so a shard of 10,000 workspaces without types or exports
+//! keeps nothing per workspace here.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
@@ -85,20 +87,21 @@ fn routing_data(logical_cluster: &Value) -> Value {
     comparable(&copy)
 }
 
-/// The LogicalClusters and WorkspaceTypes of the shard, as far as the copies need them.
+/// The LogicalClusters of the shard and the objects that make a cluster a holder, as far as the
+/// copies need them.
 #[derive(Default)]
 struct Holders {
-    /// Routing data of the LogicalClusters of the clusters in `types`, by logical cluster.
+    /// Routing data of the LogicalClusters of the clusters in `held`, by logical cluster.
     logical_clusters: BTreeMap<String, (ObjectId, Value)>,
-    /// The WorkspaceTypes' names, by logical cluster.
-    types: BTreeMap<String, BTreeSet<String>>,
+    /// The held objects (which held resource, name), by logical cluster.
+    held: BTreeMap<String, BTreeSet<(usize, String)>>,
 }
 
-/// Which of the two resources changed.
+/// Which resource changed: LogicalClusters, or the held resource of that index.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Of {
     LogicalCluster,
-    WorkspaceType,
+    Held(usize),
 }
 
 /// A change of either resource.
@@ -128,16 +131,16 @@ impl Seen {
 
 impl Holders {
     fn wanted(&self, cluster: &str) -> Option<&(ObjectId, Value)> {
-        self.types
+        self.held
             .get(cluster)
             .filter(|names| !names.is_empty())
             .and(self.logical_clusters.get(cluster))
     }
 
-    /// Whether `cluster` holds a type but its LogicalCluster's routing data is not known yet
+    /// Whether `cluster` holds an object but its LogicalCluster's routing data is not known yet
     /// (to be read from the store).
     fn lacks_logical_cluster(&self, cluster: &str) -> bool {
-        self.types.contains_key(cluster) && !self.logical_clusters.contains_key(cluster)
+        self.held.contains_key(cluster) && !self.logical_clusters.contains_key(cluster)
     }
 
     fn now(&self) -> BTreeMap<ObjectId, Value> {
@@ -158,20 +161,20 @@ impl Holders {
             Of::LogicalCluster if seen.deleted => {
                 self.logical_clusters.remove(&cluster);
             }
-            Of::LogicalCluster if self.types.contains_key(&cluster) => {
+            Of::LogicalCluster if self.held.contains_key(&cluster) => {
                 let copy = routing_data(&seen.object);
                 self.logical_clusters.insert(cluster.clone(), (id, copy));
             }
             Of::LogicalCluster => return Vec::new(),
-            Of::WorkspaceType => {
-                let names = self.types.entry(cluster.clone()).or_default();
+            Of::Held(resource) => {
+                let names = self.held.entry(cluster.clone()).or_default();
                 if seen.deleted {
-                    names.remove(&id.name);
+                    names.remove(&(resource, id.name));
                 } else {
-                    names.insert(id.name);
+                    names.insert((resource, id.name));
                 }
                 if names.is_empty() {
-                    self.types.remove(&cluster);
+                    self.held.remove(&cluster);
                     self.logical_clusters.remove(&cluster);
                 }
             }
@@ -185,21 +188,29 @@ impl Holders {
 }
 
 /// The routing data of the LogicalClusters (under `logical_clusters`) of the logical clusters
-/// that hold a WorkspaceType (under `workspace_types`).
-pub(super) async fn type_holders(
+/// that hold an object under one of the `held` prefixes.
+pub(super) async fn holders(
     local: &ObjectStore,
     logical_clusters: &str,
-    workspace_types: &str,
+    held: &[String],
 ) -> Result<Wanted, ApiError> {
     let clusters = local
         .list(ListRequest::everything(logical_clusters), &|_| true)
         .await?;
-    let types = local
-        .list(ListRequest::everything(workspace_types), &|_| true)
-        .await?;
     let mut holders = Holders::default();
-    for object in types.items {
-        holders.apply(Seen::added(Of::WorkspaceType, object));
+    let mut streams = Vec::new();
+    for (index, prefix) in held.iter().enumerate() {
+        let page = local
+            .list(ListRequest::everything(prefix), &|_| true)
+            .await?;
+        for object in page.items {
+            holders.apply(Seen::added(Of::Held(index), object));
+        }
+        let changes = local
+            .watch_current(prefix, page.revision + 1)
+            .await?
+            .map(move |change| change.map(|change| Seen::change(Of::Held(index), change)));
+        streams.push(changes.boxed());
     }
     for object in clusters.items {
         holders.apply(Seen::added(Of::LogicalCluster, object));
@@ -209,41 +220,58 @@ pub(super) async fn type_holders(
         .watch_current(logical_clusters, clusters.revision + 1)
         .await?
         .map(|change| change.map(|change| Seen::change(Of::LogicalCluster, change)));
-    let type_changes = local
-        .watch_current(workspace_types, types.revision + 1)
-        .await?
-        .map(|change| change.map(|change| Seen::change(Of::WorkspaceType, change)));
+    streams.push(cluster_changes.boxed());
     let follow = Follow {
         holders,
-        changes: stream::select(cluster_changes.boxed(), type_changes.boxed()).boxed(),
         local: local.clone(),
         logical_clusters: logical_clusters.to_string(),
     };
-    let changes = stream::unfold(follow, |mut follow| async move {
-        let desired = match follow.changes.next().await? {
-            Ok(seen) => match follow.step(seen).await {
-                Ok(desired) => desired.into_iter().map(Ok).collect(),
-                Err(error) => vec![Err(error)],
-            },
-            Err(error) => vec![Err(error)],
-        };
-        Some((stream::iter(desired), follow))
-    })
-    .flatten();
-    Ok((now, changes.boxed()))
+    Ok((now, followed(follow, stream::select_all(streams).boxed())))
 }
 
-/// The holders and the changes they follow, with the store a new holder's LogicalCluster is
-/// read from.
+/// A state that turns each change it follows into changes of the wanted copies (reading the
+/// shard's store when it must).
+pub(super) trait Follower: Send + 'static {
+    type Change: Send + 'static;
+    fn step(
+        &mut self,
+        change: Self::Change,
+    ) -> impl Future<Output = Result<Vec<Desired>, ApiError>> + Send;
+}
+
+/// The changes of the wanted copies: each of `changes` through `follower`, in order.
+pub(super) fn followed<F: Follower>(
+    follower: F,
+    changes: BoxStream<'static, Result<F::Change, ApiError>>,
+) -> BoxStream<'static, Result<Desired, ApiError>> {
+    stream::unfold(
+        (follower, changes),
+        |(mut follower, mut changes)| async move {
+            let desired = match changes.next().await? {
+                Ok(change) => match follower.step(change).await {
+                    Ok(desired) => desired.into_iter().map(Ok).collect(),
+                    Err(error) => vec![Err(error)],
+                },
+                Err(error) => vec![Err(error)],
+            };
+            Some((stream::iter(desired), (follower, changes)))
+        },
+    )
+    .flatten()
+    .boxed()
+}
+
+/// The holders, with the store a new holder's LogicalCluster is read from.
 struct Follow {
     holders: Holders,
-    changes: BoxStream<'static, Result<Seen, ApiError>>,
     local: ObjectStore,
     /// The key prefix of LogicalClusters.
     logical_clusters: String,
 }
 
-impl Follow {
+impl Follower for Follow {
+    type Change = Seen;
+
     async fn step(&mut self, seen: Seen) -> Result<Vec<Desired>, ApiError> {
         let cluster = ObjectId::of(&seen.object).map(|id| id.cluster);
         let mut desired = self.holders.apply(seen);
@@ -285,11 +313,35 @@ mod tests {
 
     fn seen_type(cluster: &str, name: &str, deleted: bool) -> Seen {
         Seen {
-            of: Of::WorkspaceType,
+            of: Of::Held(0),
             deleted,
             object: json!({"kind": "WorkspaceType", "metadata": {"name": name,
                 "annotations": {"kcp.io/cluster": cluster}}}),
         }
+    }
+
+    fn seen_export(cluster: &str, name: &str, deleted: bool) -> Seen {
+        Seen {
+            of: Of::Held(1),
+            deleted,
+            object: json!({"kind": "APIExport", "metadata": {"name": name,
+                "annotations": {"kcp.io/cluster": cluster}}}),
+        }
+    }
+
+    #[test]
+    fn a_cluster_holding_a_type_or_an_export_is_copied_while_it_holds_either() {
+        let mut holders = Holders::default();
+        holders.apply(seen_export("abc", "widgets", false));
+        assert_eq!(summary(holders.apply(seen_cluster("abc", false))).len(), 1);
+        // A type and an export of the same name are two objects.
+        holders.apply(seen_type("abc", "widgets", false));
+        assert!(summary(holders.apply(seen_export("abc", "widgets", true)))[0].starts_with("set"));
+        assert_eq!(holders.now().len(), 1);
+        assert_eq!(
+            summary(holders.apply(seen_type("abc", "widgets", true))),
+            ["gone abc"]
+        );
     }
 
     fn summary(desired: Vec<Desired>) -> Vec<String> {

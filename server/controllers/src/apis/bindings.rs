@@ -21,16 +21,17 @@ use kcp_apimachinery::{ApiError, meta, time};
 use kcp_apis::binding::{self, BoundResource, ExportReference, Holder, Inputs, Outcome};
 use kcp_apis::schema;
 use kcp_registry::storage::objects::ListRequest;
-use kcp_registry::store::{Location, RestStore};
+use kcp_registry::store::RestStore;
 use kcp_registry::{LogicalClusterName, ResourceType};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::bound_types::{BoundTypes, lock, policy_of, recorded_export_cluster};
-use super::{cluster_of, stored_type};
+use super::{cluster_of, local_or_copy, stored_type};
 use crate::TenancyIndex;
 use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
+use crate::tenancy_index::CopiedKind;
 
 /// How long a binding whose export's workspace does not resolve waits before it looks again.
 const UNRESOLVED_RETRY: Duration = Duration::from_secs(5);
@@ -44,7 +45,7 @@ pub async fn run(store: RestStore, tenancy: Arc<TenancyIndex>, shutdown: Cancell
             return;
         }
     };
-    let bound = match BoundTypes::new(&store) {
+    let bound = match BoundTypes::new(&store, tenancy.clone()) {
         Ok(bound) => bound,
         Err(error) => {
             tracing::error!(%error, "the APIBinding controller cannot start");
@@ -135,23 +136,28 @@ impl Controller for Bindings {
                     .await?,
             ),
         ]);
-        while let Some(change) = changes.next().await {
-            let object = change?.object;
-            let Some(cluster) = cluster_of(&object) else {
-                continue;
+        // Exports and schemas of other shards arrive as copies from the cache.
+        let mut copies = self.tenancy.subscribe_copies();
+        loop {
+            let cluster = tokio::select! {
+                change = changes.next() => {
+                    let Some(change) = change else { break };
+                    let object = change?.object;
+                    let Some(cluster) = cluster_of(&object) else {
+                        continue;
+                    };
+                    if object["kind"] == "APIBinding" {
+                        queue.add(cluster);
+                        continue;
+                    }
+                    cluster
+                }
+                copy = copies.recv() => match copy {
+                    Some(cluster) => cluster.as_ref().clone(),
+                    None => break,
+                },
             };
-            if object["kind"] == "APIBinding" {
-                queue.add(cluster);
-                continue;
-            }
-            let consumers: Vec<LogicalClusterName> = lock(&self.sources)
-                .iter()
-                .filter(|(_, sources)| sources.contains(&cluster))
-                .map(|(consumer, _)| consumer.clone())
-                .collect();
-            for consumer in consumers {
-                queue.add(consumer);
-            }
+            self.requeue_consumers_of(&cluster, queue);
         }
         Err(ApiError::service_unavailable("APIBinding watch closed"))
     }
@@ -189,9 +195,13 @@ impl Controller for Bindings {
             let export_cluster = match &reference {
                 Some(r) if r.is_built_in() => Some(LogicalClusterName::root()),
                 Some(r) if r.path.is_empty() => Some(cluster.clone()),
-                Some(r) => self.tenancy.resolve(&r.path).ok(),
+                Some(r) => self.tenancy.resolve_with_copies(&r.path),
                 None => None,
             };
+            if !self.copies_settle(export_cluster.as_ref()) {
+                // Another shard's export may only not be read back yet: decide nothing.
+                return Ok(Pass::After(UNRESOLVED_RETRY));
+            }
             unresolved |= export_cluster.is_none();
             let (export, schemas) = match &export_cluster {
                 Some(export_cluster) if reference.as_ref().is_some_and(|r| !r.is_built_in()) => {
@@ -272,6 +282,18 @@ impl Controller for Bindings {
 }
 
 impl Bindings {
+    /// Queues the consumer clusters whose bindings read exports or schemas of `source`.
+    fn requeue_consumers_of(&self, source: &LogicalClusterName, queue: &Queue<LogicalClusterName>) {
+        let consumers: Vec<LogicalClusterName> = lock(&self.sources)
+            .iter()
+            .filter(|(_, sources)| sources.contains(source))
+            .map(|(consumer, _)| consumer.clone())
+            .collect();
+        for consumer in consumers {
+            queue.add(consumer);
+        }
+    }
+
     /// The groups and resources the cluster's CRDs and the built-in types hold.
     async fn taken_names(
         &self,
@@ -308,29 +330,50 @@ impl Bindings {
         Ok(taken)
     }
 
-    /// The export `name` of `export_cluster` (`None` when absent) and the schemas it exports that exist.
+    /// Whether what a binding's export cluster (`None`: its path resolves nowhere) lacks is
+    /// really missing: always for this shard's own clusters, and for other shards' once their
+    /// copies were read back from the cache (so a restarted shard never unbinds what the cache
+    /// still has to tell it).
+    fn copies_settle(&self, export_cluster: Option<&LogicalClusterName>) -> bool {
+        let local = export_cluster.is_some_and(|cluster| {
+            cluster == &LogicalClusterName::root()
+                || self.tenancy.logical_cluster(cluster).is_some()
+        });
+        local
+            || [
+                CopiedKind::LogicalClusters,
+                CopiedKind::ApiExports,
+                CopiedKind::ApiResourceSchemas,
+            ]
+            .into_iter()
+            .all(|kind| self.tenancy.copies_listed(kind))
+    }
+
+    /// The export `name` of `export_cluster` (`None` when absent) and the schemas it exports that
+    /// exist: this shard's own, else copies of another shard's from the cache.
     async fn export_and_schemas(
         &self,
         export_cluster: &LogicalClusterName,
         name: &str,
     ) -> Result<(Option<Value>, BTreeMap<String, Value>), ApiError> {
-        let at = Location {
-            cluster: export_cluster,
-            namespace: None,
-        };
-        let export = match self.store.get(&self.types.exports, at, name).await {
-            Ok(stored) => stored.object,
-            Err(e) if e.code == 404 => return Ok((None, BTreeMap::new())),
-            Err(e) => return Err(e),
+        let (store, tenancy) = (&self.store, &self.tenancy);
+        let Some(export) =
+            local_or_copy(store, tenancy, &self.types.exports, export_cluster, name).await?
+        else {
+            return Ok((None, BTreeMap::new()));
         };
         let mut schemas = BTreeMap::new();
         for schema_name in binding::exported_schemas(&export) {
-            match self.store.get(&self.types.schemas, at, &schema_name).await {
-                Ok(stored) => {
-                    schemas.insert(schema_name, stored.object);
-                }
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
+            let schema = local_or_copy(
+                store,
+                tenancy,
+                &self.types.schemas,
+                export_cluster,
+                &schema_name,
+            )
+            .await?;
+            if let Some(schema) = schema {
+                schemas.insert(schema_name, schema);
             }
         }
         Ok((Some(export), schemas))

@@ -14,11 +14,12 @@ use kcp_apimachinery::{ApiError, meta};
 use kcp_apis::binding::{self, BoundResource, ExportReference};
 use kcp_apis::schema;
 use kcp_registry::storage::objects::ListRequest;
-use kcp_registry::store::{Location, RestStore};
+use kcp_registry::store::RestStore;
 use kcp_registry::{BoundPolicy, LogicalClusterName, ResourceType, custom};
 use serde_json::Value;
 
-use super::{cluster_of, stored_type};
+use super::{cluster_of, local_or_copy, stored_type};
+use crate::TenancyIndex;
 
 /// A bound resource as served: its schema's UID, its identity, its parsed schema and the export
 /// whose maximal permission policy caps it.
@@ -31,6 +32,8 @@ pub(super) struct Served {
 
 pub(super) struct BoundTypes {
     store: RestStore,
+    /// Where schemas and exports of other shards are read from (copies from the cache).
+    tenancy: Arc<TenancyIndex>,
     schemas: Arc<ResourceType>,
     exports: Arc<ResourceType>,
     /// Schemas as CRDs, by schema UID.
@@ -52,9 +55,13 @@ pub(super) fn recorded_export_cluster(binding: &Value) -> Option<LogicalClusterN
 }
 
 impl BoundTypes {
-    pub(super) fn new(store: &RestStore) -> Result<BoundTypes, ApiError> {
+    pub(super) fn new(
+        store: &RestStore,
+        tenancy: Arc<TenancyIndex>,
+    ) -> Result<BoundTypes, ApiError> {
         Ok(BoundTypes {
             store: store.clone(),
+            tenancy,
             schemas: stored_type(store, kcp_apis::API_RESOURCE_SCHEMAS)?,
             exports: stored_type(store, kcp_apis::API_EXPORTS)?,
             parsed: Mutex::new(HashMap::new()),
@@ -82,18 +89,17 @@ impl BoundTypes {
         let schema = match (schemas.get(&resource.schema_name), schema_cluster) {
             (Some(schema), _) => schema.clone(),
             (None, Some(cluster)) => {
-                let at = Location {
+                let schema = local_or_copy(
+                    &self.store,
+                    &self.tenancy,
+                    &self.schemas,
                     cluster,
-                    namespace: None,
-                };
-                match self
-                    .store
-                    .get(&self.schemas, at, &resource.schema_name)
-                    .await
-                {
-                    Ok(stored) => stored.object,
-                    Err(e) if e.code == 404 => return Ok(None),
-                    Err(e) => return Err(e),
+                    &resource.schema_name,
+                )
+                .await?;
+                match schema {
+                    Some(schema) => schema,
+                    None => return Ok(None),
                 }
             }
             (None, None) => return Ok(None),
@@ -132,16 +138,15 @@ impl BoundTypes {
         ) else {
             return Ok(None);
         };
-        let at = Location {
-            cluster: &cluster,
-            namespace: None,
-        };
-        let export = match self.store.get(&self.exports, at, &reference.name).await {
-            Ok(stored) => stored.object,
-            Err(e) if e.code == 404 => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        Ok(policy_of(&export, &cluster, &reference.name))
+        let export = local_or_copy(
+            &self.store,
+            &self.tenancy,
+            &self.exports,
+            &cluster,
+            &reference.name,
+        )
+        .await?;
+        Ok(export.and_then(|export| policy_of(&export, &cluster, &reference.name)))
     }
 
     /// Serves the bound types of a cluster (built only for content no cluster serves yet).
@@ -189,9 +194,12 @@ fn types_of(served: &Served) -> Vec<Arc<ResourceType>> {
     )
 }
 
-/// Serves what every stored APIBinding (not being deleted) records in `status.boundResources`.
+/// Serves what every stored APIBinding (not being deleted) records in `status.boundResources`
+/// from this shard's own schemas: before the first request nothing was read back from the cache
+/// yet, so a binding of another shard's export is served from the controller's first pass that
+/// has the copies.
 pub(crate) async fn serve_existing(store: &RestStore) -> Result<(), ApiError> {
-    let bound = BoundTypes::new(store)?;
+    let bound = BoundTypes::new(store, Arc::new(TenancyIndex::default()))?;
     let bindings = stored_type(store, kcp_apis::API_BINDINGS)?;
     let prefix = store.keys(&bindings).all_clusters().to_string();
     let page = store

@@ -27,7 +27,7 @@ use kcp_tenancy::types::{API_BINDINGS_INITIALIZER, DefaultApiBinding};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{cluster_of, stored_type};
+use super::{cluster_of, local_or_copy, stored_type};
 use crate::TenancyIndex;
 use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
@@ -106,23 +106,18 @@ impl DefaultBindings {
     ) -> Result<BTreeMap<DefaultApiBinding, Option<Value>>, ApiError> {
         let mut found = BTreeMap::new();
         for default in defaults {
-            let export = match self.tenancy.resolve(&default.path) {
-                Ok(cluster) => {
-                    let at = Location {
-                        cluster: &cluster,
-                        namespace: None,
-                    };
-                    match self
-                        .store
-                        .get(&self.types.exports, at, &default.export)
-                        .await
-                    {
-                        Ok(stored) => Some(stored.object),
-                        Err(e) if e.code == 404 => None,
-                        Err(e) => return Err(e),
-                    }
+            let export = match self.tenancy.resolve_with_copies(&default.path) {
+                Some(cluster) => {
+                    local_or_copy(
+                        &self.store,
+                        &self.tenancy,
+                        &self.types.exports,
+                        &cluster,
+                        &default.export,
+                    )
+                    .await?
                 }
-                Err(_) => None,
+                None => None,
             };
             found.insert(default.clone(), export);
         }

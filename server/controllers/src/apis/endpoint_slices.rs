@@ -1,10 +1,13 @@
 //! The shard's side of APIExportEndpointSlices (upstream's `apiexportendpointsliceurls`
-//! controller): a slice lists this shard's apiexport virtual-workspace URL for its export
-//! (`<virtualWorkspaceURL>/services/apiexport/<export-cluster>/<export-name>`) while this shard
+//! controller): a slice lists a shard's apiexport virtual-workspace URL for its export
+//! (`<virtualWorkspaceURL>/services/apiexport/<export-cluster>/<export-name>`) while that shard
 //! holds an APIBinding of the export, and not otherwise, so a slice is empty before the first
-//! binding (kcp #3364). Only this shard's own URL is ever added or removed, from this shard's own
-//! bindings, so nothing is wiped while the cache server or another shard is unreachable.
-//! Slices and exports of logical clusters on other shards are left to those shards.
+//! binding (kcp #3364). The slice is written by the shard that holds it: this shard's own URL
+//! from its own bindings, other shards' URLs from the markers they replicated into the cache
+//! (kcp-cache's `replication/markers.rs`, read back into the tenancy index). Other shards' URLs
+//! are removed only once their markers were read since this shard started, and the read-back
+//! keeps what it last saw while the cache is unreachable, so nothing is wiped then. Slices and
+//! exports of logical clusters on other shards are left to those shards.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -24,6 +27,7 @@ use super::{cluster_of, stored_type};
 use crate::TenancyIndex;
 use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
+use crate::tenancy_index::CopiedKind;
 
 /// Runs until `shutdown`; `virtual_workspace_url` is where this shard serves its virtual
 /// workspaces (`Shard.spec.virtualWorkspaceURL`, which defaults to its base URL).
@@ -161,7 +165,22 @@ impl Controller for EndpointSlices {
             slice_changes.map(|change| (false, change)),
             binding_changes.map(|change| (true, change)),
         );
-        while let Some((is_binding, change)) = changes.next().await {
+        // Other shards' markers of bound exports arrive as copies from the cache.
+        let mut copies = self.tenancy.subscribe_copies();
+        loop {
+            let (is_binding, change) = tokio::select! {
+                change = changes.next() => match change {
+                    Some(change) => change,
+                    None => break,
+                },
+                copy = copies.recv() => {
+                    let Some(cluster) = copy else { break };
+                    for key in slices_of.values().flatten().filter(|(c, _)| *c == *cluster) {
+                        queue.add(key.clone());
+                    }
+                    continue;
+                }
+            };
             let change = change?;
             let Some(key) = key_of(&change.object) else {
                 continue;
@@ -227,10 +246,16 @@ impl Controller for EndpointSlices {
             export_cluster.as_str(),
             export_name,
         );
-        if with_endpoint(&slice, &url, bound_here) == slice {
+        let mut wanted = self.tenancy.bound_export_urls(&export_cluster, export_name);
+        if bound_here {
+            wanted.push(url.clone());
+        }
+        let markers_known = self.tenancy.copies_listed(CopiedKind::BoundExports);
+        let keep = |endpoint: &str| !markers_known && endpoint != url;
+        if with_endpoints(&slice, &wanted, &keep) == slice {
             return Ok(Pass::Done);
         }
-        let edit = |object: &mut Value| *object = with_endpoint(object, &url, bound_here);
+        let edit = |object: &mut Value| *object = with_endpoints(object, &wanted, &keep);
         cleanup::edit_unless_gone(
             &self.store,
             &self.slices,
@@ -276,20 +301,31 @@ fn export_name(slice: &Value) -> String {
         .to_string()
 }
 
-/// `slice` with `url` in `status.endpoints` (`present`) or without it; other shards' endpoints
-/// stay as they are.
-fn with_endpoint(slice: &Value, url: &str, present: bool) -> Value {
+/// `slice` with the `wanted` URLs in `status.endpoints`, and of the others only those `keep`
+/// accepts (in the order they were, new ones after).
+fn with_endpoints(slice: &Value, wanted: &[String], keep: &dyn Fn(&str) -> bool) -> Value {
     let mut slice = slice.clone();
-    let mut endpoints: Vec<Value> = slice
+    let before: Vec<Value> = slice
         .pointer("/status/endpoints")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let has = endpoints.iter().any(|e| e["url"] == url);
-    match (present, has) {
-        (true, false) => endpoints.push(json!({"url": url})),
-        (false, true) => endpoints.retain(|e| e["url"] != url),
-        _ => return slice,
+    let url_of = |e: &Value| e["url"].as_str().unwrap_or_default().to_owned();
+    let mut endpoints: Vec<Value> = before
+        .iter()
+        .filter(|e| {
+            let url = url_of(e);
+            wanted.contains(&url) || keep(&url)
+        })
+        .cloned()
+        .collect();
+    for url in wanted {
+        if !endpoints.iter().any(|e| url_of(e) == *url) {
+            endpoints.push(json!({"url": url}));
+        }
+    }
+    if endpoints == before {
+        return slice;
     }
     if !slice["status"].is_object() {
         slice["status"] = json!({});
@@ -322,21 +358,28 @@ mod tests {
     }
 
     #[test]
-    fn only_this_shards_endpoint_is_added_or_removed() {
-        let other = json!({"url": "https://other/services/apiexport/p/e"});
-        let slice = json!({"status": {"endpoints": [other.clone()]}});
+    fn other_shards_endpoints_go_only_once_their_markers_are_known() {
+        let other = "https://other/services/apiexport/p/e";
+        let slice = json!({"status": {"endpoints": [{"url": other}]}});
         let mine = "https://me/services/apiexport/p/e";
-        let added = with_endpoint(&slice, mine, true);
+        let unknown = |url: &str| url != mine;
+        let known = |_: &str| false;
+        let added = with_endpoints(&slice, &[mine.to_owned()], &unknown);
         assert_eq!(
             added["status"]["endpoints"],
-            json!([other.clone(), {"url": mine}])
+            json!([{"url": other}, {"url": mine}])
         );
-        assert_eq!(with_endpoint(&added, mine, true), added);
-        assert_eq!(with_endpoint(&added, mine, false), slice);
-        assert_eq!(with_endpoint(&slice, mine, false), slice);
+        assert_eq!(with_endpoints(&added, &[mine.to_owned()], &unknown), added);
+        assert_eq!(with_endpoints(&added, &[], &unknown), slice);
+        assert_eq!(
+            with_endpoints(&added, &[mine.to_owned()], &known)["status"]["endpoints"],
+            json!([{"url": mine}])
+        );
+        let both = [other.to_owned(), mine.to_owned()];
+        assert_eq!(with_endpoints(&added, &both, &known), added);
         let empty = json!({"metadata": {"name": "e"}});
         assert_eq!(
-            with_endpoint(&empty, mine, true)["status"]["endpoints"],
+            with_endpoints(&empty, &[mine.to_owned()], &known)["status"]["endpoints"],
             json!([{"url": mine}])
         );
     }

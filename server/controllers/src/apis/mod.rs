@@ -17,9 +17,12 @@ use std::sync::Arc;
 
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::storage::objects::CLUSTER_ANNOTATION;
-use kcp_registry::store::RestStore;
+use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType};
 use serde_json::Value;
+
+use crate::TenancyIndex;
+use crate::tenancy_index::CopiedKind;
 
 /// An apis.kcp.io type in the version it is stored in.
 fn stored_type(store: &RestStore, plural: &str) -> Result<Arc<ResourceType>, ApiError> {
@@ -43,4 +46,33 @@ fn core_type(store: &RestStore, plural: &str) -> Result<Arc<ResourceType>, ApiEr
 
 fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
     LogicalClusterName::parse(meta::annotations(object).get(CLUSTER_ANNOTATION)?)
+}
+
+/// The object `name` of `rt` in `cluster`: this shard's own, else (an APIExport or an
+/// APIResourceSchema of a cluster on another shard) its copy read back from the cache.
+async fn local_or_copy(
+    store: &RestStore,
+    tenancy: &TenancyIndex,
+    rt: &ResourceType,
+    cluster: &LogicalClusterName,
+    name: &str,
+) -> Result<Option<Value>, ApiError> {
+    let at = Location {
+        cluster,
+        namespace: None,
+    };
+    match store.get(rt, at, name).await {
+        Ok(stored) => Ok(Some(stored.object)),
+        Err(e) if e.code == 404 => {
+            let kind = match rt.plural.as_str() {
+                kcp_apis::API_EXPORTS => CopiedKind::ApiExports,
+                kcp_apis::API_RESOURCE_SCHEMAS => CopiedKind::ApiResourceSchemas,
+                _ => return Ok(None),
+            };
+            Ok(tenancy
+                .copy_of(kind, cluster, name)
+                .map(|copy| copy.as_ref().clone()))
+        }
+        Err(e) => Err(e),
+    }
 }

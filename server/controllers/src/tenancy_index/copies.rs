@@ -1,13 +1,15 @@
-//! Other shards' LogicalClusters and WorkspaceTypes, as read back from the cache server
-//! (upstream's "global" informers over the cache): a WorkspaceType of `root:org` held by another
-//! shard resolves here for admission, scheduling, `extend` and initializers.
+//! Other shards' LogicalClusters, WorkspaceTypes, APIExports, APIResourceSchemas and RBAC, as read back
+//! from the cache server (upstream's "global" informers over the cache): a WorkspaceType of
+//! `root:org` held by another shard resolves here for admission, scheduling, `extend` and
+//! initializers, an APIExport of it (with its schemas) for APIBindings, and the ClusterRoles and
+//! ClusterRoleBindings that grant `bind` or `use` there for the authorizer.
 //!
 //! They are kept apart from this shard's own objects on purpose: a copy never counts in this
 //! shard's capacity, never makes `/clusters/<path>` resolve to a local request (a path of another
 //! shard stays 429 or 404), and never overrides a local object: a lookup asks the local objects
 //! first and the copies only when the shard has nothing of its own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use kcp_apimachinery::meta;
@@ -29,10 +31,17 @@ fn same_shard(held: &Value, deleted: &Value) -> bool {
 }
 
 /// Which kind of copies a list replaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CopiedKind {
     LogicalClusters,
     WorkspaceTypes,
+    ApiExports,
+    ApiResourceSchemas,
+    ClusterRoles,
+    ClusterRoleBindings,
+    /// Other shards' markers of the exports their APIBindings bind (kcp-cache's
+    /// `replication/markers.rs`).
+    BoundExports,
 }
 
 impl CopiedKind {
@@ -40,10 +49,18 @@ impl CopiedKind {
         match object.get("kind").and_then(Value::as_str)? {
             "LogicalCluster" => Some(CopiedKind::LogicalClusters),
             "WorkspaceType" => Some(CopiedKind::WorkspaceTypes),
+            "APIExport" => Some(CopiedKind::ApiExports),
+            "APIResourceSchema" => Some(CopiedKind::ApiResourceSchemas),
+            "ClusterRole" => Some(CopiedKind::ClusterRoles),
+            "ClusterRoleBinding" => Some(CopiedKind::ClusterRoleBindings),
+            "BoundExport" => Some(CopiedKind::BoundExports),
             _ => None,
         }
     }
 }
+
+/// A copied object other than a LogicalCluster: its kind, logical cluster and name.
+type Named = (CopiedKind, LogicalClusterName, String);
 
 /// Copies of other shards' objects, by logical cluster.
 #[derive(Default)]
@@ -51,69 +68,124 @@ pub(super) struct Copies {
     clusters: HashMap<LogicalClusterName, Arc<Value>>,
     /// Canonical path (`kcp.io/path`) to cluster, of the copied LogicalClusters.
     paths: HashMap<String, LogicalClusterName>,
-    types: HashMap<(LogicalClusterName, String), Arc<Value>>,
+    /// Every other copy (WorkspaceTypes, APIExports, APIResourceSchemas, ClusterRoles and
+    /// ClusterRoleBindings).
+    named: HashMap<Named, Arc<Value>>,
+    /// The apiexport URLs of other shards holding bindings of an export, by the export's cluster
+    /// and name, then by shard.
+    bound_exports: HashMap<(LogicalClusterName, String), BTreeMap<String, String>>,
+    /// The kinds listed from the cache at least once since the shard started.
+    listed: HashSet<CopiedKind>,
+    /// Whether a cache feeds these copies (without one, there is nothing to wait for).
+    expected: bool,
 }
 
 impl Copies {
-    /// Replaces every copy of `kind` with `items` (a fresh list of the cache).
-    pub(super) fn replace(&mut self, kind: CopiedKind, items: Vec<Value>) {
+    /// Replaces every copy of `kind` with `items` (a fresh list of the cache); returns the
+    /// logical clusters whose copies of `kind` it touched (held before or now).
+    pub(super) fn replace(
+        &mut self,
+        kind: CopiedKind,
+        items: Vec<Value>,
+    ) -> BTreeSet<LogicalClusterName> {
+        let mut touched = BTreeSet::new();
         match kind {
             CopiedKind::LogicalClusters => {
+                touched.extend(self.clusters.keys().cloned());
                 self.clusters.clear();
                 self.paths.clear();
             }
-            CopiedKind::WorkspaceTypes => self.types.clear(),
+            CopiedKind::BoundExports => {
+                touched.extend(
+                    self.bound_exports
+                        .keys()
+                        .map(|(cluster, _)| cluster.clone()),
+                );
+                self.bound_exports.clear();
+            }
+            _ => self.named.retain(|(k, cluster, _), _| {
+                let keep = *k != kind;
+                if !keep {
+                    touched.insert(cluster.clone());
+                }
+                keep
+            }),
         }
+        self.listed.insert(kind);
         for object in items {
-            self.apply(false, object);
+            touched.extend(self.apply(false, object));
         }
+        touched
     }
 
-    /// Records a copy, or its deletion.
-    pub(super) fn apply(&mut self, deleted: bool, object: Value) {
+    /// From now on, copies are read back from a cache: until a kind is listed, an absent copy of
+    /// it says nothing.
+    pub(super) fn expect(&mut self) {
+        self.expected = true;
+    }
+
+    /// Whether copies of `kind` are as complete as they get: listed from the cache since the
+    /// shard started, or no cache feeds them.
+    pub(super) fn listed(&self, kind: CopiedKind) -> bool {
+        !self.expected || self.listed.contains(&kind)
+    }
+
+    /// Records a copy, or its deletion; returns its logical cluster.
+    pub(super) fn apply(&mut self, deleted: bool, object: Value) -> Option<LogicalClusterName> {
         let (Some(cluster), Some(kind)) = (cluster_of(&object), CopiedKind::of(&object)) else {
-            return;
+            return None;
         };
-        match kind {
-            CopiedKind::LogicalClusters => {
-                if deleted
-                    && !self
-                        .clusters
-                        .get(&cluster)
-                        .is_some_and(|held| same_shard(held, &object))
-                {
-                    return;
-                }
-                if let Some(old) = remove_and_shrink(&mut self.clusters, &cluster) {
-                    let path = path_of(&old, &cluster);
-                    if self.paths.get(&path) == Some(&cluster) {
-                        remove_and_shrink(&mut self.paths, &path);
-                    }
-                }
-                if !deleted {
-                    self.paths
-                        .insert(path_of(&object, &cluster), cluster.clone());
-                    self.clusters.insert(cluster, Arc::new(object));
+        if kind == CopiedKind::LogicalClusters {
+            if deleted
+                && !self
+                    .clusters
+                    .get(&cluster)
+                    .is_some_and(|held| same_shard(held, &object))
+            {
+                return None;
+            }
+            if let Some(old) = remove_and_shrink(&mut self.clusters, &cluster) {
+                let path = path_of(&old, &cluster);
+                if self.paths.get(&path) == Some(&cluster) {
+                    remove_and_shrink(&mut self.paths, &path);
                 }
             }
-            CopiedKind::WorkspaceTypes => {
-                let Some(name) = meta::name(&object).map(str::to_owned) else {
-                    return;
-                };
-                let key = (cluster, name);
-                if deleted {
-                    if self
-                        .types
-                        .get(&key)
-                        .is_some_and(|held| same_shard(held, &object))
-                    {
-                        remove_and_shrink(&mut self.types, &key);
-                    }
-                } else {
-                    self.types.insert(key, Arc::new(object));
-                }
+            if !deleted {
+                self.paths
+                    .insert(path_of(&object, &cluster), cluster.clone());
+                self.clusters.insert(cluster.clone(), Arc::new(object));
             }
+            return Some(cluster);
         }
+        let name = meta::name(&object)?.to_owned();
+        if kind == CopiedKind::BoundExports {
+            let shard = meta::annotations(&object).remove(SHARD_ANNOTATION)?;
+            let key = (cluster.clone(), name);
+            let urls = self.bound_exports.entry(key.clone()).or_default();
+            match object.pointer("/spec/url").and_then(Value::as_str) {
+                Some(url) if !deleted => {
+                    urls.insert(shard, url.to_owned());
+                }
+                _ => {
+                    urls.remove(&shard);
+                }
+            }
+            if urls.is_empty() {
+                remove_and_shrink(&mut self.bound_exports, &key);
+            }
+            return Some(cluster);
+        }
+        let key = (kind, cluster.clone(), name);
+        if !deleted {
+            self.named.insert(key, Arc::new(object));
+        } else if self
+            .named
+            .get(&key)
+            .is_some_and(|held| same_shard(held, &object))
+        {
+            remove_and_shrink(&mut self.named, &key);
+        }
+        Some(cluster)
     }
 
     /// The cluster a path names among the copies (a cluster name names itself).
@@ -132,11 +204,40 @@ impl Copies {
         self.clusters.get(cluster).map(|lc| path_of(lc, cluster))
     }
 
-    pub(super) fn workspace_type(
+    /// The copy of `kind` named `name` in `cluster`.
+    pub(super) fn named(
         &self,
+        kind: CopiedKind,
         cluster: &LogicalClusterName,
         name: &str,
     ) -> Option<Arc<Value>> {
-        self.types.get(&(cluster.clone(), name.to_owned())).cloned()
+        self.named
+            .get(&(kind, cluster.clone(), name.to_owned()))
+            .cloned()
+    }
+
+    /// The apiexport URLs other shards holding bindings of export `name` of `cluster` published.
+    pub(super) fn bound_export_urls(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+    ) -> Vec<String> {
+        self.bound_exports
+            .get(&(cluster.clone(), name.to_owned()))
+            .map(|urls| urls.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every copy of one of `kinds` in `cluster`.
+    pub(super) fn of_cluster(
+        &self,
+        kinds: &[CopiedKind],
+        cluster: &LogicalClusterName,
+    ) -> Vec<Arc<Value>> {
+        self.named
+            .iter()
+            .filter(|((kind, of, _), _)| of == cluster && kinds.contains(kind))
+            .map(|(_, object)| object.clone())
+            .collect()
     }
 }

@@ -119,6 +119,7 @@ impl Authorizer {
     /// The decision of a deep SubjectAccessReview in `cluster` (upstream's, which admission asks
     /// in another workspace, e.g. for `bind` on an APIExport): that cluster's RBAC, without the
     /// workspace content gate (binding an export needs no access to the provider's workspace).
+    /// For a cluster of another shard, the RBAC that shard replicated into the cache.
     pub async fn decide_deep(
         &self,
         cluster: &LogicalClusterName,
@@ -127,7 +128,14 @@ impl Authorizer {
         if attributes.user.in_group(MASTERS_GROUP) {
             return Ok(Decision::Allow(String::new()));
         }
-        let policy = self.policies.policy(cluster).await?;
+        let policy = match self.tenancy.logical_cluster(cluster) {
+            Some(_) => self.policies.policy(cluster).await?,
+            // A cluster of another shard: the RBAC it replicated (upstream's global authorizer).
+            None => match self.tenancy.rbac_copies(cluster) {
+                copies if copies.is_empty() => self.policies.policy(cluster).await?,
+                copies => Arc::new(self.policies.policy_of_copies(cluster, &copies).await?),
+            },
+        };
         Ok(policy.layers().as_slice().authorize(attributes))
     }
 

@@ -62,6 +62,25 @@ struct Bootstrap {
     revision: Revision,
 }
 
+/// A cluster's policy: its own objects over the bootstrap layer. The local index comes first: it
+/// answers for the bootstrap roles it extends or replaces (a role reference resolves in the first
+/// layer that has the role).
+fn layered(
+    cluster: &LogicalClusterName,
+    bootstrap: &Bootstrap,
+    local: &[Value],
+    revision: Revision,
+) -> Result<ClusterPolicy, ApiError> {
+    let base: Vec<&Value> = bootstrap.objects.iter().collect();
+    let index = PolicyIndex::build_layered(local, &base).map_err(|e| {
+        ApiError::internal_error(&format!("building the RBAC policy of {cluster}: {e}"))
+    })?;
+    Ok(ClusterPolicy {
+        layers: vec![Arc::new(index), bootstrap.index.clone()],
+        revision,
+    })
+}
+
 /// Per-cluster RBAC indexes over the object store.
 pub struct PolicyCache {
     objects: ObjectStore,
@@ -102,16 +121,7 @@ impl PolicyCache {
             }
         } else {
             let (local, revision) = self.read_cluster(cluster).await?;
-            let base: Vec<&Value> = bootstrap.objects.iter().collect();
-            let index = PolicyIndex::build_layered(&local, &base).map_err(|e| {
-                ApiError::internal_error(&format!("building the RBAC policy of {cluster}: {e}"))
-            })?;
-            // The local index first: it answers for the bootstrap roles it extends or replaces
-            // (a role reference resolves in the first layer that has the role).
-            ClusterPolicy {
-                layers: vec![Arc::new(index), bootstrap.index.clone()],
-                revision,
-            }
+            layered(cluster, &bootstrap, &local, revision)?
         };
         let policy = Arc::new(policy);
         if self.generation.load(Ordering::Acquire) == generation {
@@ -124,6 +134,18 @@ impl PolicyCache {
     /// logical-cluster-admin across all logical clusters (`/clusters/*`).
     pub async fn bootstrap_policy(&self) -> Result<Arc<PolicyIndex>, ApiError> {
         Ok(self.bootstrap().await?.index.clone())
+    }
+
+    /// The policy of a logical cluster of another shard, from the RBAC objects that shard
+    /// replicated for it (never cached: they are asked for at admission only, and the copies
+    /// change without a store watch here).
+    pub async fn policy_of_copies(
+        &self,
+        cluster: &LogicalClusterName,
+        copies: &[Value],
+    ) -> Result<ClusterPolicy, ApiError> {
+        let bootstrap = self.bootstrap().await?;
+        layered(cluster, &bootstrap, copies, 0)
     }
 
     async fn bootstrap(&self) -> Result<Arc<Bootstrap>, ApiError> {

@@ -3,11 +3,13 @@
 //! `apis.kcp.io/CRDNoOverlappingGVR` plugins): the rules and messages are kcp-apis'; this module
 //! feeds them the objects they need and asks the export's logical cluster, as a deep
 //! SubjectAccessReview (its RBAC, without the workspace content gate), whether the creator of a
-//! binding may `bind` the export.
+//! binding may `bind` the export. An export of a workspace on another shard is found among the
+//! copies read back from the cache, and its cluster's RBAC is what that shard replicated.
 
 use kcp_apimachinery::{ApiError, meta};
 use kcp_apis::binding::{BoundResource, ExportReference};
 use kcp_apis::{API_BINDINGS, API_EXPORTS, API_RESOURCE_SCHEMAS, GROUP, admission};
+use kcp_controllers::tenancy_index::CopiedKind;
 use kcp_rbac::{Attributes, ResourceAttributes};
 use kcp_registry::storage::objects::ListRequest;
 use kcp_registry::store::Location;
@@ -124,26 +126,10 @@ async fn admit_bind(
         "" => cluster.clone(),
         "root" => LogicalClusterName::root(),
         path => {
-            let Ok(export_cluster) = r.scope.tenancy.resolve(path) else {
+            let Some(export_cluster) = r.scope.tenancy.resolve_with_copies(path) else {
                 return refused();
             };
-            let Some(exports) = r.scope.store.registry().builtin_type(
-                GROUP,
-                kcp_apis::STORAGE_VERSION,
-                API_EXPORTS,
-            ) else {
-                return refused();
-            };
-            let at = Location {
-                cluster: &export_cluster,
-                namespace: None,
-            };
-            if r.scope
-                .store
-                .get(&exports, at, &reference.name)
-                .await
-                .is_err()
-            {
+            if !export_exists(r, &export_cluster, &reference.name).await {
                 return refused();
             }
             export_cluster
@@ -169,6 +155,31 @@ async fn admit_bind(
     } else {
         refused()
     }
+}
+
+/// Whether export `name` exists in `cluster`: this shard's own, or another shard's copy read back
+/// from the cache (the export of a workspace on another shard).
+async fn export_exists(r: &Resolved<'_>, cluster: &LogicalClusterName, name: &str) -> bool {
+    if r.scope
+        .tenancy
+        .copy_of(CopiedKind::ApiExports, cluster, name)
+        .is_some()
+    {
+        return true;
+    }
+    let Some(exports) =
+        r.scope
+            .store
+            .registry()
+            .builtin_type(GROUP, kcp_apis::STORAGE_VERSION, API_EXPORTS)
+    else {
+        return false;
+    };
+    let at = Location {
+        cluster,
+        namespace: None,
+    };
+    r.scope.store.get(&exports, at, name).await.is_ok()
 }
 
 /// A CRD may not use a reserved group, nor a group and resource a binding of its cluster serves.

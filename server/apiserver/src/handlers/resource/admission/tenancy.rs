@@ -158,7 +158,7 @@ impl WorkspaceWrite {
             return Ok(usable);
         };
         for alias in aliases {
-            let Some(cluster) = index.type_cluster(&alias.cluster) else {
+            let Some(cluster) = index.resolve_with_copies(&alias.cluster) else {
                 continue;
             };
             let attributes = Attributes::resource(
@@ -171,12 +171,22 @@ impl WorkspaceWrite {
                     ..ResourceAttributes::default()
                 },
             );
-            if r.scope
-                .authorizer
-                .decide(&ClusterTarget::One(cluster), &attributes)
-                .await?
-                .is_allowed()
-            {
+            // A type of another shard is authorized by the RBAC that shard replicated.
+            let decision = match index.logical_cluster(&cluster) {
+                Some(_) => {
+                    r.scope
+                        .authorizer
+                        .decide(&ClusterTarget::One(cluster), &attributes)
+                        .await?
+                }
+                None => {
+                    r.scope
+                        .authorizer
+                        .decide_deep(&cluster, &attributes)
+                        .await?
+                }
+            };
+            if decision.is_allowed() {
                 usable.insert(alias.reference.to_string());
             }
         }

@@ -1,0 +1,517 @@
+//! Which RBAC objects a shard replicates, so that other shards can authorize requests about its
+//! logical clusters: binding one of its APIExports from a workspace on another shard (`bind` at
+//! APIBinding admission, `apiexports/content`), and using one of its WorkspaceTypes for a
+//! workspace on another shard (`use`, `initialize`, `terminate`).
+//!
+//! Upstream marks such objects with `internal.kcp.io/replicate` (its `replicateclusterrole` and
+//! `replicateclusterrolebinding` controllers of apis.kcp.io and tenancy.kcp.io) and replicates
+//! what carries the marker. We compute the same rule while replicating instead of storing a
+//! marker, as the routing data of the LogicalClusters holding types and exports is computed
+//! (`desired.rs`): a ClusterRole is replicated when one of its rules grants `bind` on
+//! `apiexports` or anything on `apiexports/content` (apis.kcp.io), or `use`, `initialize` or
+//! `terminate` on `workspacetypes` (tenancy.kcp.io), wildcards included; a ClusterRoleBinding is
+//! replicated when it binds such a ClusterRole of its own logical cluster, or when one of its
+//! subjects is a user or group of an export's maximal permission policy (`apis.kcp.io:binding:`),
+//! and then its ClusterRole too, so that another shard serving resources bound from an export
+//! of this shard enforces the policy. `system:` clusters are left out (their policy is every
+//! shard's own). Upstream's `access` roles of replicated clusters are not replicated.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use futures::stream::{self, BoxStream};
+use kcp_apimachinery::ApiError;
+use kcp_apis::binding::MAXIMAL_PERMISSION_POLICY_PREFIX;
+use kcp_rbac::PolicyRule;
+use kcp_registry::storage::ObjectStore;
+use kcp_registry::storage::objects::{ChangeType, ListRequest, ObjectRef};
+use serde_json::{Value, json};
+
+use super::desired::{Desired, Follower, Wanted, followed};
+use super::{ObjectId, comparable};
+
+/// Which of the two RBAC resources a replication writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RbacKind {
+    ClusterRoles,
+    ClusterRoleBindings,
+}
+
+impl RbacKind {
+    fn kind(self) -> &'static str {
+        match self {
+            RbacKind::ClusterRoles => "ClusterRole",
+            RbacKind::ClusterRoleBindings => "ClusterRoleBinding",
+        }
+    }
+}
+
+/// Whether one of the role's rules grants what another shard authorizes (see the module doc).
+pub fn grants_across_shards(role: &Value) -> bool {
+    PolicyRule::list_from_json(role).iter().any(|rule| {
+        let has = |list: &[String], item: &str| list.iter().any(|s| s == item || s == "*");
+        let in_group = |group: &str| has(&rule.api_groups, group);
+        let (resources, verbs) = (&rule.resources, &rule.verbs);
+        let apis = in_group(kcp_apis::GROUP)
+            && ((has(resources, "apiexports") && has(verbs, "bind"))
+                || has(resources, "apiexports/content"));
+        let tenancy = in_group(kcp_tenancy::workspace::GROUP)
+            && has(resources, "workspacetypes")
+            && ["use", "initialize", "terminate"]
+                .iter()
+                .any(|verb| has(verbs, verb));
+        apis || tenancy
+    })
+}
+
+/// The ClusterRole a ClusterRoleBinding binds, if it binds one.
+fn bound_role(binding: &Value) -> Option<String> {
+    (binding.pointer("/roleRef/kind") == Some(&json!("ClusterRole")))
+        .then(|| {
+            binding
+                .pointer("/roleRef/name")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .flatten()
+}
+
+fn replicable(id: &ObjectId) -> bool {
+    !id.cluster.starts_with("system:")
+}
+
+/// The copy of a stored RBAC object: with its kind (stored objects may lack it), so that the
+/// reading shard knows what it got.
+fn copy(object: &Value, kind: RbacKind) -> Value {
+    let mut copy = comparable(object);
+    copy["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+    copy["kind"] = json!(kind.kind());
+    copy
+}
+
+/// Whether one of the binding's subjects is a user or group of a maximal permission policy.
+fn binds_policy_subject(binding: &Value) -> bool {
+    let subjects = binding.get("subjects").and_then(Value::as_array);
+    subjects.into_iter().flatten().any(|subject| {
+        let field = |name: &str| {
+            subject
+                .get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        ["User", "Group"].contains(&field("kind"))
+            && field("apiGroup") == "rbac.authorization.k8s.io"
+            && field("name").starts_with(MAXIMAL_PERMISSION_POLICY_PREFIX)
+    })
+}
+
+/// The ClusterRole a ClusterRoleBinding binds, as an object of the binding's logical cluster.
+fn role_of(binding: &Value, id: &ObjectId) -> Option<ObjectId> {
+    Some(ObjectId {
+        cluster: id.cluster.clone(),
+        namespace: None,
+        name: bound_role(binding)?,
+    })
+}
+
+/// What the shard's RBAC objects make wanted. Only the few objects that matter are remembered:
+/// the ClusterRoles that grant across shards, the ClusterRoleBindings of policy subjects, and the
+/// copies of the replicated kind; every other binding (the `workspace-admin` binding of each
+/// workspace) costs nothing here. When a role starts granting, its cluster's bindings are read
+/// from the store.
+struct Granting {
+    kind: RbacKind,
+    /// The ClusterRoles that grant across shards.
+    granting_roles: BTreeSet<ObjectId>,
+    /// The ClusterRoleBindings of policy subjects, and the role each binds.
+    policy_bindings: BTreeMap<ObjectId, ObjectId>,
+    /// The wanted copies of `kind`.
+    copies: BTreeMap<ObjectId, Value>,
+}
+
+/// What a change asks to look at again: objects of the replicated kind as they are now (`None`:
+/// gone), or a role whose bindings must be read from the store.
+enum Recheck {
+    Object(ObjectId, Option<Value>),
+    Stored(ObjectId),
+    BindingsOf(ObjectId),
+}
+
+impl Granting {
+    fn new(kind: RbacKind) -> Granting {
+        Granting {
+            kind,
+            granting_roles: BTreeSet::new(),
+            policy_bindings: BTreeMap::new(),
+            copies: BTreeMap::new(),
+        }
+    }
+
+    /// Whether `object` (`id`, of the replicated kind) is wanted in the cache.
+    fn wants(&self, id: &ObjectId, object: &Value) -> bool {
+        match self.kind {
+            RbacKind::ClusterRoles => {
+                self.granting_roles.contains(id) || self.policy_bindings.values().any(|r| r == id)
+            }
+            RbacKind::ClusterRoleBindings => {
+                binds_policy_subject(object)
+                    || role_of(object, id).is_some_and(|role| self.granting_roles.contains(&role))
+            }
+        }
+    }
+
+    /// Records a change of a ClusterRole or a ClusterRoleBinding; what to look at again.
+    fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) -> Vec<Recheck> {
+        let Some(id) = ObjectId::of(object).filter(replicable) else {
+            return Vec::new();
+        };
+        let now = (!deleted).then(|| object.clone());
+        match of {
+            RbacKind::ClusterRoles => {
+                let granted = self.granting_roles.contains(&id);
+                let grants = !deleted && grants_across_shards(object);
+                if grants {
+                    self.granting_roles.insert(id.clone());
+                } else {
+                    self.granting_roles.remove(&id);
+                }
+                match self.kind {
+                    RbacKind::ClusterRoles => vec![Recheck::Object(id, now)],
+                    RbacKind::ClusterRoleBindings if granted != grants => {
+                        vec![Recheck::BindingsOf(id)]
+                    }
+                    RbacKind::ClusterRoleBindings => Vec::new(),
+                }
+            }
+            RbacKind::ClusterRoleBindings => {
+                let before = self.policy_bindings.remove(&id);
+                let after =
+                    role_of(object, &id).filter(|_| !deleted && binds_policy_subject(object));
+                if let Some(role) = &after {
+                    self.policy_bindings.insert(id.clone(), role.clone());
+                }
+                match self.kind {
+                    RbacKind::ClusterRoleBindings => vec![Recheck::Object(id, now)],
+                    RbacKind::ClusterRoles if before != after => before
+                        .into_iter()
+                        .chain(after)
+                        .map(Recheck::Stored)
+                        .collect(),
+                    RbacKind::ClusterRoles => Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Records whether `id` (`object`: as it is now, `None`: gone) is wanted and its copy; the
+    /// resulting change, if any.
+    fn settle(&mut self, id: ObjectId, object: Option<&Value>) -> Option<Desired> {
+        match object.filter(|object| self.wants(&id, object)) {
+            None => self.copies.remove(&id).map(|_| Desired::Gone(id)),
+            Some(object) => {
+                let copy = copy(object, self.kind);
+                if self.copies.get(&id) == Some(&copy) {
+                    return None;
+                }
+                self.copies.insert(id.clone(), copy.clone());
+                Some(Desired::Set(id, copy))
+            }
+        }
+    }
+
+    /// The copies held of the bindings of `role` (when it stops granting, they may go).
+    fn copied_bindings_of(&self, role: &ObjectId) -> Vec<ObjectId> {
+        self.copies
+            .iter()
+            .filter(|(id, copy)| role_of(copy, id).as_ref() == Some(role))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
+/// A change of a ClusterRole or a ClusterRoleBinding: which, whether it is a deletion, the object.
+type Change = (RbacKind, bool, Value);
+
+/// The copies of `kind` wanted now and their changes, from the ClusterRoles under `roles` and
+/// the ClusterRoleBindings under `bindings` of the shard's store.
+pub(super) async fn granting(
+    local: &ObjectStore,
+    kind: RbacKind,
+    roles: &str,
+    bindings: &str,
+) -> Result<Wanted, ApiError> {
+    let mut granting = Granting::new(kind);
+    let mut streams: Vec<BoxStream<'static, Result<Change, ApiError>>> = Vec::new();
+    let mut own = Vec::new();
+    for (of, prefix) in [
+        (RbacKind::ClusterRoles, roles),
+        (RbacKind::ClusterRoleBindings, bindings),
+    ] {
+        let page = local
+            .list(ListRequest::everything(prefix), &|_| true)
+            .await?;
+        for object in &page.items {
+            granting.apply(of, false, object);
+        }
+        if of == kind {
+            own = page.items;
+        }
+        let changes = local.watch_current(prefix, page.revision + 1).await?;
+        streams.push(
+            changes
+                .map(move |change| change.map(|c| (of, c.kind == ChangeType::Deleted, c.object)))
+                .boxed(),
+        );
+    }
+    for object in &own {
+        if let Some(id) = ObjectId::of(object).filter(replicable) {
+            granting.settle(id, Some(object));
+        }
+    }
+    drop(own);
+    let now = granting.copies.clone();
+    let follow = Follow {
+        granting,
+        local: local.clone(),
+        prefix: match kind {
+            RbacKind::ClusterRoles => roles.to_owned(),
+            RbacKind::ClusterRoleBindings => bindings.to_owned(),
+        },
+    };
+    Ok((now, followed(follow, stream::select_all(streams).boxed())))
+}
+
+/// The RBAC facts, with the store objects are read from when another object's change makes them
+/// wanted.
+struct Follow {
+    granting: Granting,
+    local: ObjectStore,
+    /// The key prefix of the replicated kind (every logical cluster).
+    prefix: String,
+}
+
+impl Follower for Follow {
+    type Change = Change;
+
+    async fn step(&mut self, (of, deleted, object): Change) -> Result<Vec<Desired>, ApiError> {
+        let mut desired = Vec::new();
+        for recheck in self.granting.apply(of, deleted, &object) {
+            match recheck {
+                Recheck::Object(id, now) => desired.extend(self.granting.settle(id, now.as_ref())),
+                Recheck::Stored(id) => {
+                    let stored = read(&self.local, &self.prefix, self.granting.kind, &id).await?;
+                    desired.extend(self.granting.settle(id, stored.as_ref()));
+                }
+                Recheck::BindingsOf(role) => {
+                    let scope = format!("{}{}/", self.prefix, role.cluster);
+                    let page = self
+                        .local
+                        .list(ListRequest::everything(&scope), &|_| true)
+                        .await?;
+                    let mut seen = BTreeSet::new();
+                    for binding in &page.items {
+                        if let Some(id) = ObjectId::of(binding)
+                            && role_of(binding, &id).as_ref() == Some(&role)
+                        {
+                            seen.insert(id.clone());
+                            desired.extend(self.granting.settle(id, Some(binding)));
+                        }
+                    }
+                    for id in self.granting.copied_bindings_of(&role) {
+                        if !seen.contains(&id) {
+                            desired.extend(self.granting.settle(id, None));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(desired)
+    }
+}
+
+/// The stored object `id` of `kind` (under `prefix`, every logical cluster), if it exists.
+async fn read(
+    local: &ObjectStore,
+    prefix: &str,
+    kind: RbacKind,
+    id: &ObjectId,
+) -> Result<Option<Value>, ApiError> {
+    let resource = match kind {
+        RbacKind::ClusterRoles => "clusterroles",
+        RbacKind::ClusterRoleBindings => "clusterrolebindings",
+    };
+    let what = ObjectRef {
+        group: "rbac.authorization.k8s.io",
+        resource,
+        name: &id.name,
+    };
+    let key = format!("{prefix}{}/{}", id.cluster, id.name);
+    Ok(local.get(&key, what).await?.map(|stored| stored.object))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn role(cluster: &str, name: &str, rule: Value) -> Value {
+        json!({"metadata": {"name": name, "annotations": {"kcp.io/cluster": cluster}},
+            "rules": [rule]})
+    }
+
+    fn binding(cluster: &str, name: &str, role: &str) -> Value {
+        json!({"metadata": {"name": name, "annotations": {"kcp.io/cluster": cluster}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "User", "name": "alice"}]})
+    }
+
+    #[test]
+    fn the_rule_matches_bind_content_and_use_grants_only() {
+        let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| {
+            role(
+                "c",
+                "r",
+                json!({"apiGroups": groups, "resources": resources, "verbs": verbs}),
+            )
+        };
+        assert!(grants_across_shards(&rule(
+            &["apis.kcp.io"],
+            &["apiexports"],
+            &["bind"]
+        )));
+        assert!(grants_across_shards(&rule(&["*"], &["*"], &["*"])));
+        assert!(grants_across_shards(&rule(
+            &["apis.kcp.io"],
+            &["apiexports/content"],
+            &["get"]
+        )));
+        assert!(grants_across_shards(&rule(
+            &["tenancy.kcp.io"],
+            &["workspacetypes"],
+            &["use"]
+        )));
+        assert!(!grants_across_shards(&rule(
+            &["apis.kcp.io"],
+            &["apiexports"],
+            &["get"]
+        )));
+        assert!(!grants_across_shards(&rule(
+            &["tenancy.kcp.io"],
+            &["workspaces"],
+            &["use"]
+        )));
+        assert!(!grants_across_shards(&rule(&[""], &["configmaps"], &["*"])));
+    }
+
+    fn read_rule() -> Value {
+        json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
+    }
+
+    /// Both replications of a shard as `granting` follows them, over an in-memory store.
+    struct Both {
+        store: BTreeMap<(bool, ObjectId), Value>,
+        roles: Granting,
+        bindings: Granting,
+    }
+
+    impl Both {
+        fn new() -> Both {
+            Both {
+                store: BTreeMap::new(),
+                roles: Granting::new(RbacKind::ClusterRoles),
+                bindings: Granting::new(RbacKind::ClusterRoleBindings),
+            }
+        }
+
+        fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) {
+            let id = ObjectId::of(object).unwrap();
+            let key = (of == RbacKind::ClusterRoles, id.clone());
+            if deleted {
+                self.store.remove(&key);
+            } else {
+                self.store.insert(key, object.clone());
+            }
+            let store = &self.store;
+            for granting in [&mut self.roles, &mut self.bindings] {
+                let own = granting.kind == RbacKind::ClusterRoles;
+                for recheck in granting.apply(of, deleted, object) {
+                    match recheck {
+                        Recheck::Object(id, now) => {
+                            granting.settle(id, now.as_ref());
+                        }
+                        Recheck::Stored(id) => {
+                            let stored = store.get(&(own, id.clone())).cloned();
+                            granting.settle(id, stored.as_ref());
+                        }
+                        Recheck::BindingsOf(role) => {
+                            let of_role: Vec<(ObjectId, Value)> = store
+                                .iter()
+                                .filter(|((is_role, id), b)| {
+                                    !is_role && role_of(b, id).as_ref() == Some(&role)
+                                })
+                                .map(|((_, id), b)| (id.clone(), b.clone()))
+                                .collect();
+                            for id in granting.copied_bindings_of(&role) {
+                                granting.settle(id, None);
+                            }
+                            for (id, binding) in of_role {
+                                granting.settle(id, Some(&binding));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        fn copies(&self, kind: RbacKind) -> Vec<String> {
+            let granting = match kind {
+                RbacKind::ClusterRoles => &self.roles,
+                RbacKind::ClusterRoleBindings => &self.bindings,
+            };
+            granting
+                .copies
+                .iter()
+                .map(|(id, copy)| format!("{}/{} {}", id.cluster, id.name, copy["kind"]))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn bindings_follow_their_role() {
+        let bind =
+            json!({"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"], "verbs": ["bind"]});
+        let (roles, bindings) = (RbacKind::ClusterRoles, RbacKind::ClusterRoleBindings);
+        let mut both = Both::new();
+        both.apply(bindings, false, &binding("c", "b", "binder"));
+        both.apply(bindings, false, &binding("d", "b", "binder"));
+        assert!(both.copies(bindings).is_empty());
+        // The role starts granting: its binding in its own cluster is read and copied.
+        both.apply(roles, false, &role("c", "binder", bind));
+        assert_eq!(both.copies(roles), [r#"c/binder "ClusterRole""#]);
+        assert_eq!(both.copies(bindings), [r#"c/b "ClusterRoleBinding""#]);
+        both.apply(roles, false, &role("c", "binder", read_rule()));
+        assert!(both.copies(roles).is_empty());
+        assert!(both.copies(bindings).is_empty());
+        // A binding of a maximal-permission-policy subject is replicated with its role.
+        let mut policy = binding("c", "policy", "reader");
+        policy["subjects"] = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+            "name": "apis.kcp.io:binding:alice"}]);
+        both.apply(bindings, false, &policy);
+        assert_eq!(both.copies(bindings), [r#"c/policy "ClusterRoleBinding""#]);
+        assert!(both.copies(roles).is_empty(), "no such role yet");
+        both.apply(roles, false, &role("c", "reader", read_rule()));
+        assert_eq!(both.copies(roles), [r#"c/reader "ClusterRole""#]);
+        both.apply(bindings, true, &policy);
+        assert!(both.copies(roles).is_empty());
+        assert!(both.copies(bindings).is_empty());
+        let system = role(
+            "system:admin",
+            "x",
+            json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
+        );
+        both.apply(roles, false, &system);
+        assert!(
+            both.copies(roles).is_empty(),
+            "system: clusters are left out"
+        );
+    }
+}
