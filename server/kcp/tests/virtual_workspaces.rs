@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kcp_testing::identities::{KubeconfigUser, write_kubeconfig};
+use kcp_testing::identities::{CertificateAuthority, KubeconfigUser, write_kubeconfig};
 use kcp_testing::{KcpProcess, Kubectl, SharedKcp};
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::runtime::watcher::{self, Event};
@@ -1121,7 +1121,8 @@ struct StandaloneVirtualWorkspaces {
 }
 
 impl StandaloneVirtualWorkspaces {
-    async fn start(server: &KcpProcess) -> StandaloneVirtualWorkspaces {
+    /// Started with `extra` flags after the usual ones.
+    async fn start(server: &KcpProcess, extra: &[String]) -> StandaloneVirtualWorkspaces {
         let dir = kcp_testing::temp_dir("standalone-vw");
         let root = server.root_directory();
         let port = kcp_testing::free_port();
@@ -1144,26 +1145,19 @@ impl StandaloneVirtualWorkspaces {
             "--root-directory",
             dir.path().join("root").to_str().unwrap(),
         ]);
+        command.args(extra);
         let process = kcp_testing::ChildGuard::spawn(
             "kcp virtual-workspaces",
             &mut command,
             &dir.path().join("virtual-workspaces.log"),
         );
         let base = format!("https://127.0.0.1:{port}");
-        let client = server.admin().client();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let ready = client.get(format!("{base}/healthz")).send().await;
-            if ready.is_ok_and(|r| r.status() == 200) {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{}",
-                process.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_ready(
+            &server.admin().client(),
+            &format!("{base}/healthz"),
+            &process,
+        )
+        .await;
         StandaloneVirtualWorkspaces {
             _process: process,
             base,
@@ -1207,7 +1201,7 @@ async fn the_standalone_virtual_workspaces_answer_as_the_in_process_ones() {
         create_configmap(&server, consumer, "a", json!({"tier": "a"})).await;
         create_configmap(&server, consumer, "b", json!({"tier": "b"})).await;
     }
-    let standalone = StandaloneVirtualWorkspaces::start(&server).await;
+    let standalone = StandaloneVirtualWorkspaces::start(&server, &[]).await;
     let controller = client_as(&server, "standalone-controller");
     let stranger = client_as(&server, "standalone-stranger");
     let vw = format!("/services/apiexport/{}/widgets/clusters", provider.cluster);
@@ -1307,4 +1301,186 @@ async fn the_standalone_virtual_workspaces_answer_as_the_in_process_ones() {
         "{}",
         stored.text()
     );
+}
+
+/// Waits until GET `url` with `client` answers 200 (`process`'s log tells why it did not).
+async fn wait_ready(client: &reqwest::Client, url: &str, process: &kcp_testing::ChildGuard) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = client.get(url).send().await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url}: {}",
+            process.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A `kcp front-proxy` before `server` (`/clusters/`) and a standalone virtual-workspace server
+/// (`/services/`, its `services` URL), presenting `proxy_client` (certificate then key files).
+async fn front_proxy(
+    server: &KcpProcess,
+    services: &str,
+    proxy_client: (&std::path::Path, &std::path::Path),
+    dir: &std::path::Path,
+) -> (kcp_testing::ChildGuard, String) {
+    let root = server.root_directory();
+    let server_ca = dir.join("server-ca.crt");
+    std::fs::write(&server_ca, &server.admin().ca_pem).unwrap();
+    let entry = |path: &str, backend: &str| {
+        json!({"path": path, "backend": backend,
+            "backend_server_ca": server_ca,
+            "proxy_client_cert": proxy_client.0, "proxy_client_key": proxy_client.1})
+    };
+    let mapping = dir.join("mapping.yaml");
+    // JSON is YAML.
+    let entries = json!([
+        entry("/clusters/", server.base_url()),
+        entry("/services/", services)
+    ]);
+    std::fs::write(&mapping, entries.to_string()).unwrap();
+    let port = kcp_testing::free_port();
+    let file = |name: &str| root.join(name).display().to_string();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kcp"));
+    command.args([
+        "front-proxy".to_owned(),
+        format!("--root-directory={}", dir.join("proxy").display()),
+        "--bind-address=127.0.0.1".to_owned(),
+        format!("--secure-port={port}"),
+        format!("--tls-cert-file={}", file("apiserver.crt")),
+        format!("--tls-private-key-file={}", file("apiserver.key")),
+        format!("--client-ca-file={}", file("client-ca.crt")),
+        format!("--mapping-file={}", mapping.display()),
+        format!("--root-kubeconfig={}", server.kubeconfig().display()),
+        format!("--shards-kubeconfig={}", server.kubeconfig().display()),
+    ]);
+    let process =
+        kcp_testing::ChildGuard::spawn("kcp front-proxy", &mut command, &dir.join("proxy.log"));
+    let url = format!("https://127.0.0.1:{port}");
+    wait_ready(
+        &server.admin().anonymous_client(),
+        &format!("{url}/readyz"),
+        &process,
+    )
+    .await;
+    (process, url)
+}
+
+/// A token of service account `default/<name>` in `cluster`, created for it.
+async fn service_account_token(server: &KcpProcess, cluster: &str, name: &str) -> String {
+    let accounts = format!("/clusters/{cluster}/api/v1/namespaces/default/serviceaccounts");
+    create(
+        server,
+        &accounts,
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name}}),
+    )
+    .await;
+    let request = create(
+        server,
+        &format!("{accounts}/{name}/token"),
+        &json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+    )
+    .await;
+    request["status"]["token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standalone_virtual_workspaces_take_users_from_a_front_proxy_and_tokens_from_the_shard()
+{
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-authn", 1).await;
+    let consumer = &provider.consumers[0];
+    provider.create_widget(&server, consumer, "w", 1).await;
+    grant_content(&server, &provider.cluster, "vw-authn-controller").await;
+    let token = service_account_token(&server, &provider.cluster, "controller").await;
+    create(&server, &format!("/clusters/{}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", provider.cluster), &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "widgets-content-sa"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widgets-content"},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "default", "name": "controller"}],
+    }))
+    .await;
+
+    let dir = kcp_testing::temp_dir("vw-authn");
+    let requestheader_ca = CertificateAuthority::generate("vw-requestheader-ca");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ca_file = write("requestheader-ca.crt", &requestheader_ca.cert_pem);
+    let proxy_identity = requestheader_ca.client("kcp-front-proxy", &[]);
+    let proxy_cert = write("proxy.crt", &proxy_identity.cert_pem);
+    let proxy_key = write("proxy.key", &proxy_identity.key_pem);
+    let standalone = StandaloneVirtualWorkspaces::start(
+        &server,
+        &[
+            format!("--requestheader-client-ca-file={}", ca_file.display()),
+            "--requestheader-allowed-names=kcp-front-proxy".into(),
+            format!(
+                "--authentication-kubeconfig={}",
+                server.kubeconfig().display()
+            ),
+        ],
+    )
+    .await;
+    let (_proxy, proxy_url) = front_proxy(
+        &server,
+        &standalone.base,
+        (&proxy_cert, &proxy_key),
+        dir.path(),
+    )
+    .await;
+
+    // `*` names no cluster: the proxy sends it to its /services/ mapping, the standalone server.
+    let widgets = format!(
+        "/services/apiexport/{}/widgets/clusters/*/apis/{}/v1/widgets",
+        provider.cluster, provider.group
+    );
+    let ask = async |request: reqwest::RequestBuilder| {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        (status, kcp_testing::item_names(&body))
+    };
+    let forged = |request: reqwest::RequestBuilder| {
+        request
+            .header("X-Remote-User", "vw-authn-controller")
+            .header("X-Remote-Group", "system:masters")
+    };
+    let controller = client_as(&server, "vw-authn-controller");
+    let stranger = client_as(&server, "vw-authn-stranger");
+    let anonymous = server.admin().anonymous_client();
+    let through_proxy = format!("{proxy_url}{widgets}");
+    let direct = format!("{}{widgets}", standalone.base);
+    let seen = (200, vec!["w".to_owned()]);
+    // The proxy vouches for the controller with its certificate: the standalone server believes it.
+    assert_eq!(ask(controller.get(&through_proxy)).await, seen);
+    // Forged headers are dropped: at the proxy (the stranger stays the stranger; nobody is
+    // forwarded with no identity, which the standalone server refuses) and at the standalone
+    // server from a client certificate of the client CA.
+    assert_eq!(ask(forged(stranger.get(&through_proxy))).await.0, 403);
+    assert_eq!(ask(forged(anonymous.get(&through_proxy))).await.0, 401);
+    assert_eq!(ask(forged(stranger.get(&direct))).await.0, 403);
+    assert_eq!(ask(forged(anonymous.get(&direct))).await.0, 401);
+    // Tokens are reviewed by the shard: the service account's is the service account, twice
+    // (the second from the cache), and a token nobody issued is 401.
+    for _ in 0..2 {
+        assert_eq!(ask(anonymous.get(&direct).bearer_auth(&token)).await, seen);
+    }
+    assert_eq!(
+        ask(anonymous.get(&direct).bearer_auth("not-a-token"))
+            .await
+            .0,
+        401
+    );
+    // Without the content grant the same kind of token is refused (403, not 401).
+    let other = service_account_token(&server, &provider.cluster, "other").await;
+    assert_eq!(ask(anonymous.get(&direct).bearer_auth(&other)).await.0, 403);
 }
