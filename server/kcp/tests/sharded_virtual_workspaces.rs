@@ -17,8 +17,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kcp_testing::{Caller, Patience, ShardedKcp, expect_status, item_names};
-use kube::api::{ApiResource, DynamicObject};
+use kcp_testing::{Caller, Patience, ShardedKcp, expect_status, item_names, widgets};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
@@ -95,30 +95,14 @@ impl Export {
         let group = format!("{prefix}.example.com");
         let provider_ws = format!("{prefix}-provider");
         let provider = workspace(admin, &provider_ws, shard).await;
-        create(admin, &format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"), &json!({
-            "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
-            "metadata": {"name": format!("v1.widgets.{group}")},
-            "spec": {
-                "group": group,
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "scope": "Namespaced",
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"type": "object", "properties": {
-                        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}],
-            },
-        })).await;
-        let exports = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha2/apiexports");
         create(
             admin,
-            &exports,
-            &json!({
-                "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
-                "metadata": {"name": "widgets"},
-                "spec": {"resources": [{"group": group, "name": "widgets",
-                    "schema": format!("v1.widgets.{group}"), "storage": {"crd": {}}}]},
-            }),
+            &format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"),
+            &widgets::schema(&group),
         )
         .await;
+        let exports = format!("/clusters/{provider}/apis/apis.kcp.io/v1alpha2/apiexports");
+        create(admin, &exports, &widgets::export(&group, json!([]))).await;
         wait_for(
             admin,
             "the export's identity",
@@ -128,12 +112,8 @@ impl Export {
         .await;
         let consumer = workspace(admin, &format!("{prefix}-consumer"), shard).await;
         let bindings = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings");
-        create(admin, &bindings, &json!({
-            "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
-            "metadata": {"name": "widgets"},
-            "spec": {"reference": {"export": {"path": format!("root:{provider_ws}"), "name": "widgets"}}},
-        }))
-        .await;
+        let binding = widgets::binding(&format!("root:{provider_ws}"));
+        create(admin, &bindings, &binding).await;
         wait_for(
             admin,
             "the binding Bound",
@@ -158,17 +138,11 @@ impl Export {
     }
 
     async fn create_widget(&self, admin: &Caller, name: &str) {
-        let widgets = format!(
+        let collection = format!(
             "/clusters/{}/apis/{}/v1/namespaces/vw/widgets",
             self.consumer, self.group
         );
-        create(
-            admin,
-            &widgets,
-            &json!({"apiVersion": format!("{}/v1", self.group),
-            "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 1}}),
-        )
-        .await;
+        create(admin, &collection, &widgets::widget(&self.group, name, 1)).await;
     }
 
     /// The virtual workspace's path for `target` (`*` or a cluster), without the proxy's URL.
@@ -180,13 +154,10 @@ impl Export {
     }
 
     fn api_resource(&self) -> ApiResource {
-        ApiResource {
-            group: self.group.clone(),
-            version: "v1".into(),
-            api_version: format!("{}/v1", self.group),
-            kind: "Widget".into(),
-            plural: "widgets".into(),
-        }
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&self.group, "v1", "Widget"),
+            "widgets",
+        )
     }
 }
 
@@ -255,28 +226,24 @@ async fn virtual_workspace_urls_resolve_through_the_front_proxy_to_their_shard()
         .filter_map(|w| w.metadata.name)
         .collect();
     assert_eq!(names, ["first"]);
-    let mut stream = std::pin::pin!(watcher::watcher(widgets, watcher::Config::default()));
-    loop {
-        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
+    let stream = watcher::watcher(widgets, watcher::Config::default());
+    let mut events = std::pin::pin!(stream.filter_map(|event| async move {
+        match event.unwrap() {
+            Event::InitDone => Some(None),
+            Event::Apply(object) => Some(Some(object)),
+            _ => None,
+        }
+    }));
+    let mut next = async || {
+        tokio::time::timeout(EVENT_WITHIN, events.next())
             .await
             .unwrap()
             .unwrap()
-            .unwrap();
-        if matches!(event, Event::InitDone) {
-            break;
-        }
-    }
-    on_1.create_widget(&admin, "watched").await;
-    let seen = loop {
-        let event = tokio::time::timeout(EVENT_WITHIN, stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let Event::Apply(object) = event {
-            break object;
-        }
     };
+    // Until the initial list is done, then the creation.
+    while next().await.is_some() {}
+    on_1.create_widget(&admin, "watched").await;
+    let seen = next().await.unwrap();
     assert_eq!(seen.metadata.name.as_deref(), Some("watched"));
 
     // Per cluster, no marker: each consumer's request reaches the shard that holds it.

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kcp_testing::identities::{CertificateAuthority, KubeconfigUser, write_kubeconfig};
-use kcp_testing::{KcpProcess, Kubectl, SharedKcp};
-use kube::api::{ApiResource, DynamicObject, PostParams};
+use kcp_testing::{KcpProcess, Kubectl, SharedKcp, widgets};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::watcher::{self, Event};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -80,32 +80,14 @@ impl Provider {
         let group = format!("{prefix}.example.com");
         let provider_ws = format!("{prefix}-provider");
         let cluster = workspace(server, &provider_ws).await;
-        create(server, &format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"), &json!({
-            "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
-            "metadata": {"name": format!("v1.widgets.{group}")},
-            "spec": {
-                "group": group,
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "scope": "Namespaced",
-                "versions": [{
-                    "name": "v1", "served": true, "storage": true,
-                    "subresources": {"status": {}},
-                    "schema": {"type": "object", "description": "A Widget of the test provider.", "properties": {
-                        "spec": {"type": "object", "properties": {"size": {"type": "integer", "description": "How big the widget is."}}},
-                        "status": {"type": "object", "properties": {"observedSize": {"type": "integer"}}},
-                    }},
-                }],
-            },
-        })).await;
+        create(
+            server,
+            &format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"),
+            &widgets::schema(&group),
+        )
+        .await;
         let export_path = format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha2/apiexports");
-        create(server, &export_path, &json!({
-            "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
-            "metadata": {"name": "widgets"},
-            "spec": {
-                "resources": [{"group": group, "name": "widgets", "schema": format!("v1.widgets.{group}"), "storage": {"crd": {}}}],
-                "permissionClaims": claims,
-            },
-        })).await;
+        create(server, &export_path, &widgets::export(&group, claims)).await;
         server
             .wait_for(
                 "the export's identity",
@@ -139,10 +121,7 @@ impl Provider {
         create(
             server,
             &self.widgets(cluster),
-            &json!({
-                "apiVersion": format!("{}/v1", self.group), "kind": "Widget",
-                "metadata": {"name": name}, "spec": {"size": size},
-            }),
+            &widgets::widget(&self.group, name, size),
         )
         .await;
     }
@@ -157,13 +136,10 @@ impl Provider {
     }
 
     fn api_resource(&self) -> ApiResource {
-        ApiResource {
-            group: self.group.clone(),
-            version: "v1".into(),
-            api_version: format!("{}/v1", self.group),
-            kind: "Widget".into(),
-            plural: "widgets".into(),
-        }
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&self.group, "v1", "Widget"),
+            "widgets",
+        )
     }
 }
 
@@ -171,12 +147,8 @@ impl Provider {
 /// binding is Bound and its resource served.
 async fn bind(server: &KcpProcess, consumer: &str, provider_ws: &str) {
     let bindings = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings");
-    create(server, &bindings, &json!({
-        "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
-        "metadata": {"name": "widgets"},
-        "spec": {"reference": {"export": {"path": format!("root:{provider_ws}"), "name": "widgets"}}},
-    }))
-    .await;
+    let binding = widgets::binding(&format!("root:{provider_ws}"));
+    create(server, &bindings, &binding).await;
     server
         .wait_for("the binding Bound", &format!("{bindings}/widgets"), |r| {
             r.status == 200 && r.json()["status"]["phase"] == "Bound"

@@ -28,6 +28,7 @@ mod process;
 pub mod python;
 mod sharded;
 mod wait;
+pub mod widgets;
 
 pub use answers::{expect_status, item_names, strings};
 pub use caller::{Caller, cluster_prefix};
