@@ -975,6 +975,34 @@ async fn remove_from_status(
     assert_eq!(status, 200, "{}", response.text().await.unwrap());
 }
 
+/// The initializer removes itself from `cluster` (workspace `root:<workspace>`) through the
+/// virtual workspace at `base`; waits until the workspace is Ready.
+async fn finish_initializing(
+    controller: &reqwest::Client,
+    server: &KcpProcess,
+    base: &str,
+    cluster: &str,
+    initializer: &str,
+    workspace: &str,
+) {
+    remove_from_status(
+        controller,
+        server,
+        base,
+        cluster,
+        "initializers",
+        initializer,
+    )
+    .await;
+    server
+        .wait_for(
+            "the workspace Ready",
+            &format!("/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/{workspace}"),
+            |r| r.json()["status"]["phase"] == "Ready",
+        )
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_workspace() {
     let server = SERVER.get().await;
@@ -1012,22 +1040,15 @@ async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_work
         "{}",
         created.text().await.unwrap()
     );
-    remove_from_status(
+    finish_initializing(
         &controller,
         &server,
         &base,
         &cluster,
-        "initializers",
         initializer,
+        "vw-init-ws",
     )
     .await;
-    server
-        .wait_for(
-            "the workspace Ready",
-            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/vw-init-ws",
-            |r| r.json()["status"]["phase"] == "Ready",
-        )
-        .await;
     let set_up = server
         .get(&format!("/clusters/{cluster}/api/v1/namespaces/set-up"))
         .await;
@@ -1041,6 +1062,85 @@ async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_work
     );
     let (status, refused) = get_as(&controller, &server, &inside).await;
     assert_eq!(status, 403, "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn initializer_permissions_limit_the_initializer_inside_the_workspace() {
+    let server = SERVER.get().await;
+    // The initializer may create namespaces and ConfigMaps and finish; nothing else.
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["create", "get"]},
+        {"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters", "logicalclusters/status"],
+            "verbs": ["get", "update"]},
+    ]);
+    let type_name = "vw-init-limited";
+    workspace_type(
+        &server,
+        type_name,
+        json!({"initializer": true, "initializerPermissions": rules}),
+    )
+    .await;
+    let user = format!("{type_name}-controller");
+    grant_on_type(&server, type_name, "initialize", &user).await;
+    let controller = client_as(&server, &user);
+    let base = format!("/services/initializingworkspaces/root:{type_name}");
+    let cluster = typed_workspace(&server, "vw-init-limited-ws", type_name).await;
+    wait_listed(&controller, &server, &base, &cluster).await;
+
+    let post = async |path: &str, object: Value| {
+        let response = controller
+            .post(server.url(&format!("{base}/clusters/{cluster}{path}")))
+            .json(&object)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            response.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    };
+    let (status, created) = post(
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "set-up"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, created) = post(
+        "/api/v1/namespaces/set-up/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "allowed"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, refused) = post(
+        "/api/v1/namespaces/set-up/secrets",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "refused"}}),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("denied by initializerPermissions"),
+        "{refused}"
+    );
+    let secret = server
+        .get(&format!(
+            "/clusters/{cluster}/api/v1/namespaces/default/secrets/refused"
+        ))
+        .await;
+    assert_eq!(secret.status, 404, "{}", secret.text());
+
+    // Its rules let it finish.
+    let initializer = format!("root:{type_name}");
+    finish_initializing(
+        &controller,
+        &server,
+        &base,
+        &cluster,
+        &initializer,
+        "vw-init-limited-ws",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
