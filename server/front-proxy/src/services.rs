@@ -83,7 +83,9 @@ pub fn named_cluster(path: &str) -> Option<NamedCluster<'_>> {
     let start = path.find(CLUSTERS)? + CLUSTERS.len();
     let (before, tail) = path.split_at(start);
     let (cluster, after) = tail.split_at(tail.find('/').unwrap_or(tail.len()));
-    (!cluster.is_empty() && cluster != "*").then_some(NamedCluster {
+    // `*` as clients send it, percent-encoded or not (the path is not decoded here).
+    let wildcard = matches!(cluster, "*" | "%2A" | "%2a");
+    (!cluster.is_empty() && !wildcard).then_some(NamedCluster {
         before,
         cluster,
         after,
@@ -109,6 +111,7 @@ mod tests {
         assert_eq!((bare.cluster, bare.after), ("abc", ""));
         for none in [
             "/services/apiexport/2abc/widgets/clusters/*/apis",
+            "/services/apiexport/2abc/widgets/clusters/%2A/apis",
             "/services/apiexport/2abc/widgets/clusters/",
             "/services/apiexport/2abc/widgets",
             "/clusters/root/services/apiexport/a/b/clusters/x",
