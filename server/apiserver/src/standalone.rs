@@ -2,8 +2,9 @@
 //! `kcp cache-server`; the standalone virtual workspaces, `kcp virtual-workspaces`): the TLS
 //! listener's handler, doing in front of the services what a shard's pipeline would do for them:
 //! unauthenticated health checks (`/healthz`, `/livez`, `/readyz`, as upstream's cache server lets
-//! through), client certificate authentication with kcp-authn (no certificate, or one the client
-//! CA did not sign: 401), the body size limit, the service by the name in
+//! through), authentication with the kcp-authn chain it is given (client certificates for the
+//! cache server; for the virtual workspaces also front-proxy request headers and tokens reviewed by
+//! the shard; no credentials it accepts: 401), the body size limit, the service by the name in
 //! `/services/<name>/` (404 for others), and an access log line per request.
 
 use std::sync::Arc;
@@ -32,21 +33,31 @@ pub struct ServicesServer {
 }
 
 impl ServicesServer {
-    /// Serves `services` to holders of client certificates `client_ca_pem` signed; watches end
-    /// when `shutdown` is cancelled.
+    /// Serves `services` to the users `authenticators` accept (anonymous requests only if they
+    /// allow them); watches end when `shutdown` is cancelled.
     pub fn new(
+        services: Services,
+        authenticators: Authenticators,
+        shutdown: CancellationToken,
+    ) -> ServicesServer {
+        ServicesServer {
+            services,
+            authenticators,
+            shutdown,
+        }
+    }
+
+    /// Serves `services` to holders of client certificates `client_ca_pem` signed.
+    pub fn with_client_ca(
         services: Services,
         client_ca_pem: &str,
         shutdown: CancellationToken,
     ) -> Result<ServicesServer, X509Error> {
-        Ok(ServicesServer {
-            services,
-            authenticators: Authenticators {
-                x509: Some(CertificateAuthenticator::from_pem(client_ca_pem)?),
-                ..Authenticators::default()
-            },
-            shutdown,
-        })
+        let authenticators = Authenticators {
+            x509: Some(CertificateAuthenticator::from_pem(client_ca_pem)?),
+            ..Authenticators::default()
+        };
+        Ok(ServicesServer::new(services, authenticators, shutdown))
     }
 
     async fn route(

@@ -2,7 +2,7 @@
 //! wins.
 //!
 //! Order: client certificate, static token file, service-account token, front-proxy request
-//! headers, OIDC. Like kube's union authenticator, an authenticator's error does not stop the
+//! headers, OIDC, a TokenReview of another server (delegated authentication). Like kube's union authenticator, an authenticator's error does not stop the
 //! others (a stale client certificate next to a good token still authenticates), but when nobody
 //! succeeds the first error is the answer. A bearer token nobody accepts is an error too: a bad
 //! token must never be downgraded to the anonymous user, which is only for requests that carry no
@@ -17,6 +17,7 @@ use crate::oidc::OidcAuthenticator;
 use crate::request_header::RequestHeaderAuthenticator;
 use crate::service_account::{AuthenticatedServiceAccount, ServiceAccountAuthenticator};
 use crate::token_file::TokenFile;
+use crate::token_review::TokenReviewAuthenticator;
 use crate::user::UserInfo;
 use crate::x509::CertificateAuthenticator;
 
@@ -27,6 +28,7 @@ pub enum Via {
     TokenFile,
     RequestHeader,
     Oidc,
+    TokenReview,
 }
 
 impl Via {
@@ -36,6 +38,7 @@ impl Via {
             Via::TokenFile => "token-file",
             Via::RequestHeader => "request-header",
             Via::Oidc => "oidc",
+            Via::TokenReview => "webhook",
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct Authenticators {
     pub service_accounts: Option<ServiceAccountAuthenticator>,
     pub request_header: Option<RequestHeaderAuthenticator>,
     pub oidc: Option<OidcAuthenticator>,
+    /// Delegated: bearer tokens reviewed by another server.
+    pub token_review: Option<TokenReviewAuthenticator>,
     pub anonymous: bool,
 }
 
@@ -180,6 +185,12 @@ impl Authenticators {
             return Ok(Authenticated::User(user, Via::Oidc));
         }
 
+        if let (Some(review), Some(token)) = (&self.token_review, &token)
+            && let Some(user) = errors.check(review.authenticate(token).await)
+        {
+            return Ok(Authenticated::User(user, Via::TokenReview));
+        }
+
         match (errors.0, bearer) {
             (Some(error), _) => Err(error),
             (None, Some(_)) => Err(AuthnError::TokenNotAccepted),
@@ -251,6 +262,7 @@ mod tests {
                 .unwrap(),
             ),
             oidc: None,
+            token_review: None,
             anonymous: true,
         };
         (

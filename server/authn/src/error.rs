@@ -14,6 +14,8 @@ pub enum AuthnError {
     Oidc(String),
     #[error("OIDC issuer unavailable: {0}")]
     OidcUnavailable(String),
+    #[error("TokenReview failed: {0}")]
+    TokenReviewUnavailable(String),
     #[error("empty bearer token")]
     EmptyBearerToken,
     #[error("bearer token not accepted by any authenticator")]

@@ -1,8 +1,9 @@
 //! Authentication for kcp-rs: who is asking.
 //!
 //! kube-apiserver's authenticators, rebuilt without I/O except where the protocol needs it (OIDC
-//! discovery): client certificates, a static token file, service-account JWTs carrying kcp's
-//! logical cluster, front-proxy request headers and OIDC ID tokens, combined in a fixed order by
+//! discovery, TokenReviews): client certificates, a static token file, service-account JWTs carrying kcp's
+//! logical cluster, front-proxy request headers, OIDC ID tokens and tokens reviewed by another
+//! server (delegated authentication, a TokenReview), combined in a fixed order by
 //! [`Authenticators`]. The API server's filter chain calls [`Authenticators::authenticate`] once
 //! per request and answers 401 on any error.
 
@@ -15,6 +16,7 @@ mod pem;
 mod request_header;
 mod service_account;
 mod token_file;
+mod token_review;
 mod user;
 mod x509;
 
@@ -32,9 +34,10 @@ pub use request_header::{RequestHeaderAuthenticator, RequestHeaderConfig, Reques
 pub use service_account::{
     AuthenticatedServiceAccount, BoundObject, BoundObjectKind, CREDENTIAL_ID_EXTRA, POD_NAME_EXTRA,
     POD_UID_EXTRA, SERVICE_ACCOUNTS_GROUP, ServiceAccountAuthenticator, ServiceAccountToken,
-    TokenIssuer, service_account_username,
+    TokenIssuer, service_account_username, unverified_cluster,
 };
 pub use token_file::{TokenFile, TokenFileError};
+pub use token_review::TokenReviewAuthenticator;
 pub use user::{
     ANONYMOUS_USER, AUTHENTICATED_GROUP, CLUSTER_NAME_EXTRA, UNAUTHENTICATED_GROUP, UserInfo,
 };

@@ -38,6 +38,17 @@ pub const POD_UID_EXTRA: &str = "authentication.kubernetes.io/pod-uid";
 /// Group of every service account.
 pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
 
+/// The logical cluster a service-account token names, read without verifying it (it only picks
+/// where the token is taken: the front-proxy's in-cluster rewrite, a delegated TokenReview):
+/// `kubernetes.io.clusterName`, else the legacy `kubernetes.io/serviceaccount/clusterName`.
+pub fn unverified_cluster(token: &str) -> Option<String> {
+    let claims = jwt::unverified_claims(token).ok()?;
+    string_at(&claims, &[KUBERNETES_CLAIM, "clusterName"])
+        .or_else(|| string_at(&claims, &["kubernetes.io/serviceaccount/clusterName"]))
+        .filter(|name| !name.contains('/'))
+        .map(str::to_owned)
+}
+
 /// `system:serviceaccount:<namespace>:<name>`.
 pub fn service_account_username(namespace: &str, name: &str) -> String {
     format!("system:serviceaccount:{namespace}:{name}")

@@ -94,6 +94,10 @@ impl Resolve for Index {
         self.read().resolve(path)
     }
 
+    fn virtual_workspaces(&self, shard: &str) -> Option<Arc<str>> {
+        self.read().virtual_workspaces(shard)
+    }
+
     fn is_ready(&self) -> bool {
         self.read().is_ready()
     }

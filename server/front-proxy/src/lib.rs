@@ -8,7 +8,8 @@
 //! watches of every shard) answers [`route::Resolve`], and the proxy asks it once per request.
 //! The proxy's half: [`mapping`] (the mapping file), [`identity`] and [`groups`] (what it
 //! vouches for), [`request_path`] (what a path names), [`backend`] and [`forward`] (the
-//! connections and the relaying), [`metrics`], and [`proxy`], the handler that puts them in order.
+//! connections and the relaying), [`metrics`], [`services`] (where virtual-workspace requests
+//! go with several shards), and [`proxy`], the handler that puts them in order.
 
 pub mod backend;
 pub mod forward;
@@ -20,5 +21,6 @@ pub mod metrics;
 pub mod proxy;
 pub mod request_path;
 pub mod route;
+pub mod services;
 
 pub use proxy::{FrontProxy, ProxyConfig, ProxyError};

@@ -15,6 +15,11 @@
 //! wildcard, or `~` without a user) is the 403 "workspace access not permitted" a shard gives at
 //! its workspace gate, so no answer tells whether the workspace exists (kcp #4012); an `Unavailable` workspace or a shard that is gone is 503;
 //! a path no mapping covers is 404; a backend that cannot be reached is 503.
+//!
+//! Virtual workspaces ([`services`]): a `/services/` path naming a cluster goes to that
+//! cluster's shard at its virtual-workspace URL (unknown: the same 403); `/shards/<shard>/services/...`
+//! goes to that shard's virtual workspaces, the marker stripped (a shard without a `Shard`
+//! object: 503); other `/services/` paths (`clusters/*`) to the mapping's backend.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +43,7 @@ use crate::mapping::{Mappings, PathMapping};
 use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
 use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
 use crate::route::{Resolve, Unroutable};
+use crate::services;
 
 /// What the proxy is made of.
 pub struct ProxyConfig {
@@ -233,6 +239,13 @@ impl FrontProxy {
         uri: &Uri,
         identity: Option<&UserInfo>,
     ) -> Result<(&Destination, &Backend, Uri), ApiError> {
+        let (shard, path) = match services::split_shard(path) {
+            Some((shard, rest)) if rest.starts_with(services::SERVICES_PREFIX) => {
+                (Some(shard), rest)
+            }
+            Some(_) => return Err(no_such_resource()),
+            None => (None, path),
+        };
         let index = self
             .shared
             .mappings
@@ -244,8 +257,7 @@ impl FrontProxy {
             .get(index)
             .ok_or_else(no_such_resource)?;
         let backend = self.backends.get(index).ok_or_else(no_such_resource)?;
-        let url = if destination.mapping.is_clusters() {
-            let (cluster, rest) = split_cluster(path).ok_or_else(no_such_resource)?;
+        let resolve = |cluster: &str, rest: &str| {
             // The shard's own answer at its workspace gate, whether the workspace exists or not.
             let not_permitted = || {
                 let user = identity.cloned().unwrap_or_else(UserInfo::anonymous);
@@ -253,15 +265,33 @@ impl FrontProxy {
             };
             let user = identity.map(|user| user.name.as_str());
             let cluster = expand_home(cluster, user).ok_or_else(not_permitted)?;
-            let route = self
-                .shared
+            self.shared
                 .resolver
                 .resolve(&cluster)
                 .map_err(|error| match error {
                     Unroutable::Unknown => not_permitted(),
                     other => ApiError::service_unavailable(&other.to_string()),
-                })?;
+                })
+        };
+        let url = if destination.mapping.is_clusters() {
+            let (cluster, rest) = split_cluster(path).ok_or_else(no_such_resource)?;
+            let route = resolve(cluster, rest)?;
             format!("{}/clusters/{}{rest}", route.base_url, route.cluster)
+        } else if let Some(shard) = shard {
+            let base = self
+                .shared
+                .resolver
+                .virtual_workspaces(shard)
+                .ok_or_else(|| {
+                    ApiError::service_unavailable(&format!("the shard {shard} is not available"))
+                })?;
+            format!("{base}{path}")
+        } else if let Some(named) = services::named_cluster(path) {
+            let route = resolve(named.cluster, named.after)?;
+            format!(
+                "{}{}{}{}",
+                route.virtual_workspaces_url, named.before, route.cluster, named.after
+            )
         } else {
             format!(
                 "{}{path}",

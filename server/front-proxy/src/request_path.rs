@@ -4,14 +4,14 @@
 //!   `/clusters/<name>` in front of their paths; upstream's
 //!   `WithInClusterServiceAccountRequestRewrite` reads the logical cluster from the token's
 //!   `kubernetes.io.clusterName` claim (or the legacy `kubernetes.io/serviceaccount/clusterName`)
-//!   and prefixes it, unless the path is already under `/clusters/` or `/services/`. The claim is
+//!   and prefixes it, unless the path is already under `/clusters/`, `/services/` or the proxy's
+//!   shard marker `/shards/`. The claim is
 //!   read unverified: it only picks the route; the token itself is authenticated afterwards.
 //! - `/clusters/<path>[/rest]` splits into the cluster path and the rest.
 //! - `~` is the user's home workspace: `user:<name>`, which the index resolves.
 
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
-use serde_json::Value;
 
 /// The header upstream's shards set on requests between them: never rewritten.
 const SHARDED_REQUEST_HEADER: &str = "x-kubernetes-sharded-request";
@@ -21,19 +21,14 @@ const SHARDED_REQUEST_HEADER: &str = "x-kubernetes-sharded-request";
 pub fn in_cluster_rewrite(path: &str, headers: &HeaderMap) -> Option<String> {
     if headers.contains_key(SHARDED_REQUEST_HEADER)
         || path.starts_with("/clusters/")
-        || path.starts_with("/services/")
+        || path.starts_with(crate::services::SERVICES_PREFIX)
+        || path.starts_with(crate::services::SHARDS_PREFIX)
     {
         return None;
     }
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let token = value.strip_prefix("Bearer ")?.trim();
-    let claims = kcp_authn::unverified_claims(token).ok()?;
-    let cluster = claims
-        .get("kubernetes.io")
-        .and_then(|bound| bound.get("clusterName"))
-        .or_else(|| claims.get("kubernetes.io/serviceaccount/clusterName"))
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty() && !name.contains('/'))?;
+    let cluster = kcp_authn::unverified_cluster(token)?;
     Some(format!("/clusters/{cluster}{path}"))
 }
 
@@ -64,7 +59,7 @@ pub fn expand_home(cluster: &str, user: Option<&str>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use http::HeaderValue;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 

@@ -14,6 +14,9 @@ pub struct Route {
     pub shard: Arc<str>,
     /// The shard's `spec.baseURL` (no trailing slash): where the request is forwarded.
     pub base_url: Arc<str>,
+    /// Where the shard's virtual workspaces are reached (no trailing slash): where a
+    /// `/services/` request naming this cluster is forwarded.
+    pub virtual_workspaces_url: Arc<str>,
     /// The logical cluster's name, which replaces the path in the forwarded URL.
     pub cluster: Arc<str>,
 }
@@ -40,6 +43,10 @@ pub trait Resolve: Send + Sync + 'static {
     /// logical cluster name, `user:<name>[:...]`); `~` is rewritten by the caller, which knows
     /// the user.
     fn resolve(&self, path: &str) -> Result<Route, Unroutable>;
+
+    /// Where the virtual workspaces of the shard named `shard` are reached (for the proxy's
+    /// `/shards/<shard>/services/...`); `None` for a shard without a Shard object.
+    fn virtual_workspaces(&self, shard: &str) -> Option<Arc<str>>;
 
     /// True once every shard's workspaces and logical clusters have been listed once: the
     /// proxy's readiness (`/readyz`).

@@ -87,6 +87,9 @@ async fn the_index_follows_workspaces_across_shards() {
         Route {
             shard: "root".into(),
             base_url: root_url.trim_end_matches('/').into(),
+            // Behind kcp sharded's proxy the root shard advertises the proxy's marker URL,
+            // which means its own base URL.
+            virtual_workspaces_url: root_url.trim_end_matches('/').into(),
             cluster: "root".into(),
         }
     );

@@ -3,7 +3,8 @@
 //! query, headers), streams on request, or is not there at all. Covers what the proxy itself
 //! decides: the forwarded URL (`/clusters/<logical cluster>`, the query, `~`), the identity
 //! headers (forged ones removed, groups filtered, `Authorization` consumed), its own answers
-//! (401, 403 "workspace access not permitted", 503, 404) as `Status` objects, readiness,
+//! (401, 403 "workspace access not permitted", 503, 404) as `Status` objects, virtual-workspace
+//! routing (a named cluster's shard, the `/shards/<shard>` marker, `*` to the mapping), readiness,
 //! unbuffered streaming and backend errors in `/metrics`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,9 +36,11 @@ use tokio_util::sync::CancellationToken;
 const TOKEN: &str = "alice-token";
 const WITHIN: Duration = Duration::from_secs(10);
 
-/// Routes by a table; ready when told.
+/// Routes by a table; ready when told. Its one shard, `alpha`, serves virtual workspaces under
+/// `/vw-alpha` of the backend (so the backend's echo tells them from the mapping's backend).
 struct Table {
     routes: HashMap<&'static str, Result<Route, Unroutable>>,
+    alpha_virtual_workspaces: String,
     ready: AtomicBool,
 }
 
@@ -49,6 +52,10 @@ impl Resolve for Table {
             .unwrap_or(Err(Unroutable::Unknown))
     }
 
+    fn virtual_workspaces(&self, shard: &str) -> Option<Arc<str>> {
+        (shard == "alpha").then(|| self.alpha_virtual_workspaces.as_str().into())
+    }
+
     fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
     }
@@ -58,8 +65,13 @@ fn route(base_url: &str, cluster: &str) -> Result<Route, Unroutable> {
     Ok(Route {
         shard: "alpha".into(),
         base_url: base_url.into(),
+        virtual_workspaces_url: virtual_workspaces_of(base_url).into(),
         cluster: cluster.into(),
     })
+}
+
+fn virtual_workspaces_of(base_url: &str) -> String {
+    format!("{base_url}/vw-alpha")
 }
 
 type BackendBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
@@ -176,6 +188,7 @@ async fn setup() -> Setup {
                 }),
             ),
         ]),
+        alpha_virtual_workspaces: virtual_workspaces_of(&backend),
         ready: AtomicBool::new(false),
     });
     let defaults: Vec<String> = DEFAULT_DROP_GROUPS.iter().map(|g| g.to_string()).collect();
@@ -251,6 +264,15 @@ impl Setup {
     }
 }
 
+/// The proxy's 403 for a workspace it does not route to.
+fn assert_not_permitted(status: &Value) {
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("workspace access not permitted"),
+        "{status}"
+    );
+}
+
 fn forged(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
     request
         .header("X-Remote-User", "admin")
@@ -293,10 +315,10 @@ async fn forwards_with_the_logical_cluster_and_the_identity_it_vouches_for() {
 
     // No credentials: forwarded with no identity, forged headers gone.
     let (status, seen) = setup
-        .json(forged(setup.get("/services/x/clusters/root/api")))
+        .json(forged(setup.get("/services/x/clusters/*/api")))
         .await;
     assert_eq!(status, 200);
-    assert_eq!(seen["path"], "/services/x/clusters/root/api");
+    assert_eq!(seen["path"], "/services/x/clusters/*/api");
     for header in ["x-remote-user", "x-remote-group", "x-remote-extra-scopes"] {
         assert!(seen["headers"].get(header).is_none(), "{seen}");
     }
@@ -350,13 +372,7 @@ async fn answers_of_its_own_are_status_objects() {
         assert_eq!(body["reason"], reason, "{path}: {body}");
     }
     let (_, forbidden) = setup.json(setup.get("/clusters/root:nope/api")).await;
-    assert!(
-        forbidden["message"]
-            .as_str()
-            .unwrap()
-            .contains("workspace access not permitted"),
-        "{forbidden}"
-    );
+    assert_not_permitted(&forbidden);
     let metrics = setup
         .get("/metrics")
         .bearer_auth(TOKEN)
@@ -407,5 +423,69 @@ async fn bodies_stream_through_unbuffered() {
         .await
         .unwrap();
     assert_eq!(second.unwrap().unwrap(), Bytes::from_static(b"two"));
+    setup.stop.cancel();
+}
+
+#[tokio::test]
+async fn virtual_workspace_requests_go_to_the_shard_of_their_cluster_or_of_their_marker() {
+    let setup = setup().await;
+    let vw = "/services/apiexport/2abc/widgets/clusters";
+    let cases = [
+        // A named cluster: its shard's virtual workspaces, the cluster's name in place of the path.
+        (
+            format!("{vw}/root:org/apis/g/v1/widgets?watch=true"),
+            format!("/vw-alpha{vw}/c-org/apis/g/v1/widgets?watch=true"),
+        ),
+        // `*` names no cluster: the mapping's backend, as upstream.
+        (
+            format!("{vw}/*/apis/g/v1/widgets"),
+            format!("{vw}/*/apis/g/v1/widgets"),
+        ),
+        // The shard marker: stripped, that shard's virtual workspaces, whatever the path names.
+        (
+            format!("/shards/alpha{vw}/*/apis/g/v1/widgets?watch=1"),
+            format!("/vw-alpha{vw}/*/apis/g/v1/widgets?watch=1"),
+        ),
+    ];
+    for (path, forwarded) in cases {
+        let (status, seen) = setup
+            .json(forged(setup.get(&path).bearer_auth(TOKEN)))
+            .await;
+        assert_eq!(
+            (status, seen["path"].as_str()),
+            (200, Some(forwarded.as_str())),
+            "{path}"
+        );
+        assert_eq!(seen["headers"]["x-remote-user"], json!(["alice"]), "{path}");
+        assert!(
+            seen["headers"].get("x-remote-extra-scopes").is_none(),
+            "{path}"
+        );
+    }
+    let refused = [
+        (format!("{vw}/root:nope/apis"), 403, "Forbidden"),
+        (format!("{vw}/root:sleepy/apis"), 503, "ServiceUnavailable"),
+        (
+            format!("/shards/gone{vw}/*/apis"),
+            503,
+            "ServiceUnavailable",
+        ),
+        (
+            "/shards/alpha/clusters/root:org/api".to_owned(),
+            404,
+            "NotFound",
+        ),
+        ("/shards/alpha".to_owned(), 404, "NotFound"),
+    ];
+    for (path, code, reason) in refused {
+        let (status, body) = setup.json(setup.get(&path).bearer_auth(TOKEN)).await;
+        assert_eq!(
+            (status, body["reason"].as_str()),
+            (code, Some(reason)),
+            "{path}: {body}"
+        );
+    }
+    let (_, forbidden) = setup.json(setup.get(&format!("{vw}/root:nope/apis"))).await;
+    assert_not_permitted(&forbidden);
     setup.stop.cancel();
 }

@@ -13,7 +13,7 @@ use kcp_authn::{
     TokenFile, TokenIssuer, VerifyingKey,
 };
 
-use crate::options::{AuthenticationFlags, ValidatedOptions};
+use crate::options::{AuthenticationFlags, RequestHeaderArgs, ValidatedOptions};
 use crate::pki::ServingMaterial;
 
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +82,9 @@ pub fn authenticators(
         x509,
         token_file,
         service_accounts,
-        request_header: request_header(flags)?,
+        request_header: request_header(&flags.request_header)?,
         oidc: oidc(flags)?,
+        token_review: None,
         anonymous: flags.anonymous,
     })
 }
@@ -117,19 +118,20 @@ pub fn read(flag: &'static str, path: &Path) -> Result<String, AuthenticationSet
     })
 }
 
-fn request_header(
-    flags: &AuthenticationFlags,
+/// The request-header authenticator `--requestheader-*` configure (`None` without a CA file).
+pub fn request_header(
+    flags: &RequestHeaderArgs,
 ) -> Result<Option<RequestHeaderAuthenticator>, AuthenticationSetupError> {
-    let Some(path) = &flags.requestheader_client_ca_file else {
+    let Some(path) = &flags.client_ca_file else {
         return Ok(None);
     };
     let config = RequestHeaderConfig {
         ca_pem: read("requestheader-client-ca-file", path)?,
-        allowed_names: flags.requestheader_allowed_names.clone(),
-        username_headers: flags.requestheader_username_headers.clone(),
-        group_headers: flags.requestheader_group_headers.clone(),
-        extra_headers_prefixes: flags.requestheader_extra_headers_prefix.clone(),
-        uid_headers: flags.requestheader_uid_headers.clone(),
+        allowed_names: flags.allowed_names.clone(),
+        username_headers: flags.username_headers.clone(),
+        group_headers: flags.group_headers.clone(),
+        extra_headers_prefixes: flags.extra_headers_prefix.clone(),
+        uid_headers: flags.uid_headers.clone(),
     };
     RequestHeaderAuthenticator::new(config)
         .map(Some)

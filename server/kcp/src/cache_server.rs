@@ -164,7 +164,7 @@ async fn serve(
     let stopping = CancellationToken::new();
     let cache = Arc::new(CacheService::new(storage, &options.etcd_prefix));
     let services = Services::default().with(kcp_cache::path::SERVICE_NAME, cache);
-    let handler = ServicesServer::new(services, client_ca_pem, stopping.clone())?;
+    let handler = ServicesServer::with_client_ca(services, client_ca_pem, stopping.clone())?;
     let listener = TlsListener::bind(
         SocketAddr::new(options.serving.bind_address, options.serving.secure_port),
         TlsMaterial {

@@ -303,7 +303,7 @@ mod tests {
                 ["team:a", "system:authenticated"]
             );
             assert_eq!(
-                options.authentication.requestheader_allowed_names,
+                options.authentication.request_header.allowed_names,
                 ["kcp-front-proxy"]
             );
             options.validate().unwrap();

@@ -189,7 +189,8 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         hosts: Vec::new(),
     })?;
     let requestheader_ca_pem = flags
-        .requestheader_client_ca_file
+        .request_header
+        .client_ca_file
         .as_deref()
         .map(|path| authentication::read("requestheader-client-ca-file", path))
         .transpose()?;

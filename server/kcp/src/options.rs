@@ -16,7 +16,7 @@ mod common;
 mod inactive;
 pub mod values;
 
-pub use authentication::AuthenticationArgs;
+pub use authentication::{AuthenticationArgs, RequestHeaderArgs};
 pub use common::{EtcdFlags, LoggingFlags, ServingFlags};
 
 use std::collections::BTreeSet;
@@ -640,12 +640,8 @@ pub struct AuthenticationFlags {
     pub service_account_issuers: Vec<String>,
     pub api_audiences: Vec<String>,
     pub service_account_lookup: bool,
-    pub requestheader_client_ca_file: Option<PathBuf>,
-    pub requestheader_allowed_names: Vec<String>,
-    pub requestheader_username_headers: Vec<String>,
-    pub requestheader_group_headers: Vec<String>,
-    pub requestheader_extra_headers_prefix: Vec<String>,
-    pub requestheader_uid_headers: Vec<String>,
+    /// `--requestheader-*` (the CA file not empty when given).
+    pub request_header: RequestHeaderArgs,
     pub oidc: Option<OidcFlags>,
 }
 

@@ -101,7 +101,8 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         client_ca_pem: material.client_ca_pem.clone(),
         requestheader_ca_pem: options
             .authentication
-            .requestheader_client_ca_file
+            .request_header
+            .client_ca_file
             .as_deref()
             .map(std::fs::read_to_string)
             .transpose()

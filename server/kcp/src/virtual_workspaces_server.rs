@@ -10,9 +10,16 @@
 //! kubeconfig instead of the in-process loopback: requests go to the shard as the asking user
 //! (impersonation) and deep SubjectAccessReviews carry upstream's header. Exports and bindings are
 //! read from the shard itself, so `--cache-kubeconfig` is accepted for upstream's command lines
-//! and not read. Clients authenticate with client certificates (`--client-ca-file`, else a client
-//! CA generated under --root-directory); upstream's delegated token authentication
-//! (`--authentication-kubeconfig`) is not done.
+//! and not read.
+//!
+//! Authentication is upstream's delegated one (k8s.io/apiserver's
+//! `DelegatingAuthenticationOptions`): client certificates (`--client-ca-file`, else a client CA
+//! generated under --root-directory); identity headers from a front-proxy (`--requestheader-*`,
+//! with the delegating defaults `X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-` when no
+//! header names are given; believed only from a client certificate of the request-header CA
+//! whose name is allowed, and removed from every other request); bearer tokens reviewed by the
+//! shard `--authentication-kubeconfig` names (a TokenReview, answers kept for
+//! `--authentication-token-webhook-cache-ttl`, 10 s). Anything else is 401.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,16 +27,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use kcp_apimachinery::duration;
 use kcp_apiserver::TlsMaterial;
 use kcp_apiserver::listener::TlsListener;
 use kcp_apiserver::services::Services;
 use kcp_apiserver::standalone::ServicesServer;
+use kcp_authn::{Authenticators, CertificateAuthenticator, TokenReviewAuthenticator};
 use kcp_virtual_workspaces::Backend;
 use kcp_virtual_workspaces::remote::{RemoteError, RemoteShard};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::options::{LoggingFlags, ServingFlags, non_empty, values};
+use crate::authentication::{self, AuthenticationSetupError};
+use crate::options::{LoggingFlags, RequestHeaderArgs, ServingFlags, non_empty, values};
 use crate::pki::{self, PkiError, TransportOptions};
 
 /// Upstream's port of the standalone virtual workspaces.
@@ -56,6 +66,15 @@ pub struct VirtualWorkspacesOptions {
     /// when not given.
     #[arg(long, value_parser = values::path, help_heading = "Authentication")]
     pub client_ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub request_header: RequestHeaderArgs,
+    /// Kubeconfig of the server (the shard) that reviews bearer tokens (TokenReview); without it
+    /// bearer tokens are refused.
+    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// How long TokenReview answers are kept.
+    #[arg(long, default_value = "10s", value_parser = duration::parse, help_heading = "Authentication")]
+    pub authentication_token_webhook_cache_ttl: Duration,
     /// Directory for generated certificates; empty keeps them in memory.
     #[arg(long, value_parser = values::path, default_value = ".kcp-virtual-workspaces", help_heading = "kcp")]
     pub root_directory: PathBuf,
@@ -79,6 +98,13 @@ pub enum VirtualWorkspacesError {
     Pki(#[from] PkiError),
     #[error("--client-ca-file: {0}")]
     ClientCa(#[from] kcp_authn::X509Error),
+    #[error(transparent)]
+    Authentication(#[from] AuthenticationSetupError),
+    #[error("--authentication-kubeconfig {}: {source}", path.display())]
+    AuthenticationKubeconfig {
+        path: PathBuf,
+        source: kcp_kubeconfig::https::HttpsError,
+    },
     #[error(transparent)]
     Serve(#[from] kcp_apiserver::ServeError),
     #[error("installing signal handlers: {0}")]
@@ -119,15 +145,32 @@ pub async fn run(options: VirtualWorkspacesOptions) -> Result<(), VirtualWorkspa
         hosts: Vec::new(),
     })?;
     let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
+    let request_header = with_delegating_defaults(&options.request_header);
+    let requestheader_ca_pem = request_header
+        .client_ca_file
+        .as_deref()
+        .map(|path| authentication::read("requestheader-client-ca-file", path))
+        .transpose()?;
+    let authenticators = Authenticators {
+        x509: Some(CertificateAuthenticator::from_pem(&client_ca_pem)?),
+        request_header: authentication::request_header(&request_header)?,
+        token_review: token_review(&options)?,
+        ..Authenticators::default()
+    };
     let stopping = CancellationToken::new();
     let services = kcp_virtual_workspaces::mount(Services::default(), &backend);
-    let handler = ServicesServer::new(services, &client_ca_pem, stopping.clone())?;
+    let handler = ServicesServer::new(services, authenticators, stopping.clone());
+    // The TLS layer asks for certificates of both CAs: clients' and the front-proxy's.
+    let client_ca_pems: Vec<&str> = std::iter::once(&client_ca_pem)
+        .chain(&requestheader_ca_pem)
+        .map(String::as_str)
+        .collect();
     let listener = TlsListener::bind(
         SocketAddr::new(options.serving.bind_address, options.serving.secure_port),
         TlsMaterial {
             serving_cert_chain_pem: &transport.serving_cert_chain_pem,
             serving_key_pem: &transport.serving_key_pem,
-            client_ca_pems: &[&client_ca_pem],
+            client_ca_pems: &client_ca_pems,
         },
     )
     .await?;
@@ -141,4 +184,38 @@ pub async fn run(options: VirtualWorkspacesOptions) -> Result<(), VirtualWorkspa
         .await;
     info!("shutdown complete");
     Ok(())
+}
+
+/// `--requestheader-*` with the delegating defaults for header names not given (upstream's
+/// `NewDelegatingAuthenticationOptions`), so a front-proxy's headers work with only the CA.
+fn with_delegating_defaults(flags: &RequestHeaderArgs) -> RequestHeaderArgs {
+    let or_default = |given: &[String], default: &str| {
+        if given.is_empty() {
+            vec![default.to_owned()]
+        } else {
+            given.to_vec()
+        }
+    };
+    RequestHeaderArgs {
+        username_headers: or_default(&flags.username_headers, "X-Remote-User"),
+        group_headers: or_default(&flags.group_headers, "X-Remote-Group"),
+        extra_headers_prefix: or_default(&flags.extra_headers_prefix, "X-Remote-Extra-"),
+        ..flags.validated()
+    }
+}
+
+/// The shard's TokenReviews, when `--authentication-kubeconfig` names it.
+fn token_review(
+    options: &VirtualWorkspacesOptions,
+) -> Result<Option<TokenReviewAuthenticator>, VirtualWorkspacesError> {
+    let Some(path) = non_empty(options.authentication_kubeconfig.as_ref()) else {
+        return Ok(None);
+    };
+    let shard = kcp_kubeconfig::https::client(&path, None)
+        .map_err(|source| VirtualWorkspacesError::AuthenticationKubeconfig { path, source })?;
+    Ok(Some(TokenReviewAuthenticator::new(
+        shard.client.clone(),
+        shard.base_url(),
+        options.authentication_token_webhook_cache_ttl,
+    )))
 }

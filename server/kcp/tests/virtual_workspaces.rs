@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kcp_testing::identities::{KubeconfigUser, write_kubeconfig};
-use kcp_testing::{KcpProcess, Kubectl, SharedKcp};
-use kube::api::{ApiResource, DynamicObject, PostParams};
+use kcp_testing::identities::{CertificateAuthority, KubeconfigUser, write_kubeconfig};
+use kcp_testing::{KcpProcess, Kubectl, SharedKcp, widgets};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::watcher::{self, Event};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -80,32 +80,14 @@ impl Provider {
         let group = format!("{prefix}.example.com");
         let provider_ws = format!("{prefix}-provider");
         let cluster = workspace(server, &provider_ws).await;
-        create(server, &format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"), &json!({
-            "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
-            "metadata": {"name": format!("v1.widgets.{group}")},
-            "spec": {
-                "group": group,
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "scope": "Namespaced",
-                "versions": [{
-                    "name": "v1", "served": true, "storage": true,
-                    "subresources": {"status": {}},
-                    "schema": {"type": "object", "description": "A Widget of the test provider.", "properties": {
-                        "spec": {"type": "object", "properties": {"size": {"type": "integer", "description": "How big the widget is."}}},
-                        "status": {"type": "object", "properties": {"observedSize": {"type": "integer"}}},
-                    }},
-                }],
-            },
-        })).await;
+        create(
+            server,
+            &format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha1/apiresourceschemas"),
+            &widgets::schema(&group),
+        )
+        .await;
         let export_path = format!("/clusters/{cluster}/apis/apis.kcp.io/v1alpha2/apiexports");
-        create(server, &export_path, &json!({
-            "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
-            "metadata": {"name": "widgets"},
-            "spec": {
-                "resources": [{"group": group, "name": "widgets", "schema": format!("v1.widgets.{group}"), "storage": {"crd": {}}}],
-                "permissionClaims": claims,
-            },
-        })).await;
+        create(server, &export_path, &widgets::export(&group, claims)).await;
         server
             .wait_for(
                 "the export's identity",
@@ -139,10 +121,7 @@ impl Provider {
         create(
             server,
             &self.widgets(cluster),
-            &json!({
-                "apiVersion": format!("{}/v1", self.group), "kind": "Widget",
-                "metadata": {"name": name}, "spec": {"size": size},
-            }),
+            &widgets::widget(&self.group, name, size),
         )
         .await;
     }
@@ -157,13 +136,10 @@ impl Provider {
     }
 
     fn api_resource(&self) -> ApiResource {
-        ApiResource {
-            group: self.group.clone(),
-            version: "v1".into(),
-            api_version: format!("{}/v1", self.group),
-            kind: "Widget".into(),
-            plural: "widgets".into(),
-        }
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&self.group, "v1", "Widget"),
+            "widgets",
+        )
     }
 }
 
@@ -171,12 +147,8 @@ impl Provider {
 /// binding is Bound and its resource served.
 async fn bind(server: &KcpProcess, consumer: &str, provider_ws: &str) {
     let bindings = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings");
-    create(server, &bindings, &json!({
-        "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
-        "metadata": {"name": "widgets"},
-        "spec": {"reference": {"export": {"path": format!("root:{provider_ws}"), "name": "widgets"}}},
-    }))
-    .await;
+    let binding = widgets::binding(&format!("root:{provider_ws}"));
+    create(server, &bindings, &binding).await;
     server
         .wait_for("the binding Bound", &format!("{bindings}/widgets"), |r| {
             r.status == 200 && r.json()["status"]["phase"] == "Bound"
@@ -1003,6 +975,34 @@ async fn remove_from_status(
     assert_eq!(status, 200, "{}", response.text().await.unwrap());
 }
 
+/// The initializer removes itself from `cluster` (workspace `root:<workspace>`) through the
+/// virtual workspace at `base`; waits until the workspace is Ready.
+async fn finish_initializing(
+    controller: &reqwest::Client,
+    server: &KcpProcess,
+    base: &str,
+    cluster: &str,
+    initializer: &str,
+    workspace: &str,
+) {
+    remove_from_status(
+        controller,
+        server,
+        base,
+        cluster,
+        "initializers",
+        initializer,
+    )
+    .await;
+    server
+        .wait_for(
+            "the workspace Ready",
+            &format!("/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/{workspace}"),
+            |r| r.json()["status"]["phase"] == "Ready",
+        )
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_workspace() {
     let server = SERVER.get().await;
@@ -1040,22 +1040,15 @@ async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_work
         "{}",
         created.text().await.unwrap()
     );
-    remove_from_status(
+    finish_initializing(
         &controller,
         &server,
         &base,
         &cluster,
-        "initializers",
         initializer,
+        "vw-init-ws",
     )
     .await;
-    server
-        .wait_for(
-            "the workspace Ready",
-            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/vw-init-ws",
-            |r| r.json()["status"]["phase"] == "Ready",
-        )
-        .await;
     let set_up = server
         .get(&format!("/clusters/{cluster}/api/v1/namespaces/set-up"))
         .await;
@@ -1069,6 +1062,85 @@ async fn an_initializer_finishes_workspaces_of_its_type_through_the_virtual_work
     );
     let (status, refused) = get_as(&controller, &server, &inside).await;
     assert_eq!(status, 403, "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn initializer_permissions_limit_the_initializer_inside_the_workspace() {
+    let server = SERVER.get().await;
+    // The initializer may create namespaces and ConfigMaps and finish; nothing else.
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["create", "get"]},
+        {"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters", "logicalclusters/status"],
+            "verbs": ["get", "update"]},
+    ]);
+    let type_name = "vw-init-limited";
+    workspace_type(
+        &server,
+        type_name,
+        json!({"initializer": true, "initializerPermissions": rules}),
+    )
+    .await;
+    let user = format!("{type_name}-controller");
+    grant_on_type(&server, type_name, "initialize", &user).await;
+    let controller = client_as(&server, &user);
+    let base = format!("/services/initializingworkspaces/root:{type_name}");
+    let cluster = typed_workspace(&server, "vw-init-limited-ws", type_name).await;
+    wait_listed(&controller, &server, &base, &cluster).await;
+
+    let post = async |path: &str, object: Value| {
+        let response = controller
+            .post(server.url(&format!("{base}/clusters/{cluster}{path}")))
+            .json(&object)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            response.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    };
+    let (status, created) = post(
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "set-up"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, created) = post(
+        "/api/v1/namespaces/set-up/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "allowed"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, refused) = post(
+        "/api/v1/namespaces/set-up/secrets",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "refused"}}),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("denied by initializerPermissions"),
+        "{refused}"
+    );
+    let secret = server
+        .get(&format!(
+            "/clusters/{cluster}/api/v1/namespaces/default/secrets/refused"
+        ))
+        .await;
+    assert_eq!(secret.status, 404, "{}", secret.text());
+
+    // Its rules let it finish.
+    let initializer = format!("root:{type_name}");
+    finish_initializing(
+        &controller,
+        &server,
+        &base,
+        &cluster,
+        &initializer,
+        "vw-init-limited-ws",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1121,7 +1193,8 @@ struct StandaloneVirtualWorkspaces {
 }
 
 impl StandaloneVirtualWorkspaces {
-    async fn start(server: &KcpProcess) -> StandaloneVirtualWorkspaces {
+    /// Started with `extra` flags after the usual ones.
+    async fn start(server: &KcpProcess, extra: &[String]) -> StandaloneVirtualWorkspaces {
         let dir = kcp_testing::temp_dir("standalone-vw");
         let root = server.root_directory();
         let port = kcp_testing::free_port();
@@ -1144,26 +1217,19 @@ impl StandaloneVirtualWorkspaces {
             "--root-directory",
             dir.path().join("root").to_str().unwrap(),
         ]);
+        command.args(extra);
         let process = kcp_testing::ChildGuard::spawn(
             "kcp virtual-workspaces",
             &mut command,
             &dir.path().join("virtual-workspaces.log"),
         );
         let base = format!("https://127.0.0.1:{port}");
-        let client = server.admin().client();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let ready = client.get(format!("{base}/healthz")).send().await;
-            if ready.is_ok_and(|r| r.status() == 200) {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{}",
-                process.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_ready(
+            &server.admin().client(),
+            &format!("{base}/healthz"),
+            &process,
+        )
+        .await;
         StandaloneVirtualWorkspaces {
             _process: process,
             base,
@@ -1207,7 +1273,7 @@ async fn the_standalone_virtual_workspaces_answer_as_the_in_process_ones() {
         create_configmap(&server, consumer, "a", json!({"tier": "a"})).await;
         create_configmap(&server, consumer, "b", json!({"tier": "b"})).await;
     }
-    let standalone = StandaloneVirtualWorkspaces::start(&server).await;
+    let standalone = StandaloneVirtualWorkspaces::start(&server, &[]).await;
     let controller = client_as(&server, "standalone-controller");
     let stranger = client_as(&server, "standalone-stranger");
     let vw = format!("/services/apiexport/{}/widgets/clusters", provider.cluster);
@@ -1307,4 +1373,186 @@ async fn the_standalone_virtual_workspaces_answer_as_the_in_process_ones() {
         "{}",
         stored.text()
     );
+}
+
+/// Waits until GET `url` with `client` answers 200 (`process`'s log tells why it did not).
+async fn wait_ready(client: &reqwest::Client, url: &str, process: &kcp_testing::ChildGuard) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = client.get(url).send().await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url}: {}",
+            process.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A `kcp front-proxy` before `server` (`/clusters/`) and a standalone virtual-workspace server
+/// (`/services/`, its `services` URL), presenting `proxy_client` (certificate then key files).
+async fn front_proxy(
+    server: &KcpProcess,
+    services: &str,
+    proxy_client: (&std::path::Path, &std::path::Path),
+    dir: &std::path::Path,
+) -> (kcp_testing::ChildGuard, String) {
+    let root = server.root_directory();
+    let server_ca = dir.join("server-ca.crt");
+    std::fs::write(&server_ca, &server.admin().ca_pem).unwrap();
+    let entry = |path: &str, backend: &str| {
+        json!({"path": path, "backend": backend,
+            "backend_server_ca": server_ca,
+            "proxy_client_cert": proxy_client.0, "proxy_client_key": proxy_client.1})
+    };
+    let mapping = dir.join("mapping.yaml");
+    // JSON is YAML.
+    let entries = json!([
+        entry("/clusters/", server.base_url()),
+        entry("/services/", services)
+    ]);
+    std::fs::write(&mapping, entries.to_string()).unwrap();
+    let port = kcp_testing::free_port();
+    let file = |name: &str| root.join(name).display().to_string();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kcp"));
+    command.args([
+        "front-proxy".to_owned(),
+        format!("--root-directory={}", dir.join("proxy").display()),
+        "--bind-address=127.0.0.1".to_owned(),
+        format!("--secure-port={port}"),
+        format!("--tls-cert-file={}", file("apiserver.crt")),
+        format!("--tls-private-key-file={}", file("apiserver.key")),
+        format!("--client-ca-file={}", file("client-ca.crt")),
+        format!("--mapping-file={}", mapping.display()),
+        format!("--root-kubeconfig={}", server.kubeconfig().display()),
+        format!("--shards-kubeconfig={}", server.kubeconfig().display()),
+    ]);
+    let process =
+        kcp_testing::ChildGuard::spawn("kcp front-proxy", &mut command, &dir.join("proxy.log"));
+    let url = format!("https://127.0.0.1:{port}");
+    wait_ready(
+        &server.admin().anonymous_client(),
+        &format!("{url}/readyz"),
+        &process,
+    )
+    .await;
+    (process, url)
+}
+
+/// A token of service account `default/<name>` in `cluster`, created for it.
+async fn service_account_token(server: &KcpProcess, cluster: &str, name: &str) -> String {
+    let accounts = format!("/clusters/{cluster}/api/v1/namespaces/default/serviceaccounts");
+    create(
+        server,
+        &accounts,
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name}}),
+    )
+    .await;
+    let request = create(
+        server,
+        &format!("{accounts}/{name}/token"),
+        &json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+    )
+    .await;
+    request["status"]["token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standalone_virtual_workspaces_take_users_from_a_front_proxy_and_tokens_from_the_shard()
+{
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-authn", 1).await;
+    let consumer = &provider.consumers[0];
+    provider.create_widget(&server, consumer, "w", 1).await;
+    grant_content(&server, &provider.cluster, "vw-authn-controller").await;
+    let token = service_account_token(&server, &provider.cluster, "controller").await;
+    create(&server, &format!("/clusters/{}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", provider.cluster), &json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "widgets-content-sa"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widgets-content"},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "default", "name": "controller"}],
+    }))
+    .await;
+
+    let dir = kcp_testing::temp_dir("vw-authn");
+    let requestheader_ca = CertificateAuthority::generate("vw-requestheader-ca");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ca_file = write("requestheader-ca.crt", &requestheader_ca.cert_pem);
+    let proxy_identity = requestheader_ca.client("kcp-front-proxy", &[]);
+    let proxy_cert = write("proxy.crt", &proxy_identity.cert_pem);
+    let proxy_key = write("proxy.key", &proxy_identity.key_pem);
+    let standalone = StandaloneVirtualWorkspaces::start(
+        &server,
+        &[
+            format!("--requestheader-client-ca-file={}", ca_file.display()),
+            "--requestheader-allowed-names=kcp-front-proxy".into(),
+            format!(
+                "--authentication-kubeconfig={}",
+                server.kubeconfig().display()
+            ),
+        ],
+    )
+    .await;
+    let (_proxy, proxy_url) = front_proxy(
+        &server,
+        &standalone.base,
+        (&proxy_cert, &proxy_key),
+        dir.path(),
+    )
+    .await;
+
+    // `*` names no cluster: the proxy sends it to its /services/ mapping, the standalone server.
+    let widgets = format!(
+        "/services/apiexport/{}/widgets/clusters/*/apis/{}/v1/widgets",
+        provider.cluster, provider.group
+    );
+    let ask = async |request: reqwest::RequestBuilder| {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        (status, kcp_testing::item_names(&body))
+    };
+    let forged = |request: reqwest::RequestBuilder| {
+        request
+            .header("X-Remote-User", "vw-authn-controller")
+            .header("X-Remote-Group", "system:masters")
+    };
+    let controller = client_as(&server, "vw-authn-controller");
+    let stranger = client_as(&server, "vw-authn-stranger");
+    let anonymous = server.admin().anonymous_client();
+    let through_proxy = format!("{proxy_url}{widgets}");
+    let direct = format!("{}{widgets}", standalone.base);
+    let seen = (200, vec!["w".to_owned()]);
+    // The proxy vouches for the controller with its certificate: the standalone server believes it.
+    assert_eq!(ask(controller.get(&through_proxy)).await, seen);
+    // Forged headers are dropped: at the proxy (the stranger stays the stranger; nobody is
+    // forwarded with no identity, which the standalone server refuses) and at the standalone
+    // server from a client certificate of the client CA.
+    assert_eq!(ask(forged(stranger.get(&through_proxy))).await.0, 403);
+    assert_eq!(ask(forged(anonymous.get(&through_proxy))).await.0, 401);
+    assert_eq!(ask(forged(stranger.get(&direct))).await.0, 403);
+    assert_eq!(ask(forged(anonymous.get(&direct))).await.0, 401);
+    // Tokens are reviewed by the shard: the service account's is the service account, twice
+    // (the second from the cache), and a token nobody issued is 401.
+    for _ in 0..2 {
+        assert_eq!(ask(anonymous.get(&direct).bearer_auth(&token)).await, seen);
+    }
+    assert_eq!(
+        ask(anonymous.get(&direct).bearer_auth("not-a-token"))
+            .await
+            .0,
+        401
+    );
+    // Without the content grant the same kind of token is refused (403, not 401).
+    let other = service_account_token(&server, &provider.cluster, "other").await;
+    assert_eq!(ask(anonymous.get(&direct).bearer_auth(&other)).await.0, 403);
 }

@@ -1,4 +1,5 @@
-//! Reading the answers of a Kubernetes API: failure Statuses and lists of strings.
+//! Reading the answers of a Kubernetes API: failure Statuses, lists of strings, the names of a
+//! list's items.
 
 use serde_json::Value;
 
@@ -22,6 +23,19 @@ pub fn strings(value: &Value) -> Vec<String> {
             items
                 .iter()
                 .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The names of the items of a list answer (empty when it has none).
+pub fn item_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item["metadata"]["name"].as_str().map(str::to_owned))
                 .collect()
         })
         .unwrap_or_default()

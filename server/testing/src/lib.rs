@@ -28,8 +28,9 @@ mod process;
 pub mod python;
 mod sharded;
 mod wait;
+pub mod widgets;
 
-pub use answers::{expect_status, strings};
+pub use answers::{expect_status, item_names, strings};
 pub use caller::{Caller, cluster_prefix};
 pub use dir::temp_dir;
 pub use etcd::EtcdProcess;

@@ -10,15 +10,21 @@
 //!
 //! Every request needs the verb `initialize` (resp. `terminate`) on `workspacetypes` named
 //! `<type-name>` in the type's cluster (a deep SubjectAccessReview there); a cluster that does not
-//! wait for the initializer (terminator) is refused with upstream's 403.
+//! wait for the initializer (terminator) is refused with upstream's 403. Inside a cluster, a
+//! WorkspaceType that declares `initializerPermissions` (resp. `terminatorPermissions`) limits
+//! the initializer to those RBAC rules, as upstream evaluates them in the virtual workspace
+//! (refused: 403 `... denied by initializerPermissions`; a type that cannot be read: 503, never
+//! full access by mistake); a type that declares none keeps full access inside the cluster
+//! (upstream's fallback acts as the workspace's owner).
 
 use http::Response;
 use kcp_apimachinery::{ApiError, StatusReason, meta};
 use kcp_apiserver::no_such_resource;
 use kcp_apiserver::response::Body;
 use kcp_apiserver::services::ServiceRequest;
-use kcp_rbac::{Attributes, ResourceAttributes};
+use kcp_rbac::{Attributes, PolicyRule, ResourceAttributes};
 use kcp_tenancy::logical_cluster;
+use serde_json::json;
 
 use crate::backend::{Backend, Documents};
 use crate::documents::Shown;
@@ -38,6 +44,8 @@ pub struct Lifecycle {
     pub role: &'static str,
     /// The label of a LogicalCluster still waiting for `<key>`.
     pub label: fn(&str) -> (String, String),
+    /// The WorkspaceType's field of rules limiting the role inside a cluster.
+    pub permissions: &'static str,
 }
 
 /// `/services/initializingworkspaces/<initializer>/...`.
@@ -47,6 +55,7 @@ pub const INITIALIZING: Lifecycle = Lifecycle {
     verb: "initialize",
     role: "initializer",
     label: logical_cluster::initializer_label,
+    permissions: "initializerPermissions",
 };
 
 /// `/services/terminatingworkspaces/<terminator>/...`.
@@ -56,10 +65,21 @@ pub const TERMINATING: Lifecycle = Lifecycle {
     verb: "terminate",
     role: "terminator",
     label: logical_cluster::terminator_label,
+    permissions: "terminatorPermissions",
 };
 
 const GROUP: &str = "core.kcp.io";
 const VERSION: &str = "v1alpha1";
+
+/// A request as the checks see it: the initializer (terminator) key, the request, its info and
+/// its API path inside the virtual workspace.
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    key: &'a str,
+    request: &'a ServiceRequest,
+    info: &'a kcp_apiserver::RequestInfo,
+    path: &'a str,
+}
 
 /// One of the two virtual workspaces.
 pub struct LifecycleService {
@@ -92,7 +112,13 @@ impl VirtualWorkspace for LifecycleService {
         let vw = url::split(&path, self.lifecycle.name, 1).ok_or_else(no_such_resource)?;
         let key = vw.key[0];
         let info = request::info(&request.method, vw.rest, request.query.as_deref());
-        self.authorize(key, &request, &info, vw.rest).await?;
+        let asked = Asked {
+            key,
+            request: &request,
+            info: &info,
+            path: vw.rest,
+        };
+        self.authorize(&asked).await?;
         let (label_key, label_value) = (self.lifecycle.label)(key);
         match &vw.target {
             Target::Wildcard if !info.is_resource_request => {
@@ -153,6 +179,7 @@ impl VirtualWorkspace for LifecycleService {
                         details: None,
                     });
                 }
+                self.check_permissions(&asked).await?;
                 request.path = format!("/clusters/{cluster}{}", vw.rest);
                 self.backend.on_behalf(request).await
             }
@@ -161,15 +188,58 @@ impl VirtualWorkspace for LifecycleService {
 }
 
 impl LifecycleService {
+    /// The WorkspaceType's `initializerPermissions` (`terminatorPermissions`), when it declares
+    /// any: the request inside the cluster must be allowed by one of those rules.
+    async fn check_permissions(&self, asked: &Asked<'_>) -> Result<(), ApiError> {
+        let (key, request) = (asked.key, asked.request);
+        let field = self.lifecycle.permissions;
+        // `authorize` refused keys that name no type.
+        let Some((type_cluster, type_name)) = key.rsplit_once(':') else {
+            return Err(no_such_resource());
+        };
+        let workspace_type = self
+            .backend
+            .read(
+                &format!(
+                    "/clusters/{type_cluster}/apis/{}/{VERSION}/workspacetypes/{type_name}",
+                    kcp_tenancy::workspace::GROUP
+                ),
+                &request.shutdown,
+            )
+            .await
+            .map_err(|error| {
+                ApiError::service_unavailable(&format!(
+                    "{} {key:?}: its WorkspaceType cannot be read, so its {field} cannot be \
+                     checked: {}",
+                    self.lifecycle.role, error.message
+                ))
+            })?;
+        let rules = PolicyRule::list_from_json(&json!({"rules": workspace_type["spec"][field]}));
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let attributes = kcp_apiserver::authorization_attributes(
+            mounted::user(request),
+            asked.info,
+            &request.method,
+            asked.path,
+        );
+        if rules.iter().any(|rule| rule.allows(&attributes)) {
+            return Ok(());
+        }
+        let reason = format!("{} {key:?} denied by {field}", self.lifecycle.role);
+        Err(mounted::forbidden(request, asked.info, asked.path, &reason))
+    }
+
     /// Upstream's authorizer: the verb (`initialize`, `terminate`) on the WorkspaceType the
     /// initializer (terminator) names, in the type's cluster.
-    async fn authorize(
-        &self,
-        key: &str,
-        request: &ServiceRequest,
-        info: &kcp_apiserver::RequestInfo,
-        path: &str,
-    ) -> Result<(), ApiError> {
+    async fn authorize(&self, asked: &Asked<'_>) -> Result<(), ApiError> {
+        let Asked {
+            key,
+            request,
+            info,
+            path,
+        } = *asked;
         let allowed = match key.rsplit_once(':') {
             Some((type_cluster, type_name)) if !type_cluster.is_empty() => {
                 let attributes = Attributes::resource(

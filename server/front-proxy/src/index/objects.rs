@@ -2,7 +2,8 @@
 //! straight from the shards' JSON into small typed structs (serde skips every other field), so
 //! a list of 10,000 objects never becomes a tree of `serde_json::Value`s.
 //!
-//! Upstream's index reads the same fields: a Shard's name and `spec.baseURL`; a Workspace's
+//! Upstream's index reads the same fields: a Shard's name, `spec.baseURL` and
+//! `spec.virtualWorkspaceURL` (where `/services/` requests for its clusters go); a Workspace's
 //! logical cluster (annotation `kcp.io/cluster`), name, `spec.cluster` (its own logical cluster)
 //! and `status.phase`; a LogicalCluster's `kcp.io/cluster` annotation (the object itself is
 //! always named `cluster`). kcp-rs also reads the Workspace's `core.kcp.io/shard` annotation,
@@ -29,6 +30,8 @@ pub(crate) struct ShardObject {
 pub(crate) struct ShardSpec {
     #[serde(rename = "baseURL", default)]
     pub base_url: String,
+    #[serde(rename = "virtualWorkspaceURL", default)]
+    pub virtual_workspace_url: String,
 }
 
 /// The annotations the index reads (literal keys: serde needs them here; a test compares them

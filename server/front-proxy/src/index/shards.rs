@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockWriteGuard};
 use tokio_util::sync::CancellationToken;
 
 use super::objects::{LogicalClusterObject, ShardObject, WorkspaceObject};
-use super::state::{Feed, ShardId, State, WorkspaceEntry};
+use super::state::{Feed, ShardEntry, ShardId, State, WorkspaceEntry};
 use super::watch::{self, Update};
 
 const SHARDS: &str = "/clusters/root/apis/core.kcp.io/v1alpha1/shards";
@@ -64,15 +64,12 @@ impl Watches {
             let mut state = self.write();
             match update {
                 Update::Listed(shards) => {
-                    let listed: Vec<(String, String)> = shards
-                        .into_iter()
-                        .map(|s| (s.metadata.name, s.spec.base_url))
-                        .collect();
+                    let listed: Vec<ShardEntry> = shards.into_iter().map(shard_entry).collect();
                     state.relist_shards(&listed)
                 }
                 Update::Upserted(shard) => (
                     state
-                        .upsert_shard(&shard.metadata.name, &shard.spec.base_url)
+                        .upsert_shard(&shard_entry(shard))
                         .into_iter()
                         .collect(),
                     Vec::new(),
@@ -175,6 +172,15 @@ impl Watches {
                 }
             }
         }
+    }
+}
+
+/// A Shard as the state records it.
+fn shard_entry(object: ShardObject) -> ShardEntry {
+    ShardEntry {
+        name: object.metadata.name,
+        base_url: object.spec.base_url,
+        virtual_workspace_url: object.spec.virtual_workspace_url,
     }
 }
 

@@ -19,6 +19,7 @@ use kcp_tenancy::paths::{self, ROOT, SEPARATOR, SYSTEM_PREFIX};
 use kcp_tenancy::shard::ROOT_SHARD_NAME;
 
 use crate::route::{Route, Unroutable};
+use crate::services::virtual_workspaces_target;
 
 /// A shard's interned name: its index in [`State::shards`].
 pub(crate) type ShardId = u32;
@@ -44,9 +45,21 @@ struct ShardSlot {
     name: Arc<str>,
     /// `Some` while its Shard object exists.
     base_url: Option<Arc<str>>,
+    /// Where its virtual workspaces are reached (see [`virtual_workspaces_target`]).
+    virtual_workspaces: Option<Arc<str>>,
     generation: u64,
     workspaces_listed: bool,
     logical_clusters_listed: bool,
+}
+
+/// A `Shard` object, decoded: its name and URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardEntry {
+    pub name: String,
+    /// `spec.baseURL`.
+    pub base_url: String,
+    /// `spec.virtualWorkspaceURL` (empty: the base URL).
+    pub virtual_workspace_url: String,
 }
 
 /// A workspace as its parent's shard reports it.
@@ -105,6 +118,7 @@ impl State {
         self.shards.push(ShardSlot {
             name: name.clone(),
             base_url: None,
+            virtual_workspaces: None,
             generation: 0,
             workspaces_listed: false,
             logical_clusters_listed: false,
@@ -132,12 +146,22 @@ impl State {
             .is_some_and(|slot| slot.base_url.is_some() && slot.generation == feed.generation)
     }
 
+    /// Where the virtual workspaces of a shard whose Shard object exists are reached.
+    pub fn virtual_workspaces(&self, name: &str) -> Option<Arc<str>> {
+        let id = self.shard_ids.get(name)?;
+        self.slot(*id)?.virtual_workspaces.clone()
+    }
+
     /// Records a Shard object. `Some(feed)` when its watches must (re)start: it is new, or its
     /// base URL changed (its entries stay until the new watches' lists replace them).
-    pub fn upsert_shard(&mut self, name: &str, base_url: &str) -> Option<Feed> {
-        let base_url = base_url.trim_end_matches('/');
-        let id = self.intern(name);
+    pub fn upsert_shard(&mut self, shard: &ShardEntry) -> Option<Feed> {
+        let base_url = shard.base_url.trim_end_matches('/');
+        let target = virtual_workspaces_target(&shard.name, base_url, &shard.virtual_workspace_url);
+        let id = self.intern(&shard.name);
         let slot = self.slot_mut(id)?;
+        if slot.virtual_workspaces.as_deref() != Some(target) {
+            slot.virtual_workspaces = Some(Arc::from(target));
+        }
         if slot.base_url.as_deref() == Some(base_url) {
             return None;
         }
@@ -158,6 +182,7 @@ impl State {
         let slot = self.slot_mut(id)?;
         slot.base_url.as_ref()?;
         slot.base_url = None;
+        slot.virtual_workspaces = None;
         slot.generation += 1;
         slot.workspaces_listed = false;
         slot.logical_clusters_listed = false;
@@ -166,10 +191,10 @@ impl State {
         Some(id)
     }
 
-    /// Replaces the set of shards with a fresh list of Shard objects (name, base URL): the
-    /// feeds to (re)start and the shards that went away.
-    pub fn relist_shards(&mut self, listed: &[(String, String)]) -> (Vec<Feed>, Vec<ShardId>) {
-        let names: HashSet<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
+    /// Replaces the set of shards with a fresh list of Shard objects: the feeds to (re)start
+    /// and the shards that went away.
+    pub fn relist_shards(&mut self, listed: &[ShardEntry]) -> (Vec<Feed>, Vec<ShardId>) {
+        let names: HashSet<&str> = listed.iter().map(|shard| shard.name.as_str()).collect();
         let gone: Vec<Arc<str>> = self
             .shards
             .iter()
@@ -182,7 +207,7 @@ impl State {
             .collect();
         let started = listed
             .iter()
-            .filter_map(|(name, base_url)| self.upsert_shard(name, base_url))
+            .filter_map(|shard| self.upsert_shard(shard))
             .collect();
         self.shards_listed = true;
         (started, removed)
@@ -376,9 +401,14 @@ impl State {
         }
         let slot = self.slot(shard).ok_or(Unroutable::Unknown)?;
         let base_url = slot.base_url.clone().ok_or_else(|| gone(path, slot))?;
+        let virtual_workspaces_url = slot
+            .virtual_workspaces
+            .clone()
+            .unwrap_or_else(|| base_url.clone());
         Ok(Route {
             shard: slot.name.clone(),
             base_url,
+            virtual_workspaces_url,
             cluster: Arc::from(cluster),
         })
     }

@@ -20,30 +20,73 @@ use super::{
     non_empty, values,
 };
 
+/// Front-proxy request headers (`--requestheader-*`), also `kcp virtual-workspaces`'. Field docs
+/// are the help texts.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RequestHeaderArgs {
+    /// CA bundle for front-proxy client certificates that carry identity in request headers.
+    #[arg(
+        id = "requestheader_client_ca_file",
+        long = "requestheader-client-ca-file",
+        value_parser = values::path,
+        help_heading = "Authentication"
+    )]
+    pub client_ca_file: Option<PathBuf>,
+    /// Comma-separated common names allowed to send request-header identity.
+    #[arg(
+        long = "requestheader-allowed-names",
+        value_delimiter = ',',
+        help_heading = "Authentication"
+    )]
+    pub allowed_names: Vec<String>,
+    /// Comma-separated headers carrying the user name.
+    #[arg(
+        long = "requestheader-username-headers",
+        value_delimiter = ',',
+        help_heading = "Authentication"
+    )]
+    pub username_headers: Vec<String>,
+    /// Comma-separated headers carrying groups.
+    #[arg(
+        long = "requestheader-group-headers",
+        value_delimiter = ',',
+        help_heading = "Authentication"
+    )]
+    pub group_headers: Vec<String>,
+    /// Comma-separated header prefixes carrying extra user information.
+    #[arg(
+        long = "requestheader-extra-headers-prefix",
+        value_delimiter = ',',
+        help_heading = "Authentication"
+    )]
+    pub extra_headers_prefix: Vec<String>,
+    /// Comma-separated headers carrying the user's UID.
+    #[arg(
+        long = "requestheader-uid-headers",
+        value_delimiter = ',',
+        help_heading = "Authentication"
+    )]
+    pub uid_headers: Vec<String>,
+}
+
+impl RequestHeaderArgs {
+    /// The flags with an empty `--requestheader-client-ca-file` as not given.
+    pub fn validated(&self) -> RequestHeaderArgs {
+        RequestHeaderArgs {
+            client_ca_file: non_empty(self.client_ca_file.as_ref()),
+            ..self.clone()
+        }
+    }
+}
+
 /// The shared authentication flags. Field docs are the help texts.
 #[derive(Debug, Clone, Args)]
 pub struct AuthenticationArgs {
     /// CA bundle that client certificates are verified against (user = CN, groups = O).
     #[arg(long, value_parser = values::path, help_heading = "Authentication")]
     pub client_ca_file: Option<PathBuf>,
-    /// CA bundle for front-proxy client certificates that carry identity in request headers.
-    #[arg(long, value_parser = values::path, help_heading = "Authentication")]
-    pub requestheader_client_ca_file: Option<PathBuf>,
-    /// Comma-separated common names allowed to send request-header identity.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_allowed_names: Vec<String>,
-    /// Comma-separated headers carrying the user name.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_username_headers: Vec<String>,
-    /// Comma-separated headers carrying groups.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_group_headers: Vec<String>,
-    /// Comma-separated header prefixes carrying extra user information.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_extra_headers_prefix: Vec<String>,
-    /// Comma-separated headers carrying the user's UID.
-    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
-    pub requestheader_uid_headers: Vec<String>,
+    #[command(flatten)]
+    pub request_header: RequestHeaderArgs,
     /// CSV file of static bearer tokens.
     #[arg(long, value_parser = values::path, help_heading = "Authentication")]
     pub token_auth_file: Option<PathBuf>,
@@ -116,12 +159,7 @@ impl AuthenticationArgs {
             },
             api_audiences: self.api_audiences.clone(),
             service_account_lookup,
-            requestheader_client_ca_file: non_empty(self.requestheader_client_ca_file.as_ref()),
-            requestheader_allowed_names: self.requestheader_allowed_names.clone(),
-            requestheader_username_headers: self.requestheader_username_headers.clone(),
-            requestheader_group_headers: self.requestheader_group_headers.clone(),
-            requestheader_extra_headers_prefix: self.requestheader_extra_headers_prefix.clone(),
-            requestheader_uid_headers: self.requestheader_uid_headers.clone(),
+            request_header: self.request_header.validated(),
             oidc: self.oidc_issuer_url.as_ref().map(|issuer| OidcFlags {
                 config: OidcConfig {
                     issuer_url: issuer.to_string().trim_end_matches('/').to_string(),
@@ -154,7 +192,7 @@ impl AuthenticationArgs {
             ("oidc-ca-file", &self.oidc_ca_file),
             (
                 "requestheader-client-ca-file",
-                &self.requestheader_client_ca_file,
+                &self.request_header.client_ca_file,
             ),
             ("token-auth-file", &self.token_auth_file),
             (

@@ -168,7 +168,7 @@ fn operator_root_shard_deployment_parses() {
     assert!(!parsed.run_virtual_workspaces);
     assert!(parsed.enable_leader_election);
     assert_eq!(
-        parsed.authentication.requestheader_allowed_names,
+        parsed.authentication.request_header.allowed_names,
         ["kcp-front-proxy", "kcp-root-shard-proxy"]
     );
     assert_eq!(parsed.audit_webhook_mode, AuditWebhookMode::BlockingStrict);

@@ -26,7 +26,10 @@
 //! The front-proxy (`kcp front-proxy`, upstream's `kcp-front-proxy`) starts last and is what
 //! people use, as in production: every shard accepts `X-Remote-*` identity headers only from its
 //! client certificate (CN `kcp-front-proxy`, signed by the request-header CA), and the proxy
-//! authenticates clients against the same client CA as the shards.
+//! authenticates clients against the same client CA as the shards. Each shard's
+//! `--shard-virtual-workspace-url` is `<proxy>/shards/<name>`, so the APIExportEndpointSlice
+//! URLs users are handed go through the proxy to the shard that serves them
+//! (`kcp_front_proxy::services`).
 //!
 //! With `--cache in-process` no cache server is started: the root shard runs without
 //! `--cache-kubeconfig`, so it serves the cache itself at `/services/cache/` (upstream's in-process
@@ -341,6 +344,14 @@ impl Plan {
                 flag("requestheader-group-headers", GROUP_HEADER),
                 flag("requestheader-extra-headers-prefix", EXTRA_HEADER_PREFIX),
             ]);
+            // Virtual-workspace URLs handed to users (APIExportEndpointSlice endpoints) go
+            // through the proxy, which routes them to this shard by the marker.
+            if layout.front_proxy {
+                args.push(flag(
+                    "shard-virtual-workspace-url",
+                    kcp_front_proxy::services::shard_url(&front_proxy_url, &name),
+                ));
+            }
             // Without it the root shard serves the cache in-process.
             if index > 0 || layout.cache == CacheMode::Standalone {
                 args.push(flag("cache-kubeconfig", &cache_kubeconfig.path));
@@ -511,6 +522,7 @@ mod tests {
                 "--requestheader-username-headers=X-Remote-User",
                 "--requestheader-group-headers=X-Remote-Group",
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                "--shard-virtual-workspace-url=https://127.0.0.1:6447/shards/shard-2",
                 "--cache-kubeconfig=/t/cache.kubeconfig",
                 "--root-shard-kubeconfig-file=/t/root.kubeconfig",
             ]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use kcp_testing::identities::{CertificateAuthority, KubeconfigUser, write_kubeconfig};
 use kcp_testing::plugins::plugin_dir;
 use kcp_testing::{
-    Caller, KcpProcess, Kubectl, Patience, Response, SharedKcp, expect_status, strings,
+    Caller, KcpProcess, Kubectl, Patience, Response, SharedKcp, expect_status, item_names, strings,
 };
 use serde_json::{Value, json};
 
@@ -232,17 +232,4 @@ async fn create_ready(
 /// `response` is a 403 Forbidden Status; returns its message.
 fn expect_forbidden(what: &str, response: &Response) -> String {
     expect_status(what, response, 403, "Forbidden")
-}
-
-/// The names of the items of a list answer.
-fn item_names(list: &Value) -> Vec<String> {
-    list["items"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item["metadata"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }

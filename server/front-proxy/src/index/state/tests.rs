@@ -6,6 +6,14 @@ use super::*;
 const ROOT_URL: &str = "https://root:6443";
 const SHARD_1_URL: &str = "https://shard-1:6443";
 
+fn shard(name: &str, base_url: &str) -> ShardEntry {
+    ShardEntry {
+        name: name.into(),
+        base_url: base_url.into(),
+        virtual_workspace_url: String::new(),
+    }
+}
+
 fn ws(parent: &str, name: &str, cluster: &str, shard: &str, phase: &str) -> WorkspaceEntry {
     WorkspaceEntry {
         parent: parent.into(),
@@ -20,8 +28,8 @@ fn ws(parent: &str, name: &str, cluster: &str, shard: &str, phase: &str) -> Work
 fn tree() -> (State, Feed, Feed) {
     let mut state = State::default();
     let (root, shard_1) = match &state.relist_shards(&[
-        ("root".into(), ROOT_URL.into()),
-        ("shard-1".into(), format!("{SHARD_1_URL}/")),
+        shard("root", ROOT_URL),
+        shard("shard-1", &format!("{SHARD_1_URL}/")),
     ]) {
         (feeds, removed) if removed.is_empty() => (feeds[0], feeds[1]),
         other => panic!("{other:?}"),
@@ -54,6 +62,7 @@ fn route(shard: &str, base_url: &str, cluster: &str) -> Route {
     Route {
         shard: shard.into(),
         base_url: base_url.into(),
+        virtual_workspaces_url: base_url.into(),
         cluster: cluster.into(),
     }
 }
@@ -193,7 +202,7 @@ fn a_removed_shard_takes_its_entries_and_its_children_are_gone() {
     assert_eq!(state.counts().workspaces, 2);
 
     // The shard comes back: a new feed, not ready until it is listed again.
-    let back = state.upsert_shard("shard-1", SHARD_1_URL).unwrap();
+    let back = state.upsert_shard(&shard("shard-1", SHARD_1_URL)).unwrap();
     assert_ne!(back, shard_1);
     assert!(!state.is_ready());
     state.relist_logical_clusters(back, &["orgcluster"]);
@@ -208,8 +217,11 @@ fn a_removed_shard_takes_its_entries_and_its_children_are_gone() {
 #[test]
 fn a_shard_list_without_a_shard_removes_it_and_a_new_url_restarts_its_watches() {
     let (mut state, root, _) = tree();
-    assert_eq!(state.upsert_shard("root", &format!("{ROOT_URL}/")), None);
-    let (started, removed) = state.relist_shards(&[("root".into(), "https://moved:1".into())]);
+    assert_eq!(
+        state.upsert_shard(&shard("root", &format!("{ROOT_URL}/"))),
+        None
+    );
+    let (started, removed) = state.relist_shards(&[shard("root", "https://moved:1")]);
     assert_eq!(removed.len(), 1);
     assert_eq!(started.len(), 1);
     assert_ne!(started[0], root);
@@ -254,7 +266,7 @@ fn a_relist_replaces_only_its_own_shard_s_entries() {
 fn not_ready_until_shards_and_each_resource_are_listed() {
     let mut state = State::default();
     assert!(!state.is_ready());
-    let (started, _) = state.relist_shards(&[("root".into(), ROOT_URL.into())]);
+    let (started, _) = state.relist_shards(&[shard("root", ROOT_URL)]);
     assert!(!state.is_ready());
     state.relist_workspaces(started[0], &[]);
     assert!(!state.is_ready());
@@ -294,4 +306,40 @@ fn root_is_the_root_shards_and_system_clusters_are_never_routed() {
         state.resolve("root:org"),
         Ok(route("shard-1", SHARD_1_URL, "orgcluster"))
     );
+}
+
+#[test]
+fn virtual_workspaces_are_at_the_advertised_url_or_the_base_url_behind_a_marker() {
+    let (mut state, _, _) = tree();
+    assert_eq!(state.virtual_workspaces("root").as_deref(), Some(ROOT_URL));
+    let standalone = ShardEntry {
+        virtual_workspace_url: "https://vw:6444/".into(),
+        ..shard("shard-1", SHARD_1_URL)
+    };
+    // A new virtual-workspace URL alone restarts no watch.
+    assert_eq!(state.upsert_shard(&standalone), None);
+    assert_eq!(
+        state.virtual_workspaces("shard-1").as_deref(),
+        Some("https://vw:6444")
+    );
+    assert_eq!(
+        state
+            .resolve("root:org")
+            .unwrap()
+            .virtual_workspaces_url
+            .as_ref(),
+        "https://vw:6444"
+    );
+    let behind_proxy = ShardEntry {
+        virtual_workspace_url: "https://proxy:6447/shards/shard-1".into(),
+        ..shard("shard-1", SHARD_1_URL)
+    };
+    assert_eq!(state.upsert_shard(&behind_proxy), None);
+    assert_eq!(
+        state.virtual_workspaces("shard-1").as_deref(),
+        Some(SHARD_1_URL)
+    );
+    state.remove_shard("shard-1");
+    assert_eq!(state.virtual_workspaces("shard-1"), None);
+    assert_eq!(state.virtual_workspaces("unknown"), None);
 }
