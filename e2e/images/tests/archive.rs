@@ -360,37 +360,24 @@ fn entrypoint_runs_from_the_layer_alone_as_nonroot() {
 
     // No ld.so.cache in the image: the loader must find the libraries at their paths.
     assert!(!root.join("etc/ld.so.cache").exists());
-    let out = Command::new("chroot")
-        .args(["--userspec=65532:65532"])
-        .arg(&root)
-        .args(["/usr/local/bin/kcp", "hello from the image"])
-        .output()
-        .expect("chroot (coreutils) must be installed; the test runs as root");
-    assert!(
-        out.status.success(),
-        "chroot failed (this test needs root): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "hello from the image\n"
-    );
-    // A command path of upstream's layout runs the same binary.
-    let out = Command::new("chroot")
-        .args(["--userspec=65532:65532"])
-        .arg(&root)
-        .args(["/kcp-front-proxy", "hello through a link"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "hello through a link\n"
-    );
+    // The entrypoint, and a command path of upstream's layout that links to it.
+    for (command, words) in [
+        ("/usr/local/bin/kcp", "hello from the image"),
+        ("/kcp-front-proxy", "hello through a link"),
+    ] {
+        let out = Command::new("chroot")
+            .args(["--userspec=65532:65532"])
+            .arg(&root)
+            .args([command, words])
+            .output()
+            .expect("chroot (coreutils) must be installed; the test runs as root");
+        assert!(
+            out.status.success(),
+            "chroot {command} failed (this test needs root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{words}\n"));
+    }
 }
 
 /// skopeo, or a failure that says how to install it.

@@ -45,15 +45,8 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
         }
     };
     let earlier = Earlier {
-        caches: config
-            .root
-            .cache
-            .iter()
-            .map(|c| c.instance.clone())
-            .collect(),
-        root: root.as_ref(),
-        shards: true,
         virtual_workspaces: true,
+        ..Earlier::root_and_its_shards(&config.root, root.as_ref())
     };
     let decision = upgrade::gate(
         &ctx,

@@ -10,7 +10,7 @@ use kube::{Api, ResourceExt};
 use crate::api::{CacheServer, RootShard, Shard, VirtualWorkspace};
 use crate::naming::{LABEL_VERSION, Names};
 use crate::upgrade::{self, Decision, Peer, Stage, Subject};
-use crate::validate::Image;
+use crate::validate::{Image, RootShardFacts};
 
 use super::{Context, Error};
 
@@ -25,6 +25,19 @@ pub struct Earlier<'a> {
     /// Whether every VirtualWorkspace of `root` or of its Shards comes first too (for
     /// FrontProxies).
     pub virtual_workspaces: bool,
+}
+
+impl<'a> Earlier<'a> {
+    /// The CacheServer(s) of the root shard `facts` describes, that RootShard and every Shard
+    /// of it.
+    pub fn root_and_its_shards(facts: &RootShardFacts, root: Option<&'a RootShard>) -> Self {
+        Earlier {
+            caches: facts.cache.iter().map(|c| c.instance.clone()).collect(),
+            root,
+            shards: true,
+            virtual_workspaces: false,
+        }
+    }
 }
 
 /// Whether the component owning `names` may render `image` (its target version) now; when it

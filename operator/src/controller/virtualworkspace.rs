@@ -42,17 +42,7 @@ pub async fn reconcile(vw: Arc<VirtualWorkspace>, ctx: Arc<Context>) -> Result<A
         Err(problem) => return component::invalid(&ctx, &*vw, &previous, problem, version).await,
     };
     // After every shard of its root shard: the server serves its shard's API.
-    let earlier = Earlier {
-        caches: config
-            .root
-            .cache
-            .iter()
-            .map(|c| c.instance.clone())
-            .collect(),
-        root: root.as_ref(),
-        shards: true,
-        ..Earlier::default()
-    };
+    let earlier = Earlier::root_and_its_shards(&config.root, root.as_ref());
     let decision = upgrade::gate(
         &ctx,
         &config.owner.names,
