@@ -16,11 +16,12 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::exec::ExecSpec;
+use crate::process;
 use crate::terminal::{self, TermSize};
 
 /// How long output may still arrive after the process exited.
@@ -152,17 +153,7 @@ pub fn start(request: Request) -> std::io::Result<Running> {
                 Event::Stderr,
             )));
         }
-        let stdin = child.stdin.take().map(|mut pipe| {
-            let (tx, mut rx) = mpsc::channel::<Bytes>(16);
-            tokio::spawn(async move {
-                while let Some(data) = rx.recv().await {
-                    if pipe.write_all(&data).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            tx
-        });
+        let stdin = child.stdin.take().map(process::keep_writing);
         (stdin, None, child)
     };
     tokio::spawn(supervise(

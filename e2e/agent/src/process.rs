@@ -64,7 +64,7 @@ pub struct Process {
 
 /// A channel whose bytes are written to a container's stdin pipe, until every sender is dropped
 /// (then the pipe is closed: the container reads the end of its input).
-fn keep_writing(mut pipe: ChildStdin) -> mpsc::Sender<Bytes> {
+pub fn keep_writing(mut pipe: ChildStdin) -> mpsc::Sender<Bytes> {
     let (sender, mut input) = mpsc::channel::<Bytes>(16);
     tokio::spawn(async move {
         while let Some(data) = input.recv().await {
