@@ -2,13 +2,16 @@
 //! apiresourceschema`, `apiexport`, `apibinding`, `reservedcrdgroups`, `crdnooverlappinggvr`).
 //!
 //! Each rule returns the messages of what it refuses; the API server turns them into a 403
-//! `Forbidden` Status, as upstream's `admission.NewForbidden` does.
+//! `Forbidden` Status, as upstream's `admission.NewForbidden` does. APIBinding admission also
+//! mutates: every binding carries the `internal.apis.kcp.io/export` label naming its export.
 
 use kcp_apiextensions::CrdInfo;
+use kcp_apimachinery::meta;
 use serde_json::Value;
 
 use crate::binding::ExportReference;
-use crate::schema;
+use crate::claims::{self, EXPORT_LABEL};
+use crate::{GROUP, schema};
 
 /// A new APIResourceSchema: its name fits its group and plural, its group is not `core`, and it
 /// is a valid CRD (names, versions, structural schemas, CEL rules).
@@ -55,6 +58,54 @@ pub fn export_update_errors(new: &Value, old: &Value) -> Vec<String> {
         )];
     }
     Vec::new()
+}
+
+/// An APIExport's permission claims: a claim on a resource that is not built in (served in every
+/// logical cluster without a binding, `built_in(group, resource)`) must name the identity of the
+/// export that serves it; kcp's own `apis.kcp.io` types need none. As upstream, the first such
+/// claim is reported.
+pub fn export_claim_errors(export: &Value, built_in: impl Fn(&str, &str) -> bool) -> Vec<String> {
+    claims::exported_claims(export)
+        .iter()
+        .position(|claim| {
+            let claimed = &claim.resource;
+            claimed.identity_hash.is_empty()
+                && claimed.group != GROUP
+                && !built_in(&claimed.group, &claimed.resource)
+        })
+        .map(|index| {
+            format!(
+                "spec.permissionClaims[{index}].identityHash: Invalid value: \"\": identityHash is required for API types that are not built-in"
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+/// A new binding of an export of `export_cluster`: labeled with the export's hash, whatever the
+/// writer put there (upstream's admission overwrites it too).
+pub fn label_new_binding(binding: &mut Value, export_cluster: &str) {
+    if let Some(reference) = ExportReference::of(binding) {
+        let hash = claims::export_hash(export_cluster, &reference.name);
+        meta::set_label(binding, EXPORT_LABEL, &hash);
+    }
+}
+
+/// An updated binding keeps its export label: its reference is immutable, so the label stays what
+/// it was, or (for a binding written before the label existed) is derived from the export's
+/// cluster the binding's status records.
+pub fn keep_binding_label(new: &mut Value, old: &Value) {
+    if let Some(label) = meta::labels(old).get(EXPORT_LABEL) {
+        meta::set_label(new, EXPORT_LABEL, label);
+        return;
+    }
+    let export_cluster = old
+        .pointer("/status/apiExportClusterName")
+        .and_then(Value::as_str)
+        .filter(|cluster| !cluster.is_empty());
+    if let Some(export_cluster) = export_cluster {
+        label_new_binding(new, export_cluster);
+    }
 }
 
 /// A CRD of a reserved group (`*.apis.kcp.io`, served by kcp itself).
@@ -110,6 +161,59 @@ mod tests {
         assert!(export_update_errors(&old, &old).is_empty());
         assert!(!export_update_errors(&json!({"status": {"identityHash": "b"}}), &old).is_empty());
         assert!(export_update_errors(&old, &json!({})).is_empty());
+    }
+
+    #[test]
+    fn claims_on_resources_not_built_in_need_an_identity() {
+        let built_in = |group: &str, resource: &str| group.is_empty() && resource == "configmaps";
+        let export = |claims: Value| json!({"spec": {"permissionClaims": claims}});
+        let fine = export(json!([
+            {"group": "", "resource": "configmaps", "verbs": ["*"]},
+            {"group": "apis.kcp.io", "resource": "apibindings", "verbs": ["get"]},
+            {"group": "example.com", "resource": "widgets", "identityHash": "abc", "verbs": ["*"]},
+        ]));
+        assert!(export_claim_errors(&fine, built_in).is_empty());
+        let missing = export(json!([
+            {"group": "", "resource": "configmaps", "verbs": ["*"]},
+            {"group": "example.com", "resource": "widgets", "verbs": ["*"]},
+            {"group": "example.com", "resource": "gadgets", "verbs": ["*"]},
+        ]));
+        assert_eq!(
+            export_claim_errors(&missing, built_in),
+            [
+                "spec.permissionClaims[1].identityHash: Invalid value: \"\": identityHash is required for API types that are not built-in"
+            ]
+        );
+    }
+
+    #[test]
+    fn bindings_carry_their_exports_label() {
+        let reference = json!({"export": {"path": "root:org", "name": "widgets"}});
+        let mut binding = json!({
+            "metadata": {"name": "b", "labels": {EXPORT_LABEL: "forged", "keep": "me"}},
+            "spec": {"reference": reference},
+        });
+        label_new_binding(&mut binding, "2x4k");
+        let labels = meta::labels(&binding);
+        assert_eq!(labels[EXPORT_LABEL], claims::export_hash("2x4k", "widgets"));
+        assert_eq!(labels["keep"], "me");
+
+        let mut changed = json!({"metadata": {"name": "b"}, "spec": {"reference": reference}});
+        keep_binding_label(&mut changed, &binding);
+        assert_eq!(meta::labels(&changed)[EXPORT_LABEL], labels[EXPORT_LABEL]);
+
+        let unlabeled = json!({
+            "metadata": {"name": "b"},
+            "spec": {"reference": reference},
+            "status": {"apiExportClusterName": "2x4k"},
+        });
+        let mut update = unlabeled.clone();
+        keep_binding_label(&mut update, &unlabeled);
+        assert_eq!(meta::labels(&update)[EXPORT_LABEL], labels[EXPORT_LABEL]);
+        let pending = json!({"metadata": {"name": "b"}, "spec": {"reference": reference}});
+        let mut update = pending.clone();
+        keep_binding_label(&mut update, &pending);
+        assert!(meta::labels(&update).is_empty());
     }
 
     #[test]

@@ -19,6 +19,10 @@ use sha2::{Digest, Sha224};
 
 /// The prefix of every claim label's key.
 pub const LABEL_PREFIX: &str = "claimed.internal.apis.kcp.io/";
+/// The label APIBinding admission puts on every binding: the [`export_hash`] of the export it
+/// binds, so an export's bindings are found by label selector (upstream's
+/// `internal.apis.kcp.io/export`).
+pub const EXPORT_LABEL: &str = "internal.apis.kcp.io/export";
 /// `spec.permissionClaims[].state` of a claim the consumer accepted.
 pub const ACCEPTED: &str = "Accepted";
 
@@ -147,10 +151,13 @@ fn selector_of(selector: &Value) -> LabelSelector {
 
 /// The label key of export `export_name` in logical cluster `export_cluster`.
 pub fn label_key(export_cluster: &str, export_name: &str) -> String {
-    format!(
-        "{LABEL_PREFIX}{}",
-        base62_sha224(format!("{export_cluster}:{export_name}").as_bytes())
-    )
+    format!("{LABEL_PREFIX}{}", export_hash(export_cluster, export_name))
+}
+
+/// The hash naming export `export_name` of logical cluster `export_cluster` in labels: of
+/// `<cluster>:<name>` (the claim labels' key, and the value of every binding's [`EXPORT_LABEL`]).
+pub fn export_hash(export_cluster: &str, export_name: &str) -> String {
+    base62_sha224(format!("{export_cluster}:{export_name}").as_bytes())
 }
 
 /// The label value of a claim: its identity only, never verbs or selectors.

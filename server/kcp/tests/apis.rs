@@ -329,6 +329,7 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
         .iter()
         .map(|name| workspace(&server, &kubectl, name))
         .collect();
+    let mut export_labels = Vec::new();
     for consumer in &consumers {
         consumer.apply(&binding_yaml("widgets", "root:provider", "widgets"));
         wait_bound(consumer, "widgets");
@@ -340,7 +341,14 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
             ),
             format!("widgets/{identity}")
         );
+        export_labels.push(export_label_is_kept(consumer, "widgets"));
     }
+    export_labels.dedup();
+    assert_eq!(
+        export_labels.len(),
+        1,
+        "one export, one label: {export_labels:?}"
+    );
 
     // Consumers create, list and watch objects; the schema defaults and prints its column.
     let (a, b) = (&consumers[0], &consumers[1]);
@@ -394,6 +402,29 @@ async fn consumers_bind_an_export_and_use_it_like_a_crd() {
     a.apply(&binding_yaml("widgets", "root:provider", "widgets"));
     wait_bound(a, "widgets");
     a.wait(&["get", "widgets", "-A", "-o", "name"], "");
+}
+
+/// Binding `name` carries its export's `internal.apis.kcp.io/export` label, is found by it, and
+/// keeps it when a writer changes it; the label's value is the answer.
+fn export_label_is_kept(ws: &Ws<'_>, name: &str) -> String {
+    const LABEL: &str = "{.metadata.labels.internal\\.apis\\.kcp\\.io/export}";
+    let label = ws.jsonpath(&["get", "apibinding", name], LABEL);
+    assert!(!label.is_empty());
+    let selector = format!("internal.apis.kcp.io/export={label}");
+    assert_eq!(
+        ws.ok(&["get", "apibindings", "-l", &selector, "-o", "name"])
+            .trim(),
+        format!("apibinding.apis.kcp.io/{name}")
+    );
+    ws.ok(&[
+        "label",
+        "apibinding",
+        name,
+        "internal.apis.kcp.io/export=forged",
+        "--overwrite",
+    ]);
+    assert_eq!(ws.jsonpath(&["get", "apibinding", name], LABEL), label);
+    label
 }
 
 /// A second provider exporting the same group and resource: its consumer's objects are stored
@@ -562,6 +593,22 @@ spec:
         "claiming",
         "PermissionClaimsValid",
         "False/InvalidPermissionClaims",
+    );
+
+    // An export's claim on a resource that is not built in must name the identity serving it.
+    let refused = ws.create_fails(&format!(
+        "{}  permissionClaims:\n  - {{group: example.com, resource: widgets, verbs: [\"*\"]}}\n",
+        export_yaml(
+            "claims-widgets",
+            "example.org",
+            "gizmos",
+            "v1.gizmos.example.org"
+        )
+    ));
+    assert!(
+        refused.contains("(Forbidden)")
+            && refused.contains("spec.permissionClaims[0].identityHash: Invalid value: \"\": identityHash is required for API types that are not built-in"),
+        "{refused}"
     );
 
     // A CRD over a bound resource is refused.

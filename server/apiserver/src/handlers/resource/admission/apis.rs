@@ -5,6 +5,8 @@
 //! SubjectAccessReview (its RBAC, without the workspace content gate), whether the creator of a
 //! binding may `bind` the export. An export of a workspace on another shard is found among the
 //! copies read back from the cache, and its cluster's RBAC is what that shard replicated.
+//! Admitted bindings are labeled with their export (`internal.apis.kcp.io/export`), and an
+//! export's claims on resources this server does not build in must name an identity.
 
 use kcp_apimachinery::{ApiError, meta};
 use kcp_apis::binding::{BoundResource, ExportReference};
@@ -13,8 +15,9 @@ use kcp_controllers::tenancy_index::CopiedKind;
 use kcp_rbac::{Attributes, ResourceAttributes};
 use kcp_registry::storage::objects::ListRequest;
 use kcp_registry::store::Location;
-use kcp_registry::{ClusterTarget, LogicalClusterName};
+use kcp_registry::{ApiSet, ClusterTarget, LogicalClusterName};
 use serde_json::Value;
+use std::sync::Arc;
 
 use super::Admission;
 use crate::filters::authentication::rbac_user;
@@ -26,7 +29,8 @@ const CRDS: &str = "customresourcedefinitions";
 /// A write of an apis.kcp.io type or a CRD, in `cluster`.
 pub(crate) enum ApisWrite {
     Schema,
-    Export,
+    /// With the built-in types, which claims need no identity for.
+    Export(Arc<ApiSet>),
     Binding(LogicalClusterName),
     Crd(LogicalClusterName),
 }
@@ -52,7 +56,9 @@ impl Resolved<'_> {
         };
         let write = match (self.rt.group.as_str(), self.rt.plural.as_str()) {
             (GROUP, API_RESOURCE_SCHEMAS) => ApisWrite::Schema,
-            (GROUP, API_EXPORTS) => ApisWrite::Export,
+            (GROUP, API_EXPORTS) => {
+                ApisWrite::Export(self.scope.store.registry().builtin().clone())
+            }
             (GROUP, API_BINDINGS) => ApisWrite::Binding(cluster.clone()),
             (CRD_GROUP, CRDS) => ApisWrite::Crd(cluster.clone()),
             _ => return None,
@@ -65,22 +71,32 @@ impl ApisWrite {
     pub(super) async fn admit_create(
         &self,
         r: &Resolved<'_>,
-        object: &Value,
+        object: &mut Value,
     ) -> Result<(), ApiError> {
-        let name = meta::name(object).unwrap_or_default();
+        let name = meta::name(object).unwrap_or_default().to_string();
         match self {
             ApisWrite::Schema => forbidden(
                 API_RESOURCE_SCHEMAS,
-                name,
-                &admission::schema_errors(name, object),
+                &name,
+                &admission::schema_errors(&name, object),
             ),
-            ApisWrite::Export => Ok(()),
-            ApisWrite::Binding(cluster) => admit_bind(r, cluster, object).await,
+            ApisWrite::Export(built_in) => forbidden(
+                API_EXPORTS,
+                &name,
+                &admission::export_claim_errors(object, |group, resource| {
+                    is_built_in(built_in, group, resource)
+                }),
+            ),
+            ApisWrite::Binding(cluster) => {
+                let export_cluster = admit_bind(r, cluster, object).await?;
+                admission::label_new_binding(object, export_cluster.as_str());
+                Ok(())
+            }
             ApisWrite::Crd(cluster) => admit_crd(r, cluster, object).await,
         }
     }
 
-    pub(super) fn admit_update(&self, new: &Value, old: &Value) -> Result<(), ApiError> {
+    pub(super) fn admit_update(&self, new: &mut Value, old: &Value) -> Result<(), ApiError> {
         let name = meta::name(old).unwrap_or_default();
         match self {
             ApisWrite::Schema => forbidden(
@@ -88,14 +104,28 @@ impl ApisWrite {
                 name,
                 &admission::schema_update_errors(name, new, old),
             ),
-            ApisWrite::Export => forbidden(
-                API_EXPORTS,
-                name,
-                &admission::export_update_errors(new, old),
-            ),
-            ApisWrite::Binding(_) | ApisWrite::Crd(_) => Ok(()),
+            ApisWrite::Export(built_in) => {
+                let mut errors = admission::export_update_errors(new, old);
+                errors.extend(admission::export_claim_errors(new, |group, resource| {
+                    is_built_in(built_in, group, resource)
+                }));
+                forbidden(API_EXPORTS, name, &errors)
+            }
+            ApisWrite::Binding(_) => {
+                admission::keep_binding_label(new, old);
+                Ok(())
+            }
+            ApisWrite::Crd(_) => Ok(()),
         }
     }
+}
+
+/// Whether `group`/`resource` is one of the types every logical cluster serves without a binding.
+fn is_built_in(built_in: &ApiSet, group: &str, resource: &str) -> bool {
+    built_in
+        .types()
+        .iter()
+        .any(|t| t.group == group && t.plural == resource)
 }
 
 /// The creator of a binding needs `bind` on the export in the export's cluster; a path that
@@ -103,24 +133,26 @@ impl ApisWrite {
 /// (upstream's: it does not tell whether the workspace exists). `root` and the binding's own
 /// cluster are checked without reading the export, as upstream does for bootstrapping; kcp's
 /// tenancy and topology exports may be bound by everybody (upstream's root grants it).
+/// Admitted, the answer is the export's logical cluster.
 async fn admit_bind(
     r: &Resolved<'_>,
     cluster: &LogicalClusterName,
     binding: &Value,
-) -> Result<(), ApiError> {
+) -> Result<LogicalClusterName, ApiError> {
     let name = meta::name(binding).unwrap_or_default();
     let Some(reference) = ExportReference::of(binding) else {
-        return Ok(()); // the schema requires it
+        return Ok(cluster.clone()); // the schema requires a reference
     };
     if reference.is_open() {
-        return Ok(());
+        return Ok(LogicalClusterName::root());
     }
     let refused = || {
-        forbidden(
+        Err(ApiError::forbidden(
+            GROUP,
             API_BINDINGS,
             name,
-            &[admission::no_permission_to_bind(false, &reference)],
-        )
+            &admission::no_permission_to_bind(false, &reference),
+        ))
     };
     let export_cluster = match reference.path.as_str() {
         "" => cluster.clone(),
@@ -151,7 +183,7 @@ async fn admit_bind(
         .await?
         .is_allowed()
     {
-        Ok(())
+        Ok(export_cluster)
     } else {
         refused()
     }
