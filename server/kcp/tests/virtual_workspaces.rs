@@ -340,6 +340,129 @@ async fn a_provider_lists_watches_and_writes_status_through_the_apiexport_virtua
     );
 }
 
+/// Upstream's apiexport virtual workspace also serves the consumers' APIBindings of the export,
+/// read-only and selected by the `internal.apis.kcp.io/export` label admission sets: another
+/// export's bindings stay invisible, writes are refused, discovery lists the resource.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_apiexport_virtual_workspace_serves_its_consumers_bindings_read_only() {
+    let server = SERVER.get().await;
+    let provider = Provider::start(&server, "vw-bindings", 2).await;
+    let other = Provider::start(&server, "vw-bindings-other", 1).await;
+    let vw = |target: &str, version: &str| {
+        format!(
+            "/services/apiexport/{}/widgets/clusters/{target}/apis/apis.kcp.io/{version}/apibindings",
+            provider.cluster
+        )
+    };
+    let clusters_of = |list: &Value| -> BTreeSet<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                b["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let consumers: BTreeSet<String> = provider.consumers.iter().cloned().collect();
+    for version in ["v1alpha1", "v1alpha2"] {
+        let listed = server.get(&vw("*", version)).await;
+        assert_eq!(listed.status, 200, "{}", listed.text());
+        assert_eq!(clusters_of(&listed.json()), consumers, "{version}");
+    }
+    let first = &provider.consumers[0];
+    let mine = server
+        .get(&format!("{}/widgets", vw(first, "v1alpha2")))
+        .await;
+    assert_eq!(mine.status, 200, "{}", mine.text());
+    let theirs = server
+        .get(&format!("{}/widgets", vw(&other.consumers[0], "v1alpha2")))
+        .await;
+    assert_eq!(theirs.status, 404, "{}", theirs.text());
+
+    // A watch across clusters starts with the consumers' bindings and sees a change of one
+    // (a claim without group and identity hash, which the schema defaults to "").
+    let claim = json!({"resource": "configmaps", "verbs": ["get"], "selector": {"matchAll": true}, "state": "Accepted"});
+    let patched = server
+        .send(
+            Method::PATCH,
+            &format!("/clusters/{first}/apis/apis.kcp.io/v1alpha2/apibindings/widgets"),
+            "application/merge-patch+json",
+            json!({"spec": {"permissionClaims": [claim]}}).to_string(),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    let watched = server
+        .get(&format!(
+            "{}?watch=true&timeoutSeconds=1",
+            vw("*", "v1alpha2")
+        ))
+        .await;
+    assert_eq!(watched.status, 200, "{}", watched.text());
+    let events: Vec<Value> = watched
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let added: BTreeSet<String> = events
+        .iter()
+        .filter(|e| e["type"] == "ADDED")
+        .map(|e| {
+            e["object"]["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(added, consumers);
+    let claimed = events
+        .iter()
+        .find(|e| e["object"]["metadata"]["annotations"][CLUSTER_ANNOTATION] == json!(first))
+        .map(|e| e["object"]["spec"]["permissionClaims"][0].clone())
+        .unwrap();
+    assert_eq!(
+        (&claimed["group"], &claimed["identityHash"]),
+        (&json!(""), &json!(""))
+    );
+
+    // Read-only: no writes, no status, nothing across clusters but list and watch.
+    let binding = format!("{}/widgets", vw(first, "v1alpha2"));
+    let deleted = server
+        .send(Method::DELETE, &binding, "application/json", String::new())
+        .await;
+    assert_eq!(deleted.status, 405, "{}", deleted.text());
+    let status = server.get(&format!("{binding}/status")).await;
+    assert_eq!(status.status, 404, "{}", status.text());
+    let created = server
+        .send(
+            Method::POST,
+            &vw("*", "v1alpha2"),
+            "application/json",
+            mine.text(),
+        )
+        .await;
+    assert_eq!(created.status, 405, "{}", created.text());
+
+    // Discovery lists the resource next to the exported one.
+    let discovery = server
+        .get(&format!(
+            "/services/apiexport/{}/widgets/clusters/{first}/apis/apis.kcp.io/v1alpha2",
+            provider.cluster
+        ))
+        .await;
+    assert_eq!(discovery.status, 200, "{}", discovery.text());
+    let names: Vec<String> = discovery.json()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"apibindings".to_string()), "{names:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_without_content_on_the_export_is_refused() {
     let server = SERVER.get().await;

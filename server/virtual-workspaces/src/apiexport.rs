@@ -9,6 +9,11 @@
 //! (kcp-apis' `claims`, kept by the claim labeler to the accepted selector) are listed, watched,
 //! read or changed, and only with the verbs the claim allows.
 //!
+//! The consumers' APIBindings of the export (`apis.kcp.io` `apibindings`, both versions) are
+//! served read-only, as upstream: get, list and watch of the bindings carrying the export's
+//! `internal.apis.kcp.io/export` label, in one cluster or across all of them (unless the export
+//! claims `apibindings` itself; then the claim decides).
+//!
 //! Every request is authorized first as upstream's content authorizer does it: the user needs the
 //! request's verb on `apiexports/content` named `<export-name>` in the export's cluster (a deep
 //! SubjectAccessReview there: its RBAC, without workspace access). Served requests then run in
@@ -16,7 +21,7 @@
 
 use http::Response;
 use kcp_apimachinery::{ApiError, meta};
-use kcp_apis::claims::{self, ExportedClaim};
+use kcp_apis::claims::{self, EXPORT_LABEL, ExportedClaim};
 use kcp_apiserver::response::Body;
 use kcp_apiserver::services::ServiceRequest;
 use kcp_apiserver::{RequestInfo, no_such_resource};
@@ -111,9 +116,22 @@ impl VirtualWorkspace for ApiExportService {
                 };
                 self.claimed(&asked, claimed, request).await
             }
+            None if (info.group.as_str(), info.resource.as_str())
+                == (kcp_apis::GROUP, kcp_apis::API_BINDINGS) =>
+            {
+                self.bindings(&asked, request).await
+            }
             None => Err(no_such_resource()),
         }
     }
+}
+
+/// Objects labeled `key=value`: what a request may see of a resource the workspace serves only
+/// in part.
+struct Labeled<'a> {
+    cluster: &'a str,
+    key: &'a str,
+    value: &'a str,
 }
 
 impl ApiExportService {
@@ -182,7 +200,7 @@ impl ApiExportService {
         &self,
         asked: &Asked<'_>,
         claimed: Claimed<'_>,
-        mut request: ServiceRequest,
+        request: ServiceRequest,
     ) -> Result<Response<Body>, ApiError> {
         let Claimed { claim, consumers } = claimed;
         let info = &asked.info;
@@ -215,10 +233,61 @@ impl ApiExportService {
                 cluster.clone()
             }
         };
+        let labeled = Labeled {
+            cluster: &cluster,
+            key: &key,
+            value: &value,
+        };
+        self.labeled(asked, &labeled, request).await
+    }
+
+    /// The consumers' bindings of the export (upstream's read-only `apibindings`): get, list and
+    /// watch, no subresources, only bindings labeled with the export.
+    async fn bindings(
+        &self,
+        asked: &Asked<'_>,
+        request: ServiceRequest,
+    ) -> Result<Response<Body>, ApiError> {
+        let info = &asked.info;
+        if info.subresource.is_some() {
+            return Err(no_such_resource());
+        }
+        let cluster = match &asked.vw.target {
+            Target::Wildcard => {
+                mounted::list_or_watch_only(info)?;
+                "*"
+            }
+            Target::One(cluster) => {
+                mounted::only_verbs(info, &["get", "list", "watch"])?;
+                cluster.as_str()
+            }
+        };
+        let hash = claims::export_hash(asked.export_cluster, asked.export_name);
+        let labeled = Labeled {
+            cluster,
+            key: EXPORT_LABEL,
+            value: &hash,
+        };
+        self.labeled(asked, &labeled, request).await
+    }
+
+    /// Serves `request` in `labeled.cluster` restricted to objects carrying `labeled`'s label: a
+    /// named object without it is 404, lists and watches select by it, creations pass (the claim
+    /// labeler labels them when the accepted selector selects them).
+    async fn labeled(
+        &self,
+        asked: &Asked<'_>,
+        labeled: &Labeled<'_>,
+        mut request: ServiceRequest,
+    ) -> Result<Response<Body>, ApiError> {
+        let Labeled {
+            cluster,
+            key,
+            value,
+        } = labeled;
+        let info = &asked.info;
         request.path = format!("/clusters/{cluster}{}", asked.vw.rest);
-        match (request::object_path(info), verb) {
-            // One object: it must carry the label (creations are labeled afterwards, when the
-            // accepted selector selects them).
+        match (request::object_path(info), info.verb.as_str()) {
             (Some(object_path), _) => {
                 let object = self
                     .backend
@@ -227,7 +296,7 @@ impl ApiExportService {
                         &request.shutdown,
                     )
                     .await?;
-                if meta::labels(&object).get(&key) != Some(&value) {
+                if meta::labels(&object).get(*key).map(String::as_str) != Some(*value) {
                     let name = info.name.as_deref().unwrap_or_default();
                     return Err(ApiError::not_found(&info.group, &info.resource, name));
                 }

@@ -67,13 +67,23 @@ impl ExportView {
         })
     }
 
-    /// `(group, resource)` of everything the workspace shows: exported and claimed resources.
+    /// `(group, resource)` of everything the workspace shows: exported and claimed resources,
+    /// and the consumers' APIBindings.
     pub fn shown(&self) -> BTreeSet<(String, String)> {
         let claimed = self
             .claims
             .iter()
             .map(|c| (c.resource.group.clone(), c.resource.resource.clone()));
-        self.resources.iter().cloned().chain(claimed).collect()
+        let bindings = (
+            kcp_apis::GROUP.to_string(),
+            kcp_apis::API_BINDINGS.to_string(),
+        );
+        self.resources
+            .iter()
+            .cloned()
+            .chain(claimed)
+            .chain([bindings])
+            .collect()
     }
 }
 
@@ -173,6 +183,10 @@ mod tests {
         assert!(
             view.shown()
                 .contains(&(String::new(), "configmaps".to_string()))
+        );
+        assert!(
+            view.shown()
+                .contains(&("apis.kcp.io".to_string(), "apibindings".to_string()))
         );
     }
 

@@ -55,8 +55,13 @@ pub fn forbidden(
 /// Across clusters (`/clusters/*`) only list and watch are served, as upstream's wildcard
 /// requests: other verbs are refused with 405.
 pub fn list_or_watch_only(info: &RequestInfo) -> Result<(), ApiError> {
+    only_verbs(info, &["list", "watch"])
+}
+
+/// Refuses a request whose verb is not one of `verbs` with 405.
+pub fn only_verbs(info: &RequestInfo, verbs: &[&str]) -> Result<(), ApiError> {
     let verb = info.verb.as_str();
-    if matches!(verb, "list" | "watch") {
+    if verbs.contains(&verb) {
         Ok(())
     } else {
         Err(ApiError::method_not_supported(
