@@ -463,6 +463,94 @@ async fn the_apiexport_virtual_workspace_serves_its_consumers_bindings_read_only
     assert!(names.contains(&"apibindings".to_string()), "{names:?}");
 }
 
+/// A claim on a resource bound from another export (by its identity hash) works like a claim on
+/// a built-in one: accepted before the consumer binds that export, it is applied once the
+/// consumer does, and the provider sees exactly the claimed objects, across clusters and in one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_on_a_resource_bound_from_another_export_is_served() {
+    let server = SERVER.get().await;
+    let other = Provider::start(&server, "vw-xclaim-a", 1).await;
+    other
+        .create_widget(&server, &other.consumers[0], "unclaimed", 1)
+        .await;
+    let identity = server
+        .get(&format!(
+            "/clusters/{}/apis/apis.kcp.io/v1alpha2/apiexports/widgets",
+            other.cluster
+        ))
+        .await
+        .json()["status"]["identityHash"]
+        .clone();
+    let claim = json!({"group": other.group, "resource": "widgets", "identityHash": identity, "verbs": ["*"]});
+    let provider = Provider::start_with(&server, "vw-xclaim-b", 1, json!([claim])).await;
+    let consumer = &provider.consumers[0];
+    let binding = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings/widgets");
+    let mut accepted = claim.clone();
+    accepted["selector"] = json!({"matchAll": true});
+    accepted["state"] = json!("Accepted");
+    let patched = server
+        .send(
+            Method::PATCH,
+            &binding,
+            "application/merge-patch+json",
+            json!({"spec": {"permissionClaims": [accepted]}}).to_string(),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    // Not served in the consumer yet: the condition says so.
+    server
+        .wait_for_condition_status(&binding, "PermissionClaimsApplied", "False")
+        .await;
+
+    let mut other_binding = widgets::binding("root:vw-xclaim-a-provider");
+    other_binding["metadata"]["name"] = json!("other-widgets");
+    let bindings = format!("/clusters/{consumer}/apis/apis.kcp.io/v1alpha2/apibindings");
+    create(&server, &bindings, &other_binding).await;
+    server
+        .wait_for(
+            "the other binding Bound",
+            &format!("{bindings}/other-widgets"),
+            |r| r.status == 200 && r.json()["status"]["phase"] == "Bound",
+        )
+        .await;
+    other.create_widget(&server, consumer, "claimed", 2).await;
+    server
+        .wait_for_condition(&binding, "PermissionClaimsApplied")
+        .await;
+
+    let names = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let vw = format!("/services/apiexport/{}/widgets/clusters", provider.cluster);
+    let across = format!("{vw}/*/apis/{}/v1/widgets", other.group);
+    let seen = server
+        .wait_for("the claimed widget across clusters", &across, |r| {
+            r.status == 200 && !r.json()["items"].as_array().unwrap().is_empty()
+        })
+        .await;
+    assert_eq!(names(&seen.json()), ["claimed"]);
+    let one = server
+        .get(&format!(
+            "{vw}/{consumer}/apis/{}/v1/namespaces/vw/widgets",
+            other.group
+        ))
+        .await;
+    assert_eq!(one.status, 200, "{}", one.text());
+    assert_eq!(names(&one.json()), ["claimed"]);
+    let elsewhere = server
+        .get(&format!(
+            "{vw}/{}/apis/{}/v1/namespaces/vw/widgets/unclaimed",
+            other.consumers[0], other.group
+        ))
+        .await;
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.text());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_without_content_on_the_export_is_refused() {
     let server = SERVER.get().await;

@@ -4,10 +4,11 @@
 //! across all of them, through the wildcard `<resource>:<identityHash>` storage of the export's
 //! identity) or in one (every verb), with discovery and OpenAPI of the exported resources.
 //!
-//! Claimed resources (the export's `permissionClaims` on built-in types, e.g. ConfigMaps) are
-//! served from the clusters that accepted the claim: only objects carrying the claim's label
-//! (kcp-apis' `claims`, kept by the claim labeler to the accepted selector) are listed, watched,
-//! read or changed, and only with the verbs the claim allows.
+//! Claimed resources (the export's `permissionClaims` on built-in types, e.g. ConfigMaps, or on
+//! types bound from another export, by identity) are served from the clusters that accepted the
+//! claim: only objects carrying the claim's label (kcp-apis' `claims`, kept by the claim labeler
+//! to the accepted selector) are listed, watched, read or changed, and only with the verbs the
+//! claim allows.
 //!
 //! The consumers' APIBindings of the export (`apis.kcp.io` `apibindings`, both versions) are
 //! served read-only, as upstream: get, list and watch of the bindings carrying the export's
@@ -130,6 +131,8 @@ impl VirtualWorkspace for ApiExportService {
 /// in part.
 struct Labeled<'a> {
     cluster: &'a str,
+    /// The API path in that cluster (the request's, or its wildcard storage path).
+    rest: &'a str,
     key: &'a str,
     value: &'a str,
 }
@@ -233,8 +236,16 @@ impl ApiExportService {
                 cluster.clone()
             }
         };
+        // Across clusters, a resource bound from another export is listed by its identity.
+        let identity = &claim.resource.identity_hash;
+        let rest = if cluster == "*" && !identity.is_empty() {
+            request::with_resource(info, &format!("{}:{identity}", info.resource))
+        } else {
+            asked.vw.rest.to_string()
+        };
         let labeled = Labeled {
             cluster: &cluster,
+            rest: &rest,
             key: &key,
             value: &value,
         };
@@ -265,6 +276,7 @@ impl ApiExportService {
         let hash = claims::export_hash(asked.export_cluster, asked.export_name);
         let labeled = Labeled {
             cluster,
+            rest: asked.vw.rest,
             key: EXPORT_LABEL,
             value: &hash,
         };
@@ -282,11 +294,12 @@ impl ApiExportService {
     ) -> Result<Response<Body>, ApiError> {
         let Labeled {
             cluster,
+            rest,
             key,
             value,
         } = labeled;
         let info = &asked.info;
-        request.path = format!("/clusters/{cluster}{}", asked.vw.rest);
+        request.path = format!("/clusters/{cluster}{rest}");
         match (request::object_path(info), info.verb.as_str()) {
             (Some(object_path), _) => {
                 let object = self

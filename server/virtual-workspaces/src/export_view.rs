@@ -58,13 +58,12 @@ impl ExportView {
             .any(|(g, r)| g == group && r == resource)
     }
 
-    /// The export's claim on `group`/`resource` (of a built-in type: no identity hash).
+    /// The export's claim on `group`/`resource` (a built-in type, or one bound from another
+    /// export: then the claim names its identity hash).
     pub fn claim(&self, group: &str, resource: &str) -> Option<&ExportedClaim> {
-        self.claims.iter().find(|c| {
-            c.resource.group == group
-                && c.resource.resource == resource
-                && c.resource.identity_hash.is_empty()
-        })
+        self.claims
+            .iter()
+            .find(|c| c.resource.group == group && c.resource.resource == resource)
     }
 
     /// `(group, resource)` of everything the workspace shows: exported and claimed resources,
@@ -176,8 +175,12 @@ mod tests {
         assert!(view.exports("example.com", "widgets"));
         assert!(!view.exports("", "configmaps"));
         assert!(view.claim("", "configmaps").is_some());
-        assert!(
-            view.claim("other.io", "things").is_none(),
+        assert_eq!(
+            view.claim("other.io", "things")
+                .unwrap()
+                .resource
+                .identity_hash,
+            "abc",
             "bound from another export"
         );
         assert!(

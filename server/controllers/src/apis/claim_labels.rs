@@ -8,8 +8,10 @@
 //! A key is one claimed resource in one logical cluster. It is reconciled when a binding of that
 //! cluster changes its claims (accepted, rejected, selector changed, removed: the previous claims
 //! count too) and when an object of that resource changes there, so labels follow selector and
-//! object changes at once. Claims on resources bound from another export (a non-empty identity
-//! hash) are not labeled: `PermissionClaimsApplied` says so.
+//! object changes at once. A claim on a resource bound from another export (a non-empty identity
+//! hash) is labeled like a built-in one in the clusters that bind that export: its objects are the
+//! type bound under that identity, and a cluster binding it after accepting the claim is labeled
+//! then; until the cluster serves it, `PermissionClaimsApplied` says so.
 
 use std::collections::{BTreeSet, HashMap};
 use std::pin::Pin;
@@ -19,8 +21,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::{SelectAll, Stream};
 use kcp_apimachinery::{ApiError, meta, time};
+use kcp_apis::binding::BoundResource;
 use kcp_apis::claims::{self, AcceptedClaim, ClaimLabel, ClaimedResource};
 use kcp_apis::conditions::{Condition, Severity};
+use kcp_registry::storage::KeyLayout;
 use kcp_registry::storage::objects::{Change, ListRequest};
 use kcp_registry::store::{Location, RestStore};
 use kcp_registry::{LogicalClusterName, ResourceType};
@@ -54,6 +58,15 @@ struct ClaimLabels {
 type Changes =
     Pin<Box<dyn Stream<Item = (Option<ClaimedResource>, Result<Change, ApiError>)> + Send>>;
 
+/// What the labeler follows: which clusters claim each resource (objects changing elsewhere are
+/// no concern), the resources whose objects it watches, and the watches.
+#[derive(Default)]
+struct Followed {
+    claimed: HashMap<ClaimedResource, BTreeSet<LogicalClusterName>>,
+    watched: BTreeSet<ClaimedResource>,
+    changes: SelectAll<Changes>,
+}
+
 impl Controller for ClaimLabels {
     /// A claimed resource in a cluster, or (`None`) only the claim status of its bindings.
     type Key = (LogicalClusterName, Option<ClaimedResource>);
@@ -66,43 +79,39 @@ impl Controller for ClaimLabels {
             .store
             .list(&self.bindings, ListRequest::everything(&prefix), &|_| true)
             .await?;
-        // Which clusters claim each resource (objects changing elsewhere are no concern).
-        let mut claimed: HashMap<ClaimedResource, BTreeSet<LogicalClusterName>> = HashMap::new();
-        let mut changes: SelectAll<Changes> = SelectAll::new();
+        let mut followed = Followed::default();
         let bindings = self
             .store
             .objects()
             .watch_current(&prefix, page.revision + 1)
             .await?;
-        changes.push(Box::pin(bindings.map(|change| (None, change))));
+        followed
+            .changes
+            .push(Box::pin(bindings.map(|change| (None, change))));
         for binding in &page.items {
-            self.claims_changed(
-                binding,
-                None,
-                &mut claimed,
-                &mut changes,
-                page.revision,
-                queue,
-            )
-            .await?;
+            self.binding_changed(binding, None, &mut followed, page.revision, queue)
+                .await?;
         }
-        while let Some((resource, change)) = changes.next().await {
+        while let Some((resource, change)) = followed.changes.next().await {
             let change = change?;
             match resource {
                 None => {
-                    self.claims_changed(
+                    let previous = change.previous.as_ref();
+                    self.binding_changed(
                         &change.object,
-                        change.previous.as_ref(),
-                        &mut claimed,
-                        &mut changes,
+                        previous,
+                        &mut followed,
                         change.revision,
                         queue,
                     )
-                    .await?
+                    .await?;
                 }
                 Some(resource) => {
                     if let Some(cluster) = cluster_of(&change.object)
-                        && claimed.get(&resource).is_some_and(|c| c.contains(&cluster))
+                        && followed
+                            .claimed
+                            .get(&resource)
+                            .is_some_and(|c| c.contains(&cluster))
                     {
                         queue.add((cluster, Some(resource)));
                     }
@@ -117,7 +126,7 @@ impl Controller for ClaimLabels {
     async fn reconcile(&self, (cluster, resource): &Self::Key) -> Result<Pass, ApiError> {
         let bindings = self.bindings_in(cluster).await?;
         if let Some(resource) = resource
-            && let Some(rt) = claimed_type(&self.store, resource)
+            && let Some(rt) = claimed_type(&self.store, cluster, resource)
         {
             let labels = claim_labels(&bindings, resource);
             self.relabel(&rt, cluster, &labels).await?;
@@ -130,55 +139,71 @@ impl Controller for ClaimLabels {
 }
 
 impl ClaimLabels {
-    /// Queues the resources a binding claims now or claimed before, and watches objects of the
-    /// ones not watched yet (from `revision` on; the queued pass labels what exists).
-    async fn claims_changed(
+    /// Queues the resources a binding claims now or claimed before, and those of its cluster's
+    /// claims a change of what it binds makes served (or no longer served), and watches objects
+    /// of the ones not watched yet (from `revision` on; the queued pass labels what exists).
+    async fn binding_changed(
         &self,
         binding: &Value,
         previous: Option<&Value>,
-        claimed: &mut HashMap<ClaimedResource, BTreeSet<LogicalClusterName>>,
-        changes: &mut SelectAll<Changes>,
+        followed: &mut Followed,
         revision: i64,
         queue: &Queue<(LogicalClusterName, Option<ClaimedResource>)>,
     ) -> Result<(), ApiError> {
         let Some(cluster) = cluster_of(binding) else {
             return Ok(());
         };
-        // A binding that never had claims needs no claim status (nothing to write per binding).
-        if ![Some(binding), previous]
-            .into_iter()
-            .flatten()
-            .any(has_claims)
-        {
-            return Ok(());
-        }
-        queue.add((cluster.clone(), None));
-        let resources: BTreeSet<ClaimedResource> = [Some(binding), previous]
-            .into_iter()
-            .flatten()
-            .flat_map(claimed_resources)
-            .collect();
-        for resource in resources {
-            if !claimed.contains_key(&resource)
-                && let Some(rt) = claimed_type(&self.store, &resource)
-            {
-                let prefix = self.store.keys(&rt).all_clusters().to_string();
-                let objects = self
-                    .store
-                    .objects()
-                    .watch_current(&prefix, revision + 1)
-                    .await?;
-                let tag = resource.clone();
-                changes.push(Box::pin(
-                    objects.map(move |change| (Some(tag.clone()), change)),
-                ));
-            }
-            claimed
+        let mut touched = claims_of(binding, previous);
+        for resource in &touched {
+            followed
+                .claimed
                 .entry(resource.clone())
                 .or_default()
                 .insert(cluster.clone());
+        }
+        touched.extend(served_claims(
+            binding,
+            previous,
+            &cluster,
+            &followed.claimed,
+        ));
+        if touched.is_empty() && !has_claims(binding) {
+            return Ok(());
+        }
+        queue.add((cluster.clone(), None));
+        for resource in touched {
+            self.watch(&resource, &cluster, followed, revision).await?;
             queue.add((cluster.clone(), Some(resource)));
         }
+        Ok(())
+    }
+
+    /// Watches the objects of `resource` in every cluster (from `revision` on), once, as soon as
+    /// `cluster` serves it.
+    async fn watch(
+        &self,
+        resource: &ClaimedResource,
+        cluster: &LogicalClusterName,
+        followed: &mut Followed,
+        revision: i64,
+    ) -> Result<(), ApiError> {
+        if followed.watched.contains(resource) {
+            return Ok(());
+        }
+        let Some(rt) = claimed_type(&self.store, cluster, resource) else {
+            return Ok(());
+        };
+        let prefix = self.store.keys(&rt).all_clusters().to_string();
+        let objects = self
+            .store
+            .objects()
+            .watch_current(&prefix, revision + 1)
+            .await?;
+        let tag = resource.clone();
+        followed.changes.push(Box::pin(
+            objects.map(move |change| (Some(tag.clone()), change)),
+        ));
+        followed.watched.insert(resource.clone());
         Ok(())
     }
 
@@ -238,7 +263,7 @@ impl ClaimLabels {
         let accepted = claims::accepted_claims(binding);
         let (applied, unapplied): (Vec<&AcceptedClaim>, Vec<&AcceptedClaim>) = accepted
             .iter()
-            .partition(|c| claimed_type(&self.store, &c.resource).is_some());
+            .partition(|c| claimed_type(&self.store, cluster, &c.resource).is_some());
         let applied: Vec<Value> = applied.iter().map(|c| applied_claim(&c.scoped)).collect();
         let condition = match unapplied.as_slice() {
             [] => Condition::holds(PERMISSION_CLAIMS_APPLIED),
@@ -311,6 +336,48 @@ fn applied_claim(scoped: &Value) -> Value {
     claim
 }
 
+/// The resources a binding claims now or claimed before (none when it never made claims: such a
+/// binding needs no claim status, nothing to write per binding).
+fn claims_of(binding: &Value, previous: Option<&Value>) -> BTreeSet<ClaimedResource> {
+    let both = [Some(binding), previous].into_iter().flatten();
+    if !both.clone().any(has_claims) {
+        return BTreeSet::new();
+    }
+    both.flat_map(claimed_resources).collect()
+}
+
+/// The claims of `cluster` on resources bound from an export whose identity the binding starts
+/// or stops binding (so the cluster serves them now, or no longer).
+fn served_claims(
+    binding: &Value,
+    previous: Option<&Value>,
+    cluster: &LogicalClusterName,
+    claimed: &HashMap<ClaimedResource, BTreeSet<LogicalClusterName>>,
+) -> BTreeSet<ClaimedResource> {
+    let identities = |binding: Option<&Value>| -> BTreeSet<String> {
+        binding
+            .map(BoundResource::of_status)
+            .into_iter()
+            .flatten()
+            .map(|bound| bound.identity_hash)
+            .collect()
+    };
+    let (now, before) = (identities(Some(binding)), identities(previous));
+    if now == before {
+        return BTreeSet::new();
+    }
+    claimed
+        .iter()
+        .filter(|(resource, clusters)| {
+            clusters.contains(cluster)
+                && !resource.identity_hash.is_empty()
+                && (now.contains(&resource.identity_hash)
+                    || before.contains(&resource.identity_hash))
+        })
+        .map(|(resource, _)| resource.clone())
+        .collect()
+}
+
 /// The resources a binding's accepted claims and its applied claims name.
 fn claimed_resources(binding: &Value) -> Vec<ClaimedResource> {
     claims::accepted_claims(binding)
@@ -350,17 +417,23 @@ fn claim_labels(bindings: &[Value], resource: &ClaimedResource) -> Vec<ClaimLabe
         .collect()
 }
 
-/// The built-in type a claim names (its preferred version); claims with an identity hash name
-/// resources bound from another export, which this labeler does not serve.
-fn claimed_type(store: &RestStore, resource: &ClaimedResource) -> Option<Arc<ResourceType>> {
-    if !resource.identity_hash.is_empty() {
-        return None;
-    }
+/// The type a claim names in `cluster`: a built-in one (its preferred version), or, for a claim
+/// with an identity hash, the type the cluster serves bound from the export of that identity.
+fn claimed_type(
+    store: &RestStore,
+    cluster: &LogicalClusterName,
+    resource: &ClaimedResource,
+) -> Option<Arc<ResourceType>> {
+    let layout = |t: &ResourceType| match &t.layout {
+        KeyLayout::BuiltIn => resource.identity_hash.is_empty(),
+        KeyLayout::Bound(identity) => **identity == *resource.identity_hash,
+        KeyLayout::CustomResource => false,
+    };
     store
         .registry()
-        .builtin()
+        .for_cluster(cluster)
         .types()
         .iter()
-        .find(|t| t.group == resource.group && t.plural == resource.resource)
+        .find(|t| t.group == resource.group && t.plural == resource.resource && layout(t))
         .cloned()
 }
