@@ -6,7 +6,8 @@
 //! binary and base64 channel protocols, or none ([`crate::exec_websocket`]); the first protocol
 //! of the client's list the agent speaks wins, as in kube's handshakes. A request that cannot be served is
 //! answered before switching protocols, in kubelet's words: 404 for an unknown pod, 400 for a
-//! container that is not running, 403 when no protocol is shared.
+//! container that is not running, 403 when no protocol is shared (a SPDY client that offers
+//! none gets the oldest, as kubelet's handshake does).
 
 use std::sync::Arc;
 
@@ -76,8 +77,9 @@ fn first_shared(offered: &[String], supported: &[&'static str]) -> Option<&'stat
 }
 
 /// Picks the transport and subprotocol: SPDY with one of `spdy_protocols` among
-/// `X-Stream-Protocol-Version`, or a WebSocket with one of `websocket_protocols` among
-/// `Sec-WebSocket-Protocol` (`""` among them: a client that offers none is served too).
+/// `X-Stream-Protocol-Version` (the last, oldest one when the client offers none), or a
+/// WebSocket with one of `websocket_protocols` among `Sec-WebSocket-Protocol` (`""` among them:
+/// a client that offers none is served too).
 pub fn negotiate(
     headers: &HeaderMap,
     spdy_protocols: &[&'static str],
@@ -97,6 +99,13 @@ pub fn negotiate(
             (offered, websocket_protocols, Transport::WebSocket)
         } else if upgrade.starts_with("spdy/3.1") {
             let offered = header_values(headers, "x-stream-protocol-version");
+            // A client that offers none predates negotiation (kube 1.0): kubelet's handshake
+            // serves it the oldest protocol.
+            if offered.is_empty()
+                && let Some(oldest) = spdy_protocols.last()
+            {
+                return Ok(Transport::Spdy(oldest));
+            }
             (offered, spdy_protocols, Transport::Spdy)
         } else {
             return Err("Upgrade request required".into());
@@ -315,6 +324,11 @@ mod tests {
         ]);
         assert!(negotiate(&old, &spdy_protocols, &[]).is_err());
         assert!(negotiate(&HeaderMap::new(), &spdy_protocols, &[]).is_err());
+        let unversioned = sent(&[("Upgrade", "SPDY/3.1")]);
+        assert_eq!(
+            negotiate(&unversioned, &spdy_protocols, &[]),
+            Ok(Transport::Spdy("v3.channel.k8s.io"))
+        );
     }
 
     #[test]

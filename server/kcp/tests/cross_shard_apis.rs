@@ -165,6 +165,12 @@ async fn grant(root: &Caller, role: &str, rule: Value, user: &str) {
 }
 
 /// The URLs of the export's endpoint slice on root.
+/// Where shard `name`'s endpoints start: `kcp sharded` runs a front-proxy and has every shard
+/// advertise `<proxy>/shards/<name>` as its virtual-workspace URL.
+fn advertised_url(sharded: &ShardedKcp, name: &str) -> String {
+    format!("{}/shards/{name}", sharded.front_proxy().server)
+}
+
 async fn slice_urls(root: &Caller) -> Vec<String> {
     let slice = root
         .get(&format!("{}/widgets", at("root:provider", SLICES)))
@@ -267,7 +273,7 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
     assert_eq!(names(&root.get(&wildcard).await.json()), ["on-root"]);
 
     // The export's endpoint slice on root lists shard-1 (and root) once they hold bindings.
-    let shard_1_url = sharded.child("shard-1").url;
+    let shard_1_url = advertised_url(&sharded, "shard-1");
     PATIENCE
         .eventually("shard-1 in the export's endpoint slice", || async {
             let urls = slice_urls(&root).await;
@@ -536,7 +542,10 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
                 .await
         }
     };
-    let (root_url, shard_1_url) = (sharded.child("root").url, sharded.child("shard-1").url);
+    let (root_url, shard_1_url) = (
+        advertised_url(&sharded, "root"),
+        advertised_url(&sharded, "shard-1"),
+    );
     slice_is(vec![root_url.clone(), shard_1_url]).await;
     for (path, name) in [("root:on-1", "widgets"), ("root:users", "alice-widgets")] {
         let deleted = shard_1

@@ -198,7 +198,7 @@ impl Controller for Bindings {
                 Some(r) => self.tenancy.resolve_with_copies(&r.path),
                 None => None,
             };
-            if !self.copies_settle(export_cluster.as_ref()) {
+            if !self.absence_is_known(export_cluster.as_ref()) {
                 // Another shard's export may only not be read back yet: decide nothing.
                 return Ok(Pass::After(UNRESOLVED_RETRY));
             }
@@ -334,7 +334,7 @@ impl Bindings {
     /// really missing: always for this shard's own clusters, and for other shards' once their
     /// copies were read back from the cache (so a restarted shard never unbinds what the cache
     /// still has to tell it).
-    fn copies_settle(&self, export_cluster: Option<&LogicalClusterName>) -> bool {
+    fn absence_is_known(&self, export_cluster: Option<&LogicalClusterName>) -> bool {
         let local = export_cluster.is_some_and(|cluster| {
             cluster == &LogicalClusterName::root()
                 || self.tenancy.logical_cluster(cluster).is_some()
