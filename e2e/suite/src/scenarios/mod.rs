@@ -8,9 +8,12 @@ mod deletion;
 mod full;
 mod kubeconfigs;
 pub mod olm;
+mod poller;
+mod proxy_rotation;
 mod rootshard;
 mod rotation;
 mod scale;
+mod served;
 mod shards;
 mod status_page;
 mod upgrade;
@@ -49,6 +52,8 @@ pub struct Figures {
     pub upgrade_requests: Option<(usize, usize)>,
     /// (sent, failed) of the client polling a workspace on the Shard through the FrontProxy.
     pub upgrade_proxied_requests: Option<(usize, usize)>,
+    /// (sent, failed) of the client polling through the FrontProxy while its certificates rotate.
+    pub proxy_rotation_requests: Option<(usize, usize)>,
     pub operator_memory_mib: Option<f64>,
     /// Shard + FrontProxy applied (next to the running CacheServer and RootShard) -> all Available.
     pub full_deployment_available: Option<Duration>,
@@ -175,6 +180,11 @@ pub fn all() -> Vec<Scenario> {
             title: "14. a VirtualWorkspace serves the Shard's virtual workspaces; removed, the Shard serves them again",
             needs: &[8],
             run: virtual_workspace::serve_a_shard,
+        },
+        Scenario {
+            title: "15. certificate rotation through the FrontProxy: serving and requestheader certificates re-issued while a client polls",
+            needs: &[8],
+            run: proxy_rotation::rotate_through_proxy,
         },
         Scenario {
             title: "3. upgrade: one version change on every CR rolls out in order while clients keep polling",
