@@ -3,6 +3,7 @@
 //! through the later ones until scenario 6 deletes them).
 
 mod bad_input;
+mod cache_etcd;
 mod chart;
 mod deletion;
 mod full;
@@ -205,6 +206,11 @@ pub fn all() -> Vec<Scenario> {
             title: "7. bad input: missing CA Secret, invalid etcd endpoints, missing RootShard, bad path mapping; all recover",
             needs: &[1],
             run: bad_input::report_and_recover,
+        },
+        Scenario {
+            title: "16. a CacheServer with managed etcd: Available, its etcd and certificates, /readyz; deleted, nothing left",
+            needs: &[1],
+            run: cache_etcd::managed_etcd,
         },
         Scenario {
             title: "6. delete the whole deployment: everything it made is gone",
