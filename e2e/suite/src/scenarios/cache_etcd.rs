@@ -3,8 +3,8 @@
 //! certificates (the cache server's CA, serving and client certificates, the etcd's CA, server,
 //! peer and client certificates) exist, its Deployment points `--etcd-servers` at that etcd, and
 //! the cache server answers `/readyz` through its Service with the client certificate shards
-//! use. Deleted, everything the operator made for it is garbage-collected (but for the etcd
-//! volume, kept by design: `whenDeleted: Retain`).
+//! use. Deleted, everything the operator made for it is garbage-collected but the etcd volume,
+//! kept by design (`whenDeleted: Retain`), which the scenario then deletes itself.
 
 use std::time::{Duration, Instant};
 
@@ -149,9 +149,26 @@ pub fn managed_etcd(suite: &mut Suite) -> Outcome {
             }
         },
     )?;
-    suite
-        .narrator
-        .step("everything it made is gone (the etcd volume stays, by design)");
+    let claim = format!("data-{etcd}-0");
+    if admin
+        .get(&["persistentvolumeclaim", "-n", NAMESPACE, &claim])?
+        .is_none()
+    {
+        return Err(format!(
+            "the etcd volume {claim} is gone although the operator retains it"
+        ));
+    }
+    suite.narrator.step(&format!(
+        "everything it made is gone but the etcd volume {claim} (whenDeleted: Retain); deleting it"
+    ));
+    admin.run(&[
+        "delete",
+        "persistentvolumeclaim",
+        "-n",
+        NAMESPACE,
+        &claim,
+        "--wait=false",
+    ])?;
     Ok(())
 }
 
