@@ -60,7 +60,6 @@ pub fn rotate_through_proxy(suite: &mut Suite) -> Outcome {
         suite,
         &workload,
         &revision_before,
-        &address,
         &server_name,
         &served_before,
     );
@@ -102,13 +101,12 @@ pub fn rotate_through_proxy(suite: &mut Suite) -> Outcome {
     Ok(())
 }
 
-/// Shortens both certificates' validity and waits until the pods rolled and the Service serves
-/// the new serving certificate (the one now in its Secret); that certificate.
+/// Shortens both certificates' validity and waits until the pods rolled and the proxy's Service
+/// serves the new serving certificate (the one now in its Secret); that certificate.
 fn rotate(
     suite: &mut Suite,
     workload: &str,
     revision_before: &str,
-    address: &str,
     server_name: &str,
     served_before: &CertificateFacts,
 ) -> Result<CertificateFacts, String> {
@@ -132,13 +130,18 @@ fn rotate(
         "pods rolled: revision {revision_before} -> {revision_after}"
     ));
     let secret = format!("{workload}-server");
+    // Asked again now that every pod is new: on a real cluster the address is a port-forward,
+    // which ends with the pod it was bound to.
+    let address = suite
+        .host
+        .service_address(NAMESPACE, workload, PROXY_PORT)?;
     eventually(
         "the Service serves the new certificate",
         Duration::from_secs(60),
         POLL,
         || {
             let stored = CertificateFacts::of_secret(&admin, &secret)?;
-            let served = CertificateFacts::served(address, server_name)?;
+            let served = CertificateFacts::served(&address, server_name)?;
             if served.serial != served_before.serial && served == stored {
                 Ok(served)
             } else {
