@@ -14,7 +14,7 @@ use crate::cluster::Cluster;
 /// Serial and validity of a certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertificateFacts {
-    /// Colon-separated hex, as `openssl x509 -serial` prints it (with colons).
+    /// Lower-case hex bytes separated by colons (`01:02:ab:cd`).
     pub serial: String,
     /// Seconds since the epoch.
     pub not_before: i64,
@@ -57,13 +57,13 @@ impl CertificateFacts {
             .output()
             .map_err(|e| format!("running openssl s_client: {e}"))?;
         let text = String::from_utf8_lossy(&output.stdout);
-        let begin = text.find("-----BEGIN CERTIFICATE-----").ok_or_else(|| {
+        let pem = first_certificate(&text).ok_or_else(|| {
             format!(
                 "no certificate served at {address}: {}",
                 String::from_utf8_lossy(&output.stderr).trim()
             )
         })?;
-        CertificateFacts::from_pem(text[begin..].as_bytes(), &format!("served at {address}"))
+        CertificateFacts::from_pem(pem.as_bytes(), &format!("served at {address}"))
     }
 
     /// Hours left before it expires.
@@ -73,5 +73,57 @@ impl CertificateFacts {
             .map_err(|e| e.to_string())?
             .as_secs() as i64;
         Ok((self.not_after - now) as f64 / 3600.0)
+    }
+}
+
+/// The first PEM certificate in `text` (`openssl s_client` prints the server's after its
+/// connection details), up to the end of `text`.
+fn first_certificate(text: &str) -> Option<&str> {
+    text.find("-----BEGIN CERTIFICATE-----")
+        .map(|begin| &text[begin..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `openssl req -x509 -newkey ec ... -days 1 -subj /CN=e2e-test -set_serial 0x0102abcd`,
+    /// valid 2026-11-26T11:23:29Z to 2026-11-27T11:23:29Z.
+    const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----
+MIIBbDCCARGgAwIBAgIEAQKrzTAKBggqhkjOPQQDAjATMREwDwYDVQQDDAhlMmUt
+dGVzdDAeFw0yNjExMjYxMTIzMjlaFw0yNjExMjcxMTIzMjlaMBMxETAPBgNVBAMM
+CGUyZS10ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEq4iJ7apXaQeflAnn
+VMgSpcQ4ctuB/BGSnnyPOEVGz0G4U/yOyvKA1T4M/i0bE8de2rjx+P/gQtIjS2sB
+VajFHaNTMFEwHQYDVR0OBBYEFJZLCKv6CJH/vh5DDOtgnwe48RAgMB8GA1UdIwQY
+MBaAFJZLCKv6CJH/vh5DDOtgnwe48RAgMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZI
+zj0EAwIDSQAwRgIhAJjBFRaQD4jUDaGR6LUx5eW9qcL+Tbw4Wmz6ZwCBgOGvAiEA
+oLTfxeyL3M6BNVMt/BhuxEy6kSBVyZI46uxxCeWYVMo=
+-----END CERTIFICATE-----
+";
+
+    #[test]
+    fn the_served_certificate_is_read_from_s_client_output() {
+        let output = format!(
+            "CONNECTED(00000003)\n---\nCertificate chain\n---\nServer certificate\n{CERTIFICATE}subject=CN=e2e-test\n---\n"
+        );
+        let pem = first_certificate(&output).expect("a certificate");
+        let facts = CertificateFacts::from_pem(pem.as_bytes(), "test").expect("parsed");
+        assert_eq!(
+            facts,
+            CertificateFacts {
+                serial: "01:02:ab:cd".into(),
+                not_before: 1_795_692_209,
+                not_after: 1_795_778_609,
+            }
+        );
+    }
+
+    #[test]
+    fn output_without_a_certificate_has_none() {
+        assert_eq!(
+            first_certificate("CONNECTED(00000003)\nno peer certificate available\n"),
+            None
+        );
+        assert!(CertificateFacts::from_pem(b"not a certificate", "test").is_err());
     }
 }
