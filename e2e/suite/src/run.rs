@@ -123,13 +123,14 @@ fn describe(figures: &Figures) -> String {
         d.map_or("-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()))
     };
     format!(
-        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), operator RSS {}, operator requests per minute when idle {}",
+        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), client through the FrontProxy during its certificate rotation {}, operator RSS {}, operator requests per minute when idle {}",
         secs(figures.operator_ready),
         secs(figures.root_shard_available),
         secs(figures.full_deployment_available),
         secs(figures.upgrade),
         requests(figures.upgrade_requests),
         requests(figures.upgrade_proxied_requests),
+        requests(figures.proxy_rotation_requests),
         figures
             .operator_memory_mib
             .map_or("-".to_owned(), |m| format!("{m:.1} MiB")),

@@ -14,7 +14,7 @@ use crate::Outcome;
 use crate::cluster::{Cluster, eventually};
 
 /// The kinds the operator creates for a RootShard (and the pods the workloads run).
-const KINDS: &[&str] = &[
+pub const KINDS: &[&str] = &[
     "deployments",
     "statefulsets",
     "services",

@@ -168,6 +168,24 @@ pub fn through_proxy(suite: &Suite) -> Result<(PathBuf, Cluster), String> {
     Ok((kubeconfig, kcp))
 }
 
+/// A workspace scenario 8 placed on the Shard: its name, and a kubeconfig into it through the
+/// FrontProxy (reachable from here).
+pub fn shard_workspace_through_proxy(suite: &Suite) -> Result<(String, PathBuf), String> {
+    let (proxy_kubeconfig, _) = through_proxy(suite)?;
+    let (on_shard, _) = suite
+        .placed
+        .iter()
+        .find(|(_, shard)| shard == SHARD)
+        .cloned()
+        .ok_or("scenario 8 left no workspace on the Shard")?;
+    let inside = in_workspace(
+        &proxy_kubeconfig,
+        &format!("root:{on_shard}"),
+        suite.dir.path(),
+    )?;
+    Ok((on_shard, inside))
+}
+
 /// The names of the `core.kcp.io` Shards registered in root.
 pub fn registered_shards(kcp: &Cluster) -> Result<Vec<String>, String> {
     let list = kcp.get(&["shards"])?.ok_or("no shards list")?;

@@ -3,14 +3,18 @@
 //! through the later ones until scenario 6 deletes them).
 
 mod bad_input;
+mod cache_etcd;
 mod chart;
 mod deletion;
 mod full;
 mod kubeconfigs;
 pub mod olm;
+mod poller;
+mod proxy_rotation;
 mod rootshard;
 mod rotation;
 mod scale;
+mod served;
 mod shards;
 mod status_page;
 mod upgrade;
@@ -49,6 +53,8 @@ pub struct Figures {
     pub upgrade_requests: Option<(usize, usize)>,
     /// (sent, failed) of the client polling a workspace on the Shard through the FrontProxy.
     pub upgrade_proxied_requests: Option<(usize, usize)>,
+    /// (sent, failed) of the client polling through the FrontProxy while its certificates rotate.
+    pub proxy_rotation_requests: Option<(usize, usize)>,
     pub operator_memory_mib: Option<f64>,
     /// Shard + FrontProxy applied (next to the running CacheServer and RootShard) -> all Available.
     pub full_deployment_available: Option<Duration>,
@@ -177,6 +183,11 @@ pub fn all() -> Vec<Scenario> {
             run: virtual_workspace::serve_a_shard,
         },
         Scenario {
+            title: "15. certificate rotation through the FrontProxy: serving and requestheader certificates re-issued while a client polls",
+            needs: &[8],
+            run: proxy_rotation::rotate_through_proxy,
+        },
+        Scenario {
             title: "3. upgrade: one version change on every CR rolls out in order while clients keep polling",
             needs: &[8],
             run: upgrade::roll_out,
@@ -195,6 +206,11 @@ pub fn all() -> Vec<Scenario> {
             title: "7. bad input: missing CA Secret, invalid etcd endpoints, missing RootShard, bad path mapping; all recover",
             needs: &[1],
             run: bad_input::report_and_recover,
+        },
+        Scenario {
+            title: "16. a CacheServer with managed etcd: Available, its etcd and certificates, /readyz; deleted, nothing left",
+            needs: &[1],
+            run: cache_etcd::managed_etcd,
         },
         Scenario {
             title: "6. delete the whole deployment: everything it made is gone",

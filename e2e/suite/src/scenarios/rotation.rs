@@ -5,12 +5,9 @@
 
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use x509_parser::pem::parse_x509_pem;
-
 use super::rootshard::{Target, admin_kubeconfig, check_workspace_data, wait_available};
 use super::scale::{SCALED_MEMBERS, SCALED_REPLICAS};
+use super::served::CertificateFacts;
 use super::upgrade::NEXT_VERSION;
 use super::{NAMESPACE, POLL, ROOT_SHARD, Suite};
 use crate::Outcome;
@@ -18,7 +15,7 @@ use crate::cluster::{Cluster, eventually};
 
 const REVISION: &str = "operator.kcp.io/mounted-content-revision";
 /// The validity the scenario shortens the server certificate to.
-const SHORT_HOURS: i64 = 2;
+pub const SHORT_HOURS: i64 = 2;
 
 pub fn rotate(suite: &mut Suite) -> Outcome {
     let admin = suite.host.admin();
@@ -34,33 +31,12 @@ pub fn rotate(suite: &mut Suite) -> Outcome {
         "  certificateTemplates:\n    server:\n      spec:\n        duration: {SHORT_HOURS}h\n"
     ));
     admin.apply(&manifest)?;
-    let after = eventually(
-        "pods rolled to a new revision",
-        Duration::from_secs(180),
-        POLL,
-        || {
-            let now = revision(&admin, &deployment)?;
-            let object = admin
-                .get(&["deployment", "-n", NAMESPACE, &deployment])?
-                .ok_or("no Deployment")?;
-            let status = &object["status"];
-            let rolled = now != before
-                && status["observedGeneration"] == object["metadata"]["generation"]
-                && status["updatedReplicas"] == object["spec"]["replicas"]
-                && status["availableReplicas"] == object["spec"]["replicas"]
-                && status["replicas"] == object["spec"]["replicas"];
-            if rolled {
-                Ok(now)
-            } else {
-                Err(format!("revision {now}, status {status}"))
-            }
-        },
-    )?;
+    let after = wait_rolled(&admin, &deployment, &before, Duration::from_secs(180))?;
     wait_available(suite, Duration::from_secs(60))?;
     suite
         .narrator
         .step(&format!("pods rolled: revision {before} -> {after}"));
-    let hours = remaining_hours(&admin, &secret)?;
+    let hours = CertificateFacts::of_secret(&admin, &secret)?.remaining_hours()?;
     if hours > (SHORT_HOURS as f64) + 1.5 {
         return Err(format!(
             "the server certificate is still valid for {hours:.1}h"
@@ -83,7 +59,35 @@ pub fn rotate(suite: &mut Suite) -> Outcome {
     Ok(())
 }
 
-fn revision(admin: &Cluster, deployment: &str) -> Result<String, String> {
+/// Waits until Deployment `deployment` has rolled all its replicas to a pod template whose
+/// content revision is no longer `before`; the new revision.
+pub fn wait_rolled(
+    admin: &Cluster,
+    deployment: &str,
+    before: &str,
+    within: Duration,
+) -> Result<String, String> {
+    eventually("pods rolled to a new revision", within, POLL, || {
+        let now = revision(admin, deployment)?;
+        let object = admin
+            .get(&["deployment", "-n", NAMESPACE, deployment])?
+            .ok_or("no Deployment")?;
+        let status = &object["status"];
+        let rolled = now != before
+            && status["observedGeneration"] == object["metadata"]["generation"]
+            && status["updatedReplicas"] == object["spec"]["replicas"]
+            && status["availableReplicas"] == object["spec"]["replicas"]
+            && status["replicas"] == object["spec"]["replicas"];
+        if rolled {
+            Ok(now)
+        } else {
+            Err(format!("revision {now}, status {status}"))
+        }
+    })
+}
+
+/// The content revision of the pods of Deployment `deployment`.
+pub fn revision(admin: &Cluster, deployment: &str) -> Result<String, String> {
     let object = admin
         .get(&["deployment", "-n", NAMESPACE, deployment])?
         .ok_or_else(|| format!("no Deployment {deployment}"))?;
@@ -95,22 +99,4 @@ fn revision(admin: &Cluster, deployment: &str) -> Result<String, String> {
         .and_then(|v| v.as_str())
         .map(str::to_owned)
         .ok_or_else(|| format!("{deployment} has no {REVISION}"))
-}
-
-/// Hours the certificate in Secret `name` has left.
-fn remaining_hours(admin: &Cluster, name: &str) -> Result<f64, String> {
-    let secret = admin
-        .get(&["secret", "-n", NAMESPACE, name])?
-        .ok_or_else(|| format!("no Secret {name}"))?;
-    let pem = STANDARD
-        .decode(secret["data"]["tls.crt"].as_str().ok_or("no tls.crt")?)
-        .map_err(|e| e.to_string())?;
-    let (_, pem) = parse_x509_pem(&pem).map_err(|e| format!("tls.crt: {e}"))?;
-    let certificate = pem.parse_x509().map_err(|e| format!("tls.crt: {e}"))?;
-    let not_after = certificate.validity().not_after.timestamp();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_err(|e| e.to_string())?
-        .as_secs() as i64;
-    Ok((not_after - now) as f64 / 3600.0)
 }

@@ -7,13 +7,13 @@
 //! (the FrontProxy client's failures are a figure: some still time out while the deployment
 //! rolls, see docs/performance.md), and the data is still there afterwards.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::full::{check_workspace, front_proxy_manifest, shard_manifest, through_proxy};
+use super::full::{
+    check_workspace, front_proxy_manifest, shard_manifest, shard_workspace_through_proxy,
+    through_proxy,
+};
+use super::poller::{Poller, READ_CONFIG_MAPS};
 use super::rootshard::{
     WORKSPACE, cache_server_manifest, check_data, in_workspace, root_shard_manifest, wait_available,
 };
@@ -32,58 +32,6 @@ const ORDER: [(&str, &str); 4] = [
     ("frontproxy", FRONT_PROXY),
 ];
 
-/// A client reading `args` with kubectl every 100 ms until stopped.
-struct Poller {
-    stop: Arc<AtomicBool>,
-    sent: Arc<AtomicUsize>,
-    failed: Arc<AtomicUsize>,
-    thread: JoinHandle<Option<String>>,
-}
-
-impl Poller {
-    fn start(kubeconfig: PathBuf, args: &'static [&'static str]) -> Poller {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicUsize::new(0));
-        let failed = Arc::new(AtomicUsize::new(0));
-        let thread = {
-            let (stop, sent, failed) = (stop.clone(), sent.clone(), failed.clone());
-            std::thread::spawn(move || {
-                let client = Cluster::new(&kubeconfig);
-                let mut first_failure = None;
-                while !stop.load(Ordering::SeqCst) {
-                    sent.fetch_add(1, Ordering::SeqCst);
-                    if let Err(error) = client.run(args) {
-                        failed.fetch_add(1, Ordering::SeqCst);
-                        first_failure.get_or_insert(error);
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                first_failure
-            })
-        };
-        Poller {
-            stop,
-            sent,
-            failed,
-            thread,
-        }
-    }
-
-    /// Stops the client: (sent, failed, first failure).
-    fn finish(self) -> Result<(usize, usize, Option<String>), String> {
-        self.stop.store(true, Ordering::SeqCst);
-        let first = self
-            .thread
-            .join()
-            .map_err(|_| "a polling client panicked")?;
-        Ok((
-            self.sent.load(Ordering::SeqCst),
-            self.failed.load(Ordering::SeqCst),
-            first,
-        ))
-    }
-}
-
 pub fn roll_out(suite: &mut Suite) -> Outcome {
     let kubeconfig = suite
         .kcp_kubeconfig
@@ -91,17 +39,7 @@ pub fn roll_out(suite: &mut Suite) -> Outcome {
         .ok_or("scenario 2 left no kubeconfig")?;
     let inside_path = in_workspace(&kubeconfig, &format!("root:{WORKSPACE}"), suite.dir.path())?;
     let (proxy_kubeconfig, _) = through_proxy(suite)?;
-    let (on_shard, _) = suite
-        .placed
-        .iter()
-        .find(|(_, shard)| shard == SHARD)
-        .cloned()
-        .ok_or("scenario 8 left no workspace on the Shard")?;
-    let through_proxy_path = in_workspace(
-        &proxy_kubeconfig,
-        &format!("root:{on_shard}"),
-        suite.dir.path(),
-    )?;
+    let (on_shard, through_proxy_path) = shard_workspace_through_proxy(suite)?;
     let admin = suite.host.admin();
 
     suite.narrator.step(&format!(
@@ -111,16 +49,7 @@ pub fn roll_out(suite: &mut Suite) -> Outcome {
         inside_path.clone(),
         &["get", "widgets", "-n", "default", "--request-timeout=10s"],
     );
-    let proxied = Poller::start(
-        through_proxy_path,
-        &[
-            "get",
-            "configmaps",
-            "-n",
-            "default",
-            "--request-timeout=10s",
-        ],
-    );
+    let proxied = Poller::start(through_proxy_path, READ_CONFIG_MAPS);
 
     suite.narrator.step(&format!(
         "image tag v0.1.0 -> {NEXT_VERSION} on the CacheServer, RootShard, Shard and FrontProxy at once"
