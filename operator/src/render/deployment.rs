@@ -607,9 +607,9 @@ pub fn cache_server_deployment(config: &CacheServerConfig, revision: &str) -> De
 }
 
 /// Arguments and mounts of a virtual-workspace server container: the flags `kcp
-/// virtual-workspaces` accepts (the shard's kubeconfig, secure serving, the client CA). Upstream's
-/// requestheader flags are not rendered: this project's server authenticates client certificates
-/// only and refuses unknown flags.
+/// virtual-workspaces` accepts (the shard's kubeconfig, secure serving, the client CA) and, as
+/// upstream renders them, the root shard's requestheader flags, so a front-proxy (or the root
+/// shard's proxy) can forward its users with identity headers.
 pub fn virtual_workspace_fragment(config: &VirtualWorkspaceConfig) -> Fragment {
     let names = &config.owner.names;
     let root = &config.root.names;
@@ -633,6 +633,7 @@ pub fn virtual_workspace_fragment(config: &VirtualWorkspaceConfig) -> Fragment {
         flag("client-ca-file", file(paths::CLIENT_CA_DIR, "tls.crt")),
         flag("root-directory", ""),
     ];
+    args.extend(requestheader_flags(ROOT_REQUESTHEADER_ALLOWED_NAMES));
     args.extend(flags::verbosity(config.spec.logging.as_ref()));
     args.extend(config.spec.extra_args.iter().cloned());
     Fragment {
@@ -657,6 +658,11 @@ pub fn virtual_workspace_fragment(config: &VirtualWorkspaceConfig) -> Fragment {
                 "server-ca",
                 root.certificate_secret(Certificate::ServerCa),
                 paths::SERVER_CA_DIR,
+            ),
+            Mount::secret(
+                "requestheader-client-ca",
+                root.certificate_secret(Certificate::RequestHeaderClientCa),
+                paths::REQUESTHEADER_CLIENT_CA_DIR,
             ),
             Mount::secret("client-ca", client_ca_secret, paths::CLIENT_CA_DIR),
         ],

@@ -422,6 +422,27 @@ mod tests {
             assert_eq!(options.kubeconfig, std::path::Path::new("shard.kubeconfig"));
             assert_eq!(options.serving.secure_port, 6444, "upstream's port");
         }
+        // What kcp-operator renders for a VirtualWorkspace (operator/src/render/deployment.rs
+        // `virtual_workspace_fragment`, with logging set).
+        let Ok(Invocation::VirtualWorkspaces(options)) = parse(args(&[
+            "/virtual-workspaces",
+            "--kubeconfig=/etc/kcp/client-kubeconfig/kubeconfig",
+            "--bind-address=0.0.0.0",
+            "--secure-port=6443",
+            "--tls-cert-file=/etc/kcp/tls/server/tls.crt",
+            "--tls-private-key-file=/etc/kcp/tls/server/tls.key",
+            "--client-ca-file=/etc/kcp/tls/ca/client/tls.crt",
+            "--root-directory=",
+            "--requestheader-client-ca-file=/etc/kcp/tls/ca/requestheader-client/tls.crt",
+            "--requestheader-allowed-names=kcp-front-proxy,kcp-root-shard-proxy",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "-v=4",
+        ])) else {
+            panic!("the operator's VirtualWorkspace arguments must parse");
+        };
+        assert_eq!(options.serving.secure_port, 6443);
         let missing = parse(args(&["virtual-workspaces"])).unwrap_err();
         assert_eq!(missing.exit_code(), 2, "--kubeconfig is required");
     }

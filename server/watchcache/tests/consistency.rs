@@ -256,16 +256,27 @@ async fn a_new_cache_over_a_reopened_store_agrees_and_follows() {
         for _ in 0..150 {
             random_write(&objects, &mut rng).await;
         }
-        let caches = WatchCaches::new(objects.clone(), &shutdown);
+        // The first cache's watch tasks hold the store until they see their own shutdown.
+        let first = CancellationToken::new();
+        let caches = WatchCaches::new(objects.clone(), &first);
         list_and_compare(&objects, &caches, &mut rng, Freshness::Any).await;
         drop(caches);
+        first.cancel();
         storage.close().await.unwrap();
     }
-    let storage: Arc<dyn kcp_storage::Storage> = Arc::new(
-        kcp_storage::embedded::EmbeddedStore::open(&path)
-            .await
-            .unwrap(),
-    );
+    // As a restarted process would: the file lock goes with the last handle of the old store,
+    // which its stopping tasks drop shortly after the cancellation (bounded wait).
+    let mut attempts = 0;
+    let storage: Arc<dyn kcp_storage::Storage> = loop {
+        match kcp_storage::embedded::EmbeddedStore::open(&path).await {
+            Ok(store) => break Arc::new(store),
+            Err(error) if attempts < 50 && error.to_string().contains("already open") => {
+                attempts += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("reopening the store: {error}"),
+        }
+    };
     let objects = ObjectStore::new(storage, "/registry");
     let caches = WatchCaches::new(objects.clone(), &shutdown);
     for _ in 0..10 {
