@@ -157,6 +157,11 @@ fn only_flags_kcp_virtual_workspaces_accepts_are_rendered() {
         "--tls-private-key-file=",
         "--client-ca-file=",
         "--root-directory=",
+        "--requestheader-client-ca-file=",
+        "--requestheader-allowed-names=",
+        "--requestheader-username-headers=",
+        "--requestheader-group-headers=",
+        "--requestheader-extra-headers-prefix=",
         "-v=",
     ];
     for arg in &args {
