@@ -30,10 +30,10 @@ fn put_vw(fake: &FakeApi, target: Value) {
     );
 }
 
-/// The RootShard `root` with its client and server CAs.
+/// The RootShard `root` with its client, server and requestheader client CAs.
 fn put_root_shard(fake: &FakeApi) {
     let now = Timestamp::now();
-    for ca in ["client-ca", "server-ca"] {
+    for ca in ["client-ca", "server-ca", "requestheader-client-ca"] {
         let authority = Authority::generate_root(&CertificateRequest::ca(ca), now).expect("ca");
         fake.put(
             &format!("{NS}/secrets/root-rootshard-{ca}"),
