@@ -50,9 +50,9 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// A bound secure port that several threads accept on, each with a runtime of its own
-/// ([`SharedPort::listener`] per thread): a server that keeps each connection's work on one
-/// thread (the front-proxy) trades the multi-threaded scheduler's cross-thread wake-ups for the
-/// kernel spreading accepts over the threads.
+/// ([`SharedPort::try_clone`] and [`SharedPort::into_listener`] per thread): a server that keeps
+/// each connection's work on one thread (the front-proxy) trades the multi-threaded scheduler's
+/// cross-thread wake-ups for the kernel spreading accepts over the threads.
 pub struct SharedPort {
     listener: std::net::TcpListener,
     acceptor: TlsAcceptor,
@@ -73,18 +73,35 @@ impl SharedPort {
         self.listener.local_addr().ok()
     }
 
-    /// A listener on this port for the calling thread's runtime (call it inside that runtime).
-    pub fn listener(&self) -> Result<TlsListener, ServeError> {
-        let address = self
-            .local_addr()
-            .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-        let bind_error = |source| ServeError::Bind { address, source };
-        let listener = TcpListener::from_std(self.listener.try_clone().map_err(bind_error)?)
-            .map_err(bind_error)?;
-        Ok(TlsListener {
-            listener,
+    /// Another handle on the same port, for another thread.
+    pub fn try_clone(&self) -> Result<SharedPort, ServeError> {
+        Ok(SharedPort {
+            listener: self
+                .listener
+                .try_clone()
+                .map_err(|source| bind_error(self.local_addr(), source))?,
             acceptor: self.acceptor.clone(),
         })
+    }
+
+    /// This handle as a listener of the calling thread's runtime (call it inside that runtime).
+    /// Consumed, so that the port closes when the last thread stops accepting: a port left open
+    /// while in-flight requests drain would take connections nobody accepts, and clients would
+    /// wait for their timeout instead of being refused and trying another replica.
+    pub fn into_listener(self) -> Result<TlsListener, ServeError> {
+        let address = self.local_addr();
+        let SharedPort { listener, acceptor } = self;
+        let listener =
+            TcpListener::from_std(listener).map_err(|source| bind_error(address, source))?;
+        Ok(TlsListener { listener, acceptor })
+    }
+}
+
+/// A failure on a bound port (its address when it still has one).
+fn bind_error(address: Option<SocketAddr>, source: std::io::Error) -> ServeError {
+    ServeError::Bind {
+        address: address.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+        source,
     }
 }
 
@@ -229,6 +246,137 @@ pub async fn splice(client_side: OnUpgrade, backend_side: OnUpgrade) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use http_body_util::Full;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::sync::{Notify, mpsc};
+
+    /// Answers nothing until released, and says when a request arrived.
+    struct Held {
+        arrived: mpsc::UnboundedSender<()>,
+        release: Arc<Notify>,
+    }
+
+    impl Handler for Held {
+        type Body = Full<Bytes>;
+
+        async fn handle(
+            self: Arc<Self>,
+            _: Arc<Vec<CertificateDer<'static>>>,
+            _: Request<Incoming>,
+        ) -> Response<Full<Bytes>> {
+            let _ = self.arrived.send(());
+            self.release.notified().await;
+            Response::new(Full::new(Bytes::from_static(b"late")))
+        }
+    }
+
+    /// The front-proxy's case: two threads accept on one port; after shutdown, while a request
+    /// is still draining, new connections are refused at once instead of waiting in a backlog
+    /// nobody accepts from.
+    #[test]
+    fn a_shared_port_refuses_connections_while_requests_drain() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (cert_pem, key_pem) = (cert.pem(), key.serialize_pem());
+        let port = SharedPort::bind(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            TlsMaterial {
+                serving_cert_chain_pem: &cert_pem,
+                serving_key_pem: &key_pem,
+                client_ca_pems: &[],
+            },
+        )
+        .unwrap();
+        let address = port.local_addr().unwrap();
+        let (arrived, mut arrivals) = mpsc::unbounded_channel();
+        let release = Arc::new(Notify::new());
+        let handler = Arc::new(Held {
+            arrived,
+            release: release.clone(),
+        });
+        let shutdown = CancellationToken::new();
+        let threads: Vec<_> = [port.try_clone().unwrap(), port]
+            .into_iter()
+            .map(|port| {
+                let (handler, shutdown) = (handler.clone(), shutdown.clone());
+                std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    runtime.block_on(async move {
+                        let stopping = CancellationToken::new();
+                        port.into_listener()
+                            .unwrap()
+                            .serve(
+                                handler,
+                                shutdown.cancelled_owned(),
+                                &stopping,
+                                Duration::from_secs(120),
+                            )
+                            .await;
+                    });
+                })
+            })
+            .collect();
+
+        let client = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        client.block_on(async {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(cert.der().clone()).unwrap();
+            let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+            let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+            let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+            let mut tls = connector.connect(name, tcp).await.unwrap();
+            tls.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n")
+                .await
+                .unwrap();
+            arrivals.recv().await.unwrap();
+
+            shutdown.cancel();
+            // The request is in flight, so the servers are in their grace period; the port must
+            // close (refuse) rather than accept connections no thread will serve.
+            let refused = async {
+                loop {
+                    match tokio::net::TcpStream::connect(address).await {
+                        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                            break;
+                        }
+                        Err(error) => panic!("unexpected connect error: {error}"),
+                        Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(60), refused)
+                .await
+                .expect("the port still accepts connections while a request drains");
+
+            release.notify_one();
+            let mut answer = Vec::new();
+            let _ = tls.read_to_end(&mut answer).await;
+            assert!(
+                String::from_utf8_lossy(&answer).contains("late"),
+                "the drained request was answered"
+            );
+        });
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
 
     #[test]
     fn upgrade_requests_are_recognised() {

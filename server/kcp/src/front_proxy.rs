@@ -129,7 +129,7 @@ impl FrontProxyOptions {
 /// proxy spreads goroutines over every core; here a request never waits for another thread to
 /// be woken, which is most of the CPU a proxied request costs on a multi-threaded runtime.
 fn serve_on_this_thread(
-    port: &SharedPort,
+    port: SharedPort,
     proxy: FrontProxy,
     shutdown: CancellationToken,
 ) -> Result<(), FrontProxyError> {
@@ -138,7 +138,7 @@ fn serve_on_this_thread(
         .build()
         .map_err(FrontProxyError::Thread)?;
     runtime.block_on(async move {
-        let listener = port.listener()?;
+        let listener = port.into_listener()?;
         let stopping = CancellationToken::new();
         listener
             .serve(
@@ -236,16 +236,21 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         .map(String::as_str)
         .collect();
     let address = SocketAddr::new(options.serving.bind_address, options.serving.secure_port);
-    let port = Arc::new(SharedPort::bind(
+    let port = SharedPort::bind(
         address,
         TlsMaterial {
             serving_cert_chain_pem: &transport.serving_cert_chain_pem,
             serving_key_pem: &transport.serving_key_pem,
             client_ca_pems: &client_ca_pems,
         },
-    )?);
+    )?;
     let bound = port.local_addr().unwrap_or(address);
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    // One handle per thread and none kept here: the port closes as the threads stop accepting.
+    let mut ports = (1..threads)
+        .map(|_| port.try_clone())
+        .collect::<Result<Vec<_>, _>>()?;
+    ports.push(port);
     let mut proxies = (1..threads)
         .map(|_| proxy.worker())
         .collect::<Result<Vec<_>, _>>()?;
@@ -253,12 +258,13 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
     let shutdown = CancellationToken::new();
     let workers = proxies
         .into_iter()
+        .zip(ports)
         .enumerate()
-        .map(|(n, proxy)| {
-            let (port, shutdown) = (port.clone(), shutdown.clone());
+        .map(|(n, (proxy, port))| {
+            let shutdown = shutdown.clone();
             std::thread::Builder::new()
                 .name(format!("front-proxy-{n}"))
-                .spawn(move || serve_on_this_thread(&port, proxy, shutdown))
+                .spawn(move || serve_on_this_thread(port, proxy, shutdown))
                 .map_err(FrontProxyError::Thread)
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -5,7 +5,9 @@
 //! its validity, which makes the operator issue both at once (`ValidityShortened`) and roll the
 //! proxy's pods (new `operator.kcp.io/mounted-content-revision`). The scenario waits until the
 //! proxy's Service serves the new certificate (serial and notBefore read in a TLS handshake)
-//! and asserts that none of the client's requests failed; the count is a figure.
+//! and asserts that none of the client's requests failed; the count is a figure. It starts once
+//! every Deployment of the deployment has finished rolling out (an earlier scenario's roll of the
+//! Shard or the FrontProxy still replacing pods would be measured as this one's).
 //!
 //! The entry stays on the FrontProxy (as scenario 5's on the RootShard): removing it would be a
 //! second rotation, since a certificate shorter-lived than the default is due at once.
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 use super::full::shard_workspace_through_proxy;
 use super::poller::{Poller, READ_CONFIG_MAPS};
 use super::rootshard::wait_kind_available;
-use super::rotation::{SHORT_HOURS, revision, wait_rolled};
+use super::rotation::{SHORT_HOURS, revision, wait_rolled, wait_settled};
 use super::served::CertificateFacts;
 use super::{FRONT_PROXY, NAMESPACE, POLL, SHARD, Suite};
 use crate::Outcome;
@@ -31,6 +33,7 @@ pub fn rotate_through_proxy(suite: &mut Suite) -> Outcome {
     let requestheader_secret = format!("{workload}-requestheader");
     let server_name = format!("{workload}.{NAMESPACE}.svc.cluster.local");
 
+    wait_settled(&admin, Duration::from_secs(180))?;
     let (on_shard, inside) = shard_workspace_through_proxy(suite)?;
 
     let address = suite

@@ -86,6 +86,51 @@ pub fn wait_rolled(
     })
 }
 
+/// Waits until every Deployment of the kcp namespace has finished rolling out (all replicas
+/// updated and available, none left over) and no pod there is still being stopped: a scenario
+/// that measures requests during one roll must not start while an earlier scenario's roll is
+/// still replacing pods behind it.
+pub fn wait_settled(admin: &Cluster, within: Duration) -> Outcome {
+    eventually(
+        "every Deployment rolled out and no pod stopping",
+        within,
+        POLL,
+        || {
+            let deployments = admin
+                .get(&["deployments", "-n", NAMESPACE])?
+                .ok_or("no Deployment list")?;
+            for deployment in deployments["items"].as_array().into_iter().flatten() {
+                let (spec, status) = (&deployment["spec"], &deployment["status"]);
+                let done = status["observedGeneration"] == deployment["metadata"]["generation"]
+                    && status["updatedReplicas"] == spec["replicas"]
+                    && status["availableReplicas"] == spec["replicas"]
+                    && status["replicas"] == spec["replicas"];
+                if !done {
+                    return Err(format!(
+                        "Deployment {} is rolling: {status}",
+                        deployment["metadata"]["name"]
+                    ));
+                }
+            }
+            let pods = admin
+                .get(&["pods", "-n", NAMESPACE])?
+                .ok_or("no Pod list")?;
+            let stopping: Vec<&str> = pods["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|pod| !pod["metadata"]["deletionTimestamp"].is_null())
+                .filter_map(|pod| pod["metadata"]["name"].as_str())
+                .collect();
+            if stopping.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("pods still stopping: {}", stopping.join(", ")))
+            }
+        },
+    )
+}
+
 /// The content revision of the pods of Deployment `deployment`.
 pub fn revision(admin: &Cluster, deployment: &str) -> Result<String, String> {
     let object = admin

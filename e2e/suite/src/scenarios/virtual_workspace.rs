@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::rootshard::{
     Target, kubeconfig_manifest, kubeconfig_text, wait_for, wait_kind_available,
 };
+use super::rotation::wait_settled;
 use super::{NAMESPACE, POLL, SHARD, SHARD_KIND, Suite};
 use crate::Outcome;
 use crate::cluster::{Cluster, eventually};
@@ -154,7 +155,10 @@ pub fn serve_a_shard(suite: &mut Suite) -> Outcome {
             None => Ok(()),
             Some(_) => Err("still there".to_owned()),
         },
-    )
+    )?;
+    // The Shard and the FrontProxy roll once more without the VirtualWorkspace; the next
+    // scenario starts on a settled deployment.
+    wait_settled(&admin, within)
 }
 
 /// Sets or removes the Shard's `spec.kcpVirtualWorkspace`.
