@@ -1,9 +1,10 @@
 //! The APIBinding controller (upstream's `pkg/reconciler/apis/apibinding` and
 //! `apibindingdeletion`): serves in each consumer's logical cluster what its bindings bind.
 //!
-//! One storage watch covers the bindings of every logical cluster, and two more the exports and
-//! schemas, so a provider's change (a new schema version in `spec.resources`, an export appearing
-//! after its binding) reaches every binding that reads it. A pass takes a whole consumer cluster:
+//! One storage watch covers the bindings of every logical cluster, and three more the exports,
+//! schemas and APIConversions, so a provider's change (a new schema version in `spec.resources`,
+//! an export appearing after its binding, a changed conversion) reaches every binding that reads
+//! it. A pass takes a whole consumer cluster:
 //! its bindings are decided one after another (kcp-apis' rules, oldest holder first, so the first
 //! binding of a group and resource keeps it and a later one reports `NamingConflicts`), the bound
 //! types of all of them are published in the registry (shared with every cluster bound to the same
@@ -66,6 +67,7 @@ struct Types {
     bindings: Arc<ResourceType>,
     exports: Arc<ResourceType>,
     schemas: Arc<ResourceType>,
+    conversions: Arc<ResourceType>,
     crds: Arc<ResourceType>,
 }
 
@@ -75,6 +77,7 @@ impl Types {
             bindings: stored_type(store, kcp_apis::API_BINDINGS)?,
             exports: stored_type(store, kcp_apis::API_EXPORTS)?,
             schemas: stored_type(store, kcp_apis::API_RESOURCE_SCHEMAS)?,
+            conversions: stored_type(store, kcp_apis::API_CONVERSIONS)?,
             crds: store
                 .registry()
                 .builtin_type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -135,8 +138,13 @@ impl Controller for Bindings {
                     .watch_current(&prefix(&self.types.schemas), from)
                     .await?,
             ),
+            Box::pin(
+                objects
+                    .watch_current(&prefix(&self.types.conversions), from)
+                    .await?,
+            ),
         ]);
-        // Exports and schemas of other shards arrive as copies from the cache.
+        // Exports, schemas and conversions of other shards arrive as copies from the cache.
         let mut copies = self.tenancy.subscribe_copies();
         loop {
             let cluster = tokio::select! {
