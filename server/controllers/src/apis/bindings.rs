@@ -10,7 +10,8 @@
 //! types of all of them are published in the registry (shared with every cluster bound to the same
 //! schemas), and only then are the statuses written, so a client that sees `Bound` can create
 //! objects at once. A binding being deleted is unpublished first, then its objects in that cluster
-//! are deleted, then its finalizer goes.
+//! are deleted, then its finalizer goes. A binding stored before bindings carried their export's
+//! label (`internal.apis.kcp.io/export`) gets it from the first pass after a start.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::select_all;
 use kcp_apimachinery::{ApiError, meta, time};
+use kcp_apis::admission;
 use kcp_apis::binding::{self, BoundResource, ExportReference, Holder, Inputs, Outcome};
 use kcp_apis::schema;
 use kcp_registry::storage::objects::ListRequest;
@@ -387,7 +389,8 @@ impl Bindings {
         Ok((Some(export), schemas))
     }
 
-    /// Adds the finalizer a binding needs and writes its status, each only when it changes.
+    /// Adds the finalizer a binding needs and the export label a binding stored before the label
+    /// existed lacks (one write), then writes its status, each only when it changes.
     async fn write_status(
         &self,
         cluster: &LogicalClusterName,
@@ -395,14 +398,21 @@ impl Bindings {
         decided: &Decided,
     ) -> Result<(), ApiError> {
         let bindings = &self.types.bindings;
-        if !meta::finalizers(binding)
+        let needs_finalizer = !meta::finalizers(binding)
             .iter()
-            .any(|f| f == binding::FINALIZER)
-        {
-            let add_finalizer = |object: &mut Value| {
+            .any(|f| f == binding::FINALIZER);
+        let missing_label =
+            admission::missing_export_label(binding, decided.outcome.export_cluster.as_deref());
+        if needs_finalizer || missing_label.is_some() {
+            let edit_metadata = |object: &mut Value| {
                 let mut finalizers = meta::finalizers(object);
-                finalizers.push(binding::FINALIZER.to_string());
-                meta::set_finalizers(object, finalizers);
+                if !finalizers.iter().any(|f| f == binding::FINALIZER) {
+                    finalizers.push(binding::FINALIZER.to_string());
+                    meta::set_finalizers(object, finalizers);
+                }
+                if let Some(export_cluster) = missing_label {
+                    admission::label_new_binding(object, export_cluster);
+                }
             };
             cleanup::edit_unless_gone(
                 &self.store,
@@ -410,7 +420,7 @@ impl Bindings {
                 cluster,
                 &decided.name,
                 None,
-                &add_finalizer,
+                &edit_metadata,
             )
             .await?;
         }
