@@ -65,14 +65,23 @@ impl AcceptedClaim {
     }
 }
 
-/// The claims of a binding (v1alpha2 `spec.permissionClaims`) in state `Accepted`.
-pub fn accepted_claims(binding: &Value) -> Vec<AcceptedClaim> {
-    binding
+/// The claims of an object (v1alpha2 `spec.permissionClaims`: an export's, or a binding's).
+fn spec_claims(object: &Value) -> impl Iterator<Item = &Value> {
+    object
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|claim| claim["state"] == ACCEPTED)
+}
+
+/// A binding's claims in state `Accepted`, as written.
+fn accepted(binding: &Value) -> impl Iterator<Item = &Value> {
+    spec_claims(binding).filter(|claim| claim["state"] == ACCEPTED)
+}
+
+/// The claims of a binding (v1alpha2 `spec.permissionClaims`) in state `Accepted`.
+pub fn accepted_claims(binding: &Value) -> Vec<AcceptedClaim> {
+    accepted(binding)
         .filter_map(|claim| {
             Some(AcceptedClaim {
                 resource: ClaimedResource::of(claim)?,
@@ -102,18 +111,8 @@ pub fn applied_claims(binding: &Value) -> Vec<ClaimedResource> {
 /// `<resource>.<group> (verbs: accepted [..], exported [..]; selector differs from
 /// defaultSelector)`.
 pub fn mismatches(binding: &Value, export: &Value) -> Vec<String> {
-    let exported: Vec<&Value> = export
-        .pointer("/spec/permissionClaims")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .collect();
-    binding
-        .pointer("/spec/permissionClaims")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|claim| claim["state"] == ACCEPTED)
+    let exported: Vec<&Value> = spec_claims(export).collect();
+    accepted(binding)
         .filter_map(|accepted| {
             let resource = ClaimedResource::of(accepted)?;
             let claim = exported

@@ -5,16 +5,19 @@
 //! APIConversion whose field is not in the schema or whose expression does not compile.
 //!
 //! The same libraries, value typing (escaped property names, integers by schema type) and cost
-//! bound as validation rules apply, so an expression behaves here as it would in a CRD rule.
+//! bound as validation rules apply, so an expression behaves here as it would in a CRD rule. The
+//! result becomes JSON by [`cel_to_json`], which admission policies' expressions share.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use kube_cel::KubeCelExt;
-use kube_cel::cel::objects::Key;
+use kube_cel::cel::objects::{Key, OptionalValue};
 use kube_cel::cel::{self, Context, Program};
 use serde_json::Value;
 
 use super::cost::{self, PER_CALL_LIMIT};
 use super::rule::check_references;
-use super::value::{to_cel, unescape};
+use super::value::to_cel;
 use crate::schema::StructuralSchema;
 use crate::schema::fieldpath::{self, Resolved};
 
@@ -27,8 +30,8 @@ pub enum TransformationError {
     Compile(String),
     #[error("error executing transformation: {0}")]
     Evaluate(String),
-    #[error("error executing transformation: the result {0} has no JSON form")]
-    Result(&'static str),
+    #[error("error executing transformation: {0}")]
+    Result(String),
     #[error("error executing transformation: operation cancelled: actual cost limit exceeded")]
     Cost,
 }
@@ -103,15 +106,15 @@ impl StructuralSchema {
             transformation.program.execute(&scope)
         });
         match result {
-            Ok(result) => to_json(&result),
+            Ok(result) => cel_to_json(&result).map_err(TransformationError::Result),
             Err(error) => Err(TransformationError::Evaluate(error.to_string())),
         }
     }
 }
 
-/// A CEL result as JSON: scalars, lists and maps (declared property names unescaped),
-/// timestamps as RFC 3339 strings.
-fn to_json(value: &cel::Value) -> Result<Value, TransformationError> {
+/// A CEL result as JSON (bytes as base64, timestamps in RFC 3339, durations as Go prints them
+/// in seconds), or why it has no JSON form.
+pub fn cel_to_json(value: &cel::Value) -> Result<Value, String> {
     Ok(match value {
         cel::Value::Null => Value::Null,
         cel::Value::Bool(b) => Value::Bool(*b),
@@ -119,29 +122,42 @@ fn to_json(value: &cel::Value) -> Result<Value, TransformationError> {
         cel::Value::UInt(u) => Value::from(*u),
         cel::Value::Float(f) => serde_json::Number::from_f64(*f)
             .map(Value::Number)
-            .ok_or(TransformationError::Result("not-a-number"))?,
+            .ok_or_else(|| format!("{f} has no JSON representation"))?,
         cel::Value::String(s) => Value::String(s.to_string()),
-        cel::Value::Timestamp(t) => Value::String(t.to_rfc3339()),
+        cel::Value::Bytes(b) => Value::String(STANDARD.encode(b.as_slice())),
         cel::Value::List(items) => {
-            Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?)
+            Value::Array(items.iter().map(cel_to_json).collect::<Result<_, _>>()?)
         }
-        cel::Value::Map(map) => Value::Object(
-            map.map
-                .iter()
-                .map(|(key, value)| {
-                    let key = match key {
-                        Key::String(s) => unescape(s),
-                        Key::Int(i) => i.to_string(),
-                        Key::Uint(u) => u.to_string(),
-                        Key::Bool(b) => b.to_string(),
-                    };
-                    Ok((key, to_json(value)?))
-                })
-                .collect::<Result<_, TransformationError>>()?,
-        ),
-        cel::Value::Bytes(_) => return Err(TransformationError::Result("bytes")),
-        cel::Value::Duration(_) => return Err(TransformationError::Result("duration")),
-        cel::Value::Function(..) => return Err(TransformationError::Result("function")),
-        cel::Value::Opaque(_) => return Err(TransformationError::Result("opaque value")),
+        cel::Value::Map(map) => {
+            let mut obj = serde_json::Map::new();
+            for (key, value) in map.map.iter() {
+                let key = match key {
+                    Key::String(s) => s.to_string(),
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                };
+                obj.insert(key, cel_to_json(value)?);
+            }
+            Value::Object(obj)
+        }
+        cel::Value::Timestamp(t) => Value::String(t.to_rfc3339()),
+        cel::Value::Duration(d) => Value::String(format!("{}s", d.num_seconds())),
+        cel::Value::Opaque(opaque) => match opaque.downcast_ref::<OptionalValue>() {
+            Some(optional) => optional
+                .value()
+                .map(cel_to_json)
+                .transpose()?
+                .unwrap_or(Value::Null),
+            None => {
+                return Err(format!(
+                    "{} has no JSON representation",
+                    opaque.runtime_type_name()
+                ));
+            }
+        },
+        cel::Value::Function(name, _) => {
+            return Err(format!("function {name} has no JSON representation"));
+        }
     })
 }

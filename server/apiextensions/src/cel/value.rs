@@ -62,22 +62,6 @@ pub(crate) fn escape(name: &str) -> Option<String> {
     )
 }
 
-/// The property name a CEL field name stands for: [`escape`] undone.
-pub(crate) fn unescape(field: &str) -> String {
-    if let Some(word) = field
-        .strip_prefix("__")
-        .and_then(|rest| rest.strip_suffix("__"))
-        .filter(|word| RESERVED_WORDS.contains(word))
-    {
-        return word.to_string();
-    }
-    field
-        .replace("__dot__", ".")
-        .replace("__dash__", "-")
-        .replace("__slash__", "/")
-        .replace("__underscores__", "__")
-}
-
 fn string(s: &str) -> cel::Value {
     cel::Value::String(Arc::new(s.to_string()))
 }
@@ -163,12 +147,5 @@ mod tests {
         assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
         assert_eq!(escape("9lives"), None);
         assert_eq!(escape("a b"), None);
-    }
-
-    #[test]
-    fn unescape_undoes_escape() {
-        for name in ["replicas", "foo-bar", "a.b/c", "x__y", "a__.b", "namespace"] {
-            assert_eq!(unescape(&escape(name).unwrap()), name);
-        }
     }
 }
