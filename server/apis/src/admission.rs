@@ -3,13 +3,15 @@
 //!
 //! Each rule returns the messages of what it refuses; the API server turns them into a 403
 //! `Forbidden` Status, as upstream's `admission.NewForbidden` does. APIBinding admission also
-//! mutates: every binding carries the `internal.apis.kcp.io/export` label naming its export.
+//! mutates: every binding carries the `internal.apis.kcp.io/export` label naming its export, and
+//! the finalizer of the APIBinding controller's deletion flow (upstream's
+//! `apis.kcp.io/APIBindingDeletionFinalizer`), so the controller need not write it.
 
 use kcp_apiextensions::CrdInfo;
 use kcp_apimachinery::meta;
 use serde_json::Value;
 
-use crate::binding::ExportReference;
+use crate::binding::{self, ExportReference};
 use crate::claims::{self, EXPORT_LABEL};
 use crate::{GROUP, schema};
 
@@ -127,6 +129,18 @@ fn recorded_export_cluster(binding: &Value) -> Option<&str> {
         .filter(|cluster| !cluster.is_empty())
 }
 
+/// A binding written while not being deleted carries [`binding::FINALIZER`], as upstream's
+/// `apis.kcp.io/APIBindingDeletionFinalizer` admission adds it on create and update.
+pub fn add_binding_finalizer(binding: &mut Value) {
+    let mut finalizers = meta::finalizers(binding);
+    if meta::deletion_timestamp(binding).is_none()
+        && !finalizers.iter().any(|f| f == binding::FINALIZER)
+    {
+        finalizers.push(binding::FINALIZER.to_string());
+        meta::set_finalizers(binding, finalizers);
+    }
+}
+
 /// A CRD of a reserved group (`*.apis.kcp.io`, served by kcp itself).
 pub fn reserved_crd_group(group: &str) -> Option<String> {
     group
@@ -239,6 +253,18 @@ mod tests {
         assert_eq!(missing_export_label(&unlabeled, None), Some("2x4k"));
         assert_eq!(missing_export_label(&unlabeled, Some("9z")), Some("9z"));
         assert_eq!(missing_export_label(&pending, None), None);
+    }
+
+    #[test]
+    fn bindings_get_the_deletion_finalizer_unless_deleted() {
+        let mut binding = json!({"metadata": {"name": "b", "finalizers": ["other"]}});
+        add_binding_finalizer(&mut binding);
+        add_binding_finalizer(&mut binding);
+        assert_eq!(meta::finalizers(&binding), ["other", binding::FINALIZER]);
+        let mut deleting =
+            json!({"metadata": {"name": "b", "deletionTimestamp": "2026-11-26T00:00:00Z"}});
+        add_binding_finalizer(&mut deleting);
+        assert!(meta::finalizers(&deleting).is_empty());
     }
 
     #[test]

@@ -96,7 +96,8 @@ struct Bindings {
     types: Types,
     bound: BoundTypes,
     /// Consumer cluster -> the clusters its bindings' exports live in (whose changes requeue it).
-    sources: Mutex<HashMap<LogicalClusterName, BTreeSet<LogicalClusterName>>>,
+    /// A sorted list, as most consumers read one source (a tree would allocate a whole node).
+    sources: Mutex<HashMap<LogicalClusterName, Box<[LogicalClusterName]>>>,
 }
 
 /// What a pass decided for one binding.
@@ -268,7 +269,7 @@ impl Controller for Bindings {
         if sources.is_empty() {
             lock(&self.sources).remove(cluster);
         } else {
-            lock(&self.sources).insert(cluster.clone(), sources);
+            lock(&self.sources).insert(cluster.clone(), sources.into_iter().collect());
         }
         for (decided, binding) in decided.iter().zip(
             bindings
@@ -296,7 +297,7 @@ impl Bindings {
     fn requeue_consumers_of(&self, source: &LogicalClusterName, queue: &Queue<LogicalClusterName>) {
         let consumers: Vec<LogicalClusterName> = lock(&self.sources)
             .iter()
-            .filter(|(_, sources)| sources.contains(source))
+            .filter(|(_, sources)| sources.binary_search(source).is_ok())
             .map(|(consumer, _)| consumer.clone())
             .collect();
         for consumer in consumers {

@@ -5,7 +5,8 @@
 //! SubjectAccessReview (its RBAC, without the workspace content gate), whether the creator of a
 //! binding may `bind` the export. An export of a workspace on another shard is found among the
 //! copies read back from the cache, and its cluster's RBAC is what that shard replicated.
-//! Admitted bindings are labeled with their export (`internal.apis.kcp.io/export`), an
+//! Admitted bindings are labeled with their export (`internal.apis.kcp.io/export`) and carry
+//! the controller's deletion finalizer, an
 //! export's claims on resources this server does not build in must name an identity, and an
 //! APIConversion must compile against the APIResourceSchema of its name in its workspace
 //! (upstream's `apis.kcp.io/APIConversion` plugin).
@@ -155,6 +156,7 @@ impl ApisWrite {
             ApisWrite::Binding(cluster) => {
                 let export_cluster = admit_bind(r, cluster, object).await?;
                 admission::label_new_binding(object, export_cluster.as_str());
+                admission::add_binding_finalizer(object);
                 Ok(())
             }
             ApisWrite::Crd(cluster) => admit_crd(r, cluster, object).await,
@@ -182,6 +184,7 @@ impl ApisWrite {
             }
             ApisWrite::Binding(_) => {
                 admission::keep_binding_label(new, old);
+                admission::add_binding_finalizer(new);
                 Ok(())
             }
             ApisWrite::Crd(_) => Ok(()),
