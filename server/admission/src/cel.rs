@@ -23,12 +23,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
-use base64::Engine;
 use kube_cel::KubeCelExt;
 use kube_cel::cel::common::ast::{
     CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, MapEntryExpr, MapExpr,
 };
-use kube_cel::cel::objects::{Key, Map, OptionalValue};
+use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::parser::Parser;
 use kube_cel::cel::{self, Context, ExecutionError};
 use serde_json::Value;
@@ -235,57 +234,7 @@ pub fn to_cel(value: &Value) -> cel::Value {
     }
 }
 
-/// A CEL result as JSON (bytes as base64, timestamps in RFC 3339, durations as Go prints them
-/// in seconds), or why it has no JSON form.
-pub fn to_json(value: &cel::Value) -> Result<Value, String> {
-    Ok(match value {
-        cel::Value::Null => Value::Null,
-        cel::Value::Bool(b) => Value::Bool(*b),
-        cel::Value::Int(i) => Value::from(*i),
-        cel::Value::UInt(u) => Value::from(*u),
-        cel::Value::Float(f) => serde_json::Number::from_f64(*f)
-            .map(Value::Number)
-            .ok_or_else(|| format!("{f} has no JSON representation"))?,
-        cel::Value::String(s) => Value::String(s.to_string()),
-        cel::Value::Bytes(b) => {
-            Value::String(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
-        }
-        cel::Value::List(items) => {
-            Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?)
-        }
-        cel::Value::Map(map) => {
-            let mut obj = serde_json::Map::new();
-            for (key, value) in map.map.iter() {
-                let key = match key {
-                    Key::String(s) => s.to_string(),
-                    Key::Int(i) => i.to_string(),
-                    Key::Uint(u) => u.to_string(),
-                    Key::Bool(b) => b.to_string(),
-                };
-                obj.insert(key, to_json(value)?);
-            }
-            Value::Object(obj)
-        }
-        cel::Value::Timestamp(t) => Value::String(t.to_rfc3339()),
-        cel::Value::Duration(d) => Value::String(format!("{}s", d.num_seconds())),
-        cel::Value::Opaque(opaque) => match opaque.downcast_ref::<OptionalValue>() {
-            Some(optional) => optional
-                .value()
-                .map(to_json)
-                .transpose()?
-                .unwrap_or(Value::Null),
-            None => {
-                return Err(format!(
-                    "{} has no JSON representation",
-                    opaque.runtime_type_name()
-                ));
-            }
-        },
-        cel::Value::Function(name, _) => {
-            return Err(format!("function {name} has no JSON representation"));
-        }
-    })
-}
+pub use kcp_apiextensions::cel_to_json as to_json;
 
 /// The variables of one policy evaluation, each the result of its expression.
 #[derive(Debug, Default)]

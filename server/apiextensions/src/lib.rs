@@ -14,6 +14,7 @@ pub mod crd;
 pub mod schema;
 pub mod strict;
 
+pub use cel::transform::{Transformation, TransformationError, cel_to_json};
 pub use cel::value::RESERVED_WORDS as CEL_RESERVED_WORDS;
 pub use crd::{
     CrdError, CrdInfo, CrdVersion, PrinterColumn, ScaleSpec, validate_crd, validate_crd_update,

@@ -3,13 +3,15 @@
 //!
 //! Each rule returns the messages of what it refuses; the API server turns them into a 403
 //! `Forbidden` Status, as upstream's `admission.NewForbidden` does. APIBinding admission also
-//! mutates: every binding carries the `internal.apis.kcp.io/export` label naming its export.
+//! mutates: every binding carries the `internal.apis.kcp.io/export` label naming its export, and
+//! the finalizer of the APIBinding controller's deletion flow (upstream's
+//! `apis.kcp.io/APIBindingDeletionFinalizer`), so the controller need not write it.
 
 use kcp_apiextensions::CrdInfo;
 use kcp_apimachinery::meta;
 use serde_json::Value;
 
-use crate::binding::ExportReference;
+use crate::binding::{self, ExportReference};
 use crate::claims::{self, EXPORT_LABEL};
 use crate::{GROUP, schema};
 
@@ -99,12 +101,43 @@ pub fn keep_binding_label(new: &mut Value, old: &Value) {
         meta::set_label(new, EXPORT_LABEL, label);
         return;
     }
-    let export_cluster = old
+    if let Some(export_cluster) = recorded_export_cluster(old) {
+        label_new_binding(new, export_cluster);
+    }
+}
+
+/// The export label a stored binding lacks (it was written before the label existed), with the
+/// export cluster to derive it from: the one a pass just resolved, else the one its status
+/// records. The APIBinding controller writes it, so such bindings are found by label without
+/// waiting for their next update.
+pub fn missing_export_label<'a>(
+    binding: &'a Value,
+    resolved_export_cluster: Option<&'a str>,
+) -> Option<&'a str> {
+    if meta::labels(binding).contains_key(EXPORT_LABEL) {
+        return None;
+    }
+    resolved_export_cluster
+        .filter(|cluster| !cluster.is_empty())
+        .or_else(|| recorded_export_cluster(binding))
+}
+
+fn recorded_export_cluster(binding: &Value) -> Option<&str> {
+    binding
         .pointer("/status/apiExportClusterName")
         .and_then(Value::as_str)
-        .filter(|cluster| !cluster.is_empty());
-    if let Some(export_cluster) = export_cluster {
-        label_new_binding(new, export_cluster);
+        .filter(|cluster| !cluster.is_empty())
+}
+
+/// A binding written while not being deleted carries [`binding::FINALIZER`], as upstream's
+/// `apis.kcp.io/APIBindingDeletionFinalizer` admission adds it on create and update.
+pub fn add_binding_finalizer(binding: &mut Value) {
+    let mut finalizers = meta::finalizers(binding);
+    if meta::deletion_timestamp(binding).is_none()
+        && !finalizers.iter().any(|f| f == binding::FINALIZER)
+    {
+        finalizers.push(binding::FINALIZER.to_string());
+        meta::set_finalizers(binding, finalizers);
     }
 }
 
@@ -214,6 +247,24 @@ mod tests {
         let mut update = pending.clone();
         keep_binding_label(&mut update, &pending);
         assert!(meta::labels(&update).is_empty());
+
+        // What the binding controller writes on bindings stored before the label existed.
+        assert_eq!(missing_export_label(&binding, Some("2x4k")), None);
+        assert_eq!(missing_export_label(&unlabeled, None), Some("2x4k"));
+        assert_eq!(missing_export_label(&unlabeled, Some("9z")), Some("9z"));
+        assert_eq!(missing_export_label(&pending, None), None);
+    }
+
+    #[test]
+    fn bindings_get_the_deletion_finalizer_unless_deleted() {
+        let mut binding = json!({"metadata": {"name": "b", "finalizers": ["other"]}});
+        add_binding_finalizer(&mut binding);
+        add_binding_finalizer(&mut binding);
+        assert_eq!(meta::finalizers(&binding), ["other", binding::FINALIZER]);
+        let mut deleting =
+            json!({"metadata": {"name": "b", "deletionTimestamp": "2026-11-26T00:00:00Z"}});
+        add_binding_finalizer(&mut deleting);
+        assert!(meta::finalizers(&deleting).is_empty());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::claims;
 use crate::conditions::{self, Condition, Severity};
 use crate::schema::group_resource;
 
@@ -208,9 +209,14 @@ fn failed(inputs: &Inputs<'_>, failure: Condition, binding_failed: Option<Condit
     }
 }
 
-/// `Ready`: True when every other condition is, else the first failure's reason and message.
+/// `Ready`: True when every other condition is (warnings aside: a claim mismatch leaves the
+/// binding usable), else the first failure's reason and message.
 fn with_ready(mut all: Vec<Condition>) -> Vec<Condition> {
-    let ready = match all.iter().find_map(|c| c.failure.clone()) {
+    let ready = match all
+        .iter()
+        .filter_map(|c| c.failure.clone())
+        .find(|(_, severity, _)| *severity != Severity::Warning)
+    {
         None => Condition::holds(conditions::READY),
         Some(failure) => Condition {
             kind: conditions::READY,
@@ -370,9 +376,35 @@ fn claim_keys(object: &Value, pointer: &str) -> Vec<(String, String, String)> {
 }
 
 /// `PermissionClaimsValid`: every claim the binding accepts or rejects is one its export makes
-/// (upstream's message for the others). Claims are not enforced yet; this tells a consumer at
-/// once that a claim it answered does not exist (e.g. a wrong identity hash).
+/// (upstream's message for the others, `InvalidPermissionClaims`), so a consumer learns at once
+/// that a claim it answered does not exist (e.g. a wrong identity hash, or a claim the export
+/// dropped); else every accepted claim asks for the verbs and selector the export's claim does
+/// (upstream's `PermissionClaimsMismatch`, a warning: the binding works with what was accepted).
+/// Upstream writes the mismatch over an invalid claim; here the error stays, as it is the worse.
 fn claims_validity(binding: &Value, export: &Value) -> Condition {
+    if let Some(invalid) = invalid_claims(binding, export) {
+        return invalid;
+    }
+    let mismatched = claims::mismatches(binding, export);
+    if mismatched.is_empty() {
+        return Condition::holds(conditions::PERMISSION_CLAIMS_VALID);
+    }
+    let shown = &mismatched[..mismatched.len().min(5)];
+    Condition::fails(
+        conditions::PERMISSION_CLAIMS_VALID,
+        conditions::PERMISSION_CLAIMS_MISMATCH,
+        Severity::Warning,
+        format!(
+            "{} permission claim(s) have mismatched verbs or selectors (showing first {}): {}",
+            mismatched.len(),
+            shown.len(),
+            shown.join(", ")
+        ),
+    )
+}
+
+/// `InvalidPermissionClaims`, when the binding answers claims its export does not make.
+fn invalid_claims(binding: &Value, export: &Value) -> Option<Condition> {
     let exported = claim_keys(export, "/spec/permissionClaims");
     let unexpected: Vec<String> = claim_keys(binding, "/spec/permissionClaims")
         .into_iter()
@@ -382,7 +414,7 @@ fn claims_validity(binding: &Value, export: &Value) -> Condition {
         })
         .collect();
     if unexpected.is_empty() {
-        return Condition::holds(conditions::PERMISSION_CLAIMS_VALID);
+        return None;
     }
     let shown = &unexpected[..unexpected.len().min(10)];
     let errors = if shown.len() == 1 {
@@ -395,12 +427,12 @@ fn claims_validity(binding: &Value, export: &Value) -> Condition {
         unexpected.len(),
         shown.len()
     );
-    Condition::fails(
+    Some(Condition::fails(
         conditions::PERMISSION_CLAIMS_VALID,
         conditions::INVALID_PERMISSION_CLAIMS,
         Severity::Error,
         message,
-    )
+    ))
 }
 
 fn all_bound() -> Vec<Condition> {
@@ -614,18 +646,64 @@ mod tests {
         assert!(outcome.conditions.iter().all(Condition::is_true));
         binding["spec"]["permissionClaims"][0]["identityHash"] = json!("wrong");
         let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
-        let claims = outcome
-            .conditions
-            .iter()
-            .find(|c| c.kind == conditions::PERMISSION_CLAIMS_VALID)
-            .unwrap();
-        let (reason, _, message) = claims.failure.clone().unwrap();
+        let (reason, _, message) = claims_failure(&outcome);
         assert_eq!(reason, conditions::INVALID_PERMISSION_CLAIMS);
         assert_eq!(
             message,
             "1 unexpected and/or invalid permission claims (showing first 1): unexpected/invalid claim for configmaps. (identity \"wrong\")"
         );
         assert_eq!(outcome.phase, PHASE_BOUND, "the binding itself is bound");
+    }
+
+    #[test]
+    fn accepted_claims_with_other_verbs_or_selectors_are_a_warning() {
+        let mut binding = binding("", "widgets");
+        let mut export = export("abc");
+        export["spec"]["permissionClaims"] = json!([
+            {"group": "", "resource": "configmaps", "identityHash": "", "verbs": ["get", "list"]},
+            {"group": "", "resource": "secrets", "identityHash": "", "verbs": ["*"],
+             "defaultSelector": {"matchLabels": {"app": "x"}}}]);
+        binding["spec"]["permissionClaims"] = json!([
+            {"group": "", "resource": "configmaps", "identityHash": "", "verbs": ["list", "get"], "selector": {"matchAll": true}, "state": "Accepted"},
+            {"group": "", "resource": "secrets", "identityHash": "", "verbs": ["get"], "selector": {"matchLabels": {"app": "x"}}, "state": "Accepted"}]);
+        let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
+        assert!(outcome.conditions.iter().all(Condition::is_true));
+
+        binding["spec"]["permissionClaims"][0]["verbs"] = json!(["get"]);
+        binding["spec"]["permissionClaims"][1]["selector"] = json!({"matchAll": true});
+        let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
+        let (reason, severity, message) = claims_failure(&outcome);
+        assert_eq!(reason, conditions::PERMISSION_CLAIMS_MISMATCH);
+        assert_eq!(severity, Severity::Warning);
+        assert_eq!(
+            message,
+            "2 permission claim(s) have mismatched verbs or selectors (showing first 2): configmaps. (verbs: accepted [get], exported [get list]), secrets. (selector differs from defaultSelector)"
+        );
+        assert!(
+            outcome
+                .conditions
+                .iter()
+                .any(|c| c.kind == conditions::READY && c.is_true()),
+            "a warning leaves the binding ready"
+        );
+
+        // A claim the export does not make is the error that shows.
+        binding["spec"]["permissionClaims"][1]["identityHash"] = json!("wrong");
+        let outcome = outcome_of(&binding, Some(&export), "c", &schemas(), &BTreeMap::new());
+        assert_eq!(
+            claims_failure(&outcome).0,
+            conditions::INVALID_PERMISSION_CLAIMS
+        );
+    }
+
+    /// The reason, severity and message of a False `PermissionClaimsValid`.
+    fn claims_failure(outcome: &Outcome) -> (String, Severity, String) {
+        outcome
+            .conditions
+            .iter()
+            .find(|c| c.kind == conditions::PERMISSION_CLAIMS_VALID)
+            .and_then(|c| c.failure.clone())
+            .unwrap()
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //!
 //! Both hashes are SHA-224 in lowercase-first base62, as upstream's `Base62Sha224`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kcp_apimachinery::labels::LabelSelector;
 use kcp_apimachinery::meta;
@@ -65,14 +65,23 @@ impl AcceptedClaim {
     }
 }
 
-/// The claims of a binding (v1alpha2 `spec.permissionClaims`) in state `Accepted`.
-pub fn accepted_claims(binding: &Value) -> Vec<AcceptedClaim> {
-    binding
+/// The claims of an object (v1alpha2 `spec.permissionClaims`: an export's, or a binding's).
+fn spec_claims(object: &Value) -> impl Iterator<Item = &Value> {
+    object
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|claim| claim["state"] == ACCEPTED)
+}
+
+/// A binding's claims in state `Accepted`, as written.
+fn accepted(binding: &Value) -> impl Iterator<Item = &Value> {
+    spec_claims(binding).filter(|claim| claim["state"] == ACCEPTED)
+}
+
+/// The claims of a binding (v1alpha2 `spec.permissionClaims`) in state `Accepted`.
+pub fn accepted_claims(binding: &Value) -> Vec<AcceptedClaim> {
+    accepted(binding)
         .filter_map(|claim| {
             Some(AcceptedClaim {
                 resource: ClaimedResource::of(claim)?,
@@ -94,6 +103,62 @@ pub fn applied_claims(binding: &Value) -> Vec<ClaimedResource> {
         .flatten()
         .filter_map(ClaimedResource::of)
         .collect()
+}
+
+/// The accepted claims that ask for something else than the export's claim of the same resource
+/// (upstream's `detectClaimMismatches`): other verbs (unless either side has `*`), or a
+/// selector other than the export's `defaultSelector` (when it has one). One line per claim:
+/// `<resource>.<group> (verbs: accepted [..], exported [..]; selector differs from
+/// defaultSelector)`.
+pub fn mismatches(binding: &Value, export: &Value) -> Vec<String> {
+    let exported: Vec<&Value> = spec_claims(export).collect();
+    accepted(binding)
+        .filter_map(|accepted| {
+            let resource = ClaimedResource::of(accepted)?;
+            let claim = exported
+                .iter()
+                .find(|c| ClaimedResource::of(c).as_ref() == Some(&resource))?;
+            let mut parts = Vec::new();
+            let (mine, theirs) = (verbs_of(accepted), verbs_of(claim));
+            let wildcard = mine.iter().chain(&theirs).any(|v| v == "*");
+            let as_set = |verbs: &[String]| verbs.iter().cloned().collect::<BTreeSet<String>>();
+            if !wildcard && as_set(&mine) != as_set(&theirs) {
+                parts.push(format!(
+                    "verbs: accepted [{}], exported [{}]",
+                    mine.join(" "),
+                    theirs.join(" ")
+                ));
+            }
+            if let Some(default) = claim.get("defaultSelector")
+                && normalized_selector(&accepted["selector"]) != normalized_selector(default)
+            {
+                parts.push("selector differs from defaultSelector".to_string());
+            }
+            (!parts.is_empty()).then(|| {
+                format!(
+                    "{}.{} ({})",
+                    resource.resource,
+                    resource.group,
+                    parts.join("; ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// A claim selector with absent and empty fields alike (`matchAll`, `matchLabels`,
+/// `matchExpressions`), for comparing what two selectors say.
+fn normalized_selector(selector: &Value) -> (bool, Value, Value) {
+    let non_empty = |field: &str| match selector.get(field) {
+        Some(Value::Object(map)) if !map.is_empty() => Value::Object(map.clone()),
+        Some(Value::Array(items)) if !items.is_empty() => Value::Array(items.clone()),
+        _ => Value::Null,
+    };
+    (
+        selector["matchAll"] == true,
+        non_empty("matchLabels"),
+        non_empty("matchExpressions"),
+    )
 }
 
 /// A claim an export makes (v1alpha2 `spec.permissionClaims[]`).

@@ -20,6 +20,7 @@ pub const NAMING_CONFLICTS: &str = "NamingConflicts";
 pub const WAITING_FOR_ESTABLISHED: &str = "WaitingForEstablished";
 pub const PERMISSION_CLAIMS_VALID: &str = "PermissionClaimsValid";
 pub const INVALID_PERMISSION_CLAIMS: &str = "InvalidPermissionClaims";
+pub const PERMISSION_CLAIMS_MISMATCH: &str = "PermissionClaimsMismatch";
 
 /// How bad a False condition is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The CustomResourceDefinitions of the four `apis.kcp.io` types served in every logical cluster
+//! The CustomResourceDefinitions of the five `apis.kcp.io` types served in every logical cluster
 //! (upstream serves them as system CRDs from `system:system-crds`, which no workspace can shadow).
 //!
 //! The definitions are upstream's generated `config/crds/apis.kcp.io_*.yaml` with descriptions left
@@ -16,7 +16,7 @@ pub struct CrdFileError {
     source: yaml_serde::Error,
 }
 
-const FILES: [(&str, &str); 4] = [
+const FILES: [(&str, &str); 5] = [
     (
         "apiresourceschemas.yaml",
         include_str!("crds/apiresourceschemas.yaml"),
@@ -27,9 +27,14 @@ const FILES: [(&str, &str); 4] = [
         "apiexportendpointslices.yaml",
         include_str!("crds/apiexportendpointslices.yaml"),
     ),
+    (
+        "apiconversions.yaml",
+        include_str!("crds/apiconversions.yaml"),
+    ),
 ];
 
-/// The four CRDs: apiresourceschemas, apiexports, apibindings, apiexportendpointslices.
+/// The five CRDs: apiresourceschemas, apiexports, apibindings, apiexportendpointslices,
+/// apiconversions.
 pub fn crds() -> Result<Vec<Value>, CrdFileError> {
     FILES
         .iter()
@@ -73,6 +78,7 @@ mod tests {
                     "apiexportendpointslices".to_string(),
                     vec!["v1alpha1".to_string()]
                 ),
+                ("apiconversions".to_string(), vec!["v1alpha1".to_string()]),
             ]
         );
     }

@@ -1,5 +1,6 @@
 //! kcp's APIs as a service as pure decisions: the `apis.kcp.io` types (APIResourceSchema,
-//! APIExport, APIBinding, APIExportEndpointSlice) and the rules behind them, with no I/O.
+//! APIExport, APIBinding, APIExportEndpointSlice, APIConversion) and the rules behind them, with
+//! no I/O.
 //!
 //! A provider writes APIResourceSchemas (immutable snapshots of a CRD's spec) and an APIExport
 //! naming them; the export gets an identity (a random key in a Secret, `status.identityHash` its
@@ -12,6 +13,7 @@
 //! `sdk/apis/apis/{v1alpha1,v1alpha2}`, `pkg/reconciler/apis`, `pkg/admission/api*`).
 
 pub mod admission;
+pub mod api_conversion;
 pub mod binding;
 pub mod claims;
 pub mod conditions;
@@ -31,3 +33,4 @@ pub const API_RESOURCE_SCHEMAS: &str = "apiresourceschemas";
 pub const API_EXPORTS: &str = "apiexports";
 pub const API_BINDINGS: &str = "apibindings";
 pub const API_EXPORT_ENDPOINT_SLICES: &str = "apiexportendpointslices";
+pub const API_CONVERSIONS: &str = "apiconversions";

@@ -1,7 +1,7 @@
 //! Replication of a shard's objects into the cache (upstream `pkg/reconciler/cache/replication`):
 //! every shard pushes the objects others need to read into the cache under its own shard name,
 //! every logical cluster of it: its `Shard`s (held by the root shard only), its `WorkspaceType`s,
-//! `APIExport`s and `APIResourceSchema`s, the routing data of the `LogicalCluster`s of the
+//! `APIExport`s, `APIResourceSchema`s and `APIConversion`s, the routing data of the `LogicalCluster`s of the
 //! logical clusters holding a type or an export, so that other shards resolve their paths
 //! (`replication/desired.rs`), the RBAC other shards need to authorize binding those exports and
 //! using those types (`replication/rbac.rs`), and markers of the exports its APIBindings bind,
@@ -196,6 +196,11 @@ pub fn api_resource_schemas() -> Resource {
     Resource::new(kcp_apis::GROUP, "v1alpha1", kcp_apis::API_RESOURCE_SCHEMAS)
 }
 
+/// The `APIConversions` resource (`apis.kcp.io/v1alpha1`).
+pub fn api_conversions() -> Resource {
+    Resource::new(kcp_apis::GROUP, "v1alpha1", kcp_apis::API_CONVERSIONS)
+}
+
 /// The markers of exports bound on a shard (see `replication/markers.rs`), a resource of the
 /// cache only.
 pub fn bound_export_markers() -> Resource {
@@ -218,7 +223,8 @@ pub fn shards() -> Resource {
 }
 
 /// What every shard replicates, where `store` keeps it: its `Shard`s (root-only, so only the
-/// root shard has any), its `WorkspaceType`s, `APIExport`s and `APIResourceSchema`s, the
+/// root shard has any), its `WorkspaceType`s, `APIExport`s, `APIResourceSchema`s and
+/// `APIConversion`s, the
 /// routing data of the `LogicalCluster`s of the logical clusters holding a WorkspaceType or an
 /// APIExport, the `ClusterRole`s and `ClusterRoleBinding`s that grant `bind`, export content
 /// or `use` of a type (what other shards authorize about this shard's clusters), and a marker per
@@ -284,6 +290,11 @@ pub fn replicated(
         Replicated {
             local_prefix: find(&api_resource_schemas(), false)?,
             resource: api_resource_schemas(),
+            copies: Copies::Whole,
+        },
+        Replicated {
+            local_prefix: find(&api_conversions(), false)?,
+            resource: api_conversions(),
             copies: Copies::Whole,
         },
         Replicated {

@@ -137,6 +137,7 @@ impl Local<'_> {
                 CopiedKind::ApiResourceSchemas,
                 replication::api_resource_schemas(),
             ),
+            (CopiedKind::ApiConversions, replication::api_conversions()),
             (CopiedKind::ClusterRoles, replication::cluster_roles()),
             (
                 CopiedKind::ClusterRoleBindings,

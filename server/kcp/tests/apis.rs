@@ -3,7 +3,8 @@
 //! consumer story: a provider exports an APIResourceSchema, consumers bind it and use the bound
 //! resource like a CRD, isolated from each other and from another export of the same group and
 //! resource; the bad input (binding without `bind`, a missing export, a conflicting CRD, a changed
-//! reference) is answered with upstream's Status errors and conditions.
+//! reference) is answered with upstream's Status errors and conditions; an APIConversion converts
+//! a bound resource between the versions of its schema.
 //!
 //! The scenarios share one server and keep to their own workspace names. Every wait has a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -877,4 +878,166 @@ async fn a_workspace_type_binds_its_default_exports_before_the_workspace_is_read
         "Ready",
     );
     waiting.ok(&["get", "gadgets", "-A"]);
+}
+
+/// A two-version APIResourceSchema of cluster-scoped `people.example.org`: v1 has
+/// `spec.firstName` and `spec.lastName`, v2 `spec.name.{first,last,lastUpper}` and a
+/// `spec.extra.hello` v1 lacks.
+const PEOPLE_SCHEMA: &str = r#"apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata:
+  name: rev1.people.example.org
+spec:
+  group: example.org
+  names: {plural: people, singular: person, kind: Person, listKind: PersonList}
+  scope: Cluster
+  conversion: {strategy: None}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            firstName: {type: string}
+            lastName: {type: string}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            name:
+              type: object
+              properties:
+                first: {type: string}
+                last: {type: string}
+                lastUpper: {type: string}
+            extra:
+              type: object
+              properties:
+                hello: {type: string}
+"#;
+
+/// Upstream's example conversion: names move between versions, `lastUpper` is computed, and
+/// `spec.extra` survives a trip through v1.
+const PEOPLE_CONVERSION: &str = r#"apiVersion: apis.kcp.io/v1alpha1
+kind: APIConversion
+metadata:
+  name: rev1.people.example.org
+spec:
+  conversions:
+  - from: v1
+    to: v2
+    rules:
+    - {field: .spec.firstName, destination: .spec.name.first}
+    - {field: .spec.lastName, destination: .spec.name.last, transformation: self}
+    - {field: .spec.lastName, destination: .spec.name.lastUpper, transformation: self.upperAscii()}
+  - from: v2
+    to: v1
+    rules:
+    - {field: .spec.name.first, destination: .spec.firstName}
+    - {field: .spec.name.last, destination: .spec.lastName}
+    preserve: [.spec.extra]
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_conversion_converts_bound_objects_between_versions() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let provider = workspace(&server, &kubectl, "people-provider");
+    provider.apply(PEOPLE_SCHEMA);
+
+    // Admission compiles the rules against the schema of the same name, as upstream.
+    for (from, to, wanted) in [
+        (
+            "name: rev1.people.example.org",
+            "name: rev9.people.example.org",
+            "is forbidden: error getting APIResourceSchema rev9.people.example.org",
+        ),
+        (
+            "field: .spec.firstName",
+            "field: .spec.nickName",
+            "spec.conversions[0].rules[0].field",
+        ),
+        (
+            "transformation: self.upperAscii()",
+            "transformation: nosuch.upperAscii()",
+            "spec.conversions[0].rules[2].transformation",
+        ),
+    ] {
+        let refused = provider.create_fails(&PEOPLE_CONVERSION.replace(from, to));
+        assert!(refused.contains(wanted), "{refused}");
+    }
+    provider.apply(PEOPLE_CONVERSION);
+    provider.apply(&export_yaml(
+        "people",
+        "example.org",
+        "people",
+        "rev1.people.example.org",
+    ));
+    wait_identity(&provider, "people");
+
+    let consumer = workspace(&server, &kubectl, "people-consumer");
+    consumer.apply(&binding_yaml("people", "root:people-provider", "people"));
+    wait_bound(&consumer, "people");
+
+    // Written in v1 (the storage version), read in v2 and back.
+    consumer.apply(
+        "apiVersion: example.org/v1\nkind: Person\nmetadata:\n  name: ada\nspec: {firstName: Ada, lastName: Lovelace}\n",
+    );
+    let in_v2 = json(&consumer.ok(&["get", "people.v2.example.org", "ada", "-o", "json"]));
+    assert_eq!(in_v2["apiVersion"], "example.org/v2");
+    assert_eq!(
+        in_v2["spec"],
+        json(r#"{"name": {"first": "Ada", "last": "Lovelace", "lastUpper": "LOVELACE"}}"#)
+    );
+    // Writing the v2 form back leaves the v1 object as it was.
+    let v2_file = consumer.file(&in_v2.to_string());
+    consumer.ok(&["replace", "-f", &v2_file]);
+    let in_v1 = json(&consumer.ok(&["get", "people.v1.example.org", "ada", "-o", "json"]));
+    assert_eq!(
+        in_v1["spec"],
+        json(r#"{"firstName": "Ada", "lastName": "Lovelace"}"#)
+    );
+    assert!(
+        !in_v1["metadata"]["annotations"]
+            .as_object()
+            .is_some_and(|a| a.keys().any(|k| k.starts_with("preserve.conversion"))),
+        "{in_v1}"
+    );
+
+    // Written in v2 with a field v1 lacks: v1 keeps it in the preserve annotation, v2 gets it
+    // back.
+    consumer.apply(
+        "apiVersion: example.org/v2\nkind: Person\nmetadata:\n  name: grace\nspec:\n  name: {first: Grace, last: Hopper}\n  extra: {hello: world}\n",
+    );
+    let in_v1 = json(&consumer.ok(&["get", "people.v1.example.org", "grace", "-o", "json"]));
+    assert_eq!(
+        in_v1["spec"],
+        json(r#"{"firstName": "Grace", "lastName": "Hopper"}"#)
+    );
+    assert_eq!(
+        in_v1["metadata"]["annotations"]["preserve.conversion.apis.kcp.io/v2"],
+        r#"{"spec.extra":{"hello":"world"}}"#
+    );
+    let in_v2 = json(&consumer.ok(&["get", "people.v2.example.org", "grace", "-o", "json"]));
+    assert_eq!(
+        in_v2["spec"],
+        json(
+            r#"{"name": {"first": "Grace", "last": "Hopper", "lastUpper": "HOPPER"}, "extra": {"hello": "world"}}"#
+        )
+    );
+    assert!(
+        !in_v2["metadata"]["annotations"]
+            .as_object()
+            .is_some_and(|a| a.contains_key("preserve.conversion.apis.kcp.io/v2")),
+        "{in_v2}"
+    );
 }

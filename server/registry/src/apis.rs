@@ -1,5 +1,6 @@
-//! `apis.kcp.io` APIResourceSchemas, APIExports, APIBindings and APIExportEndpointSlices, served
-//! in every logical cluster (upstream: system CRDs, which no workspace can shadow).
+//! `apis.kcp.io` APIResourceSchemas, APIExports, APIBindings, APIExportEndpointSlices and
+//! APIConversions, served in every logical cluster (upstream: system CRDs, which no workspace
+//! can shadow).
 //!
 //! Built from kcp-apis' CRD definitions with the same machinery as any CRD, registered with the
 //! built-ins (they exist before the first request and cost nothing per logical cluster), with
@@ -10,11 +11,11 @@ use std::sync::Arc;
 
 use super::{ResourceType, custom};
 
-/// The served versions of the four types.
+/// The served versions of the five types.
 pub fn resource_types() -> Vec<Arc<ResourceType>> {
     match kcp_apis::crds::crds() {
         Ok(crds) => custom::system_types(&crds, |_| custom::Serving {
-            convert: Some(kcp_apis::conversion::convert),
+            convert: Some(Arc::new(kcp_apis::conversion::convert)),
             ..custom::Serving::default()
         }),
         Err(error) => {
@@ -46,6 +47,7 @@ mod tests {
                 ("apibindings", "v1alpha1"),
                 ("apibindings", "v1alpha2"),
                 ("apiexportendpointslices", "v1alpha1"),
+                ("apiconversions", "v1alpha1"),
             ]
         );
         let v1 = &types[1];

@@ -3,7 +3,8 @@
 //! One [`ResourceType`] per served version, all sharing one storage (the CRD's group and plural,
 //! under the `customresources` key layout, or under an APIExport's identity for bound resources).
 //! Versions convert with the `None` strategy: only `apiVersion` changes, unless the type brings a
-//! conversion of its own (the apis.kcp.io system types, whose versions differ in shape). The schema does the rest: unknown fields are pruned (and reported for
+//! conversion of its own (the apis.kcp.io system types, whose versions differ in shape, and bound
+//! resources with an APIConversion). The schema does the rest: unknown fields are pruned (and reported for
 //! `fieldValidation`), defaults applied, values and CEL rules validated; `metadata.generation` moves
 //! when anything but metadata and status changes.
 
@@ -84,7 +85,7 @@ struct CustomResources {
 pub type DeriveFields = fn(&mut Value);
 
 /// Converts an object to another served version of its type (`object`, target `apiVersion`).
-pub type ConvertVersions = fn(Value, &str) -> Value;
+pub type ConvertVersions = Arc<dyn Fn(Value, &str) -> Value + Send + Sync>;
 
 /// How a CRD's types are served beyond what the CRD says.
 #[derive(Clone, Default)]
@@ -92,7 +93,8 @@ pub struct Serving {
     /// Fields derived from the rest of the object (the built-in tenancy types' phase and
     /// initializer labels).
     pub derive: Option<DeriveFields>,
-    /// A conversion between versions of different shapes (the apis.kcp.io types).
+    /// A conversion between versions of different shapes (the apis.kcp.io types, and bound
+    /// resources whose schema has an APIConversion).
     pub convert: Option<ConvertVersions>,
     /// The identity hash of the APIExport the type is bound from: its objects are stored under it.
     pub bound_identity: Option<Arc<str>>,
@@ -195,7 +197,7 @@ fn resource_type(
         columns,
         selectable,
         derive: serving.derive,
-        convert: serving.convert,
+        convert: serving.convert.clone(),
     };
     ResourceType {
         group: crd.group.clone(),
@@ -258,7 +260,7 @@ fn spec_changed(new: &Value, old: &Value) -> bool {
 
 impl CustomResources {
     fn to_version(&self, mut object: Value, api_version: &str) -> Value {
-        match self.convert {
+        match &self.convert {
             Some(convert) if object["apiVersion"] != api_version => convert(object, api_version),
             _ => {
                 object["apiVersion"] = json!(api_version);

@@ -266,7 +266,7 @@ fn check_field_path(
 
 /// Rejects identifiers that are not in scope and fields the schema does not declare, the two
 /// mistakes Kubernetes' type checker catches that a parser alone does not.
-fn check_references(expr: &IdedExpr, node: &Node) -> Result<(), String> {
+pub(crate) fn check_references(expr: &IdedExpr, node: &Node) -> Result<(), String> {
     let mut bound: Vec<String> = Vec::new();
     walk_references(expr, node, &mut bound)
 }

@@ -1,15 +1,17 @@
 //! The APIBinding controller (upstream's `pkg/reconciler/apis/apibinding` and
 //! `apibindingdeletion`): serves in each consumer's logical cluster what its bindings bind.
 //!
-//! One storage watch covers the bindings of every logical cluster, and two more the exports and
-//! schemas, so a provider's change (a new schema version in `spec.resources`, an export appearing
-//! after its binding) reaches every binding that reads it. A pass takes a whole consumer cluster:
+//! One storage watch covers the bindings of every logical cluster, and three more the exports,
+//! schemas and APIConversions, so a provider's change (a new schema version in `spec.resources`,
+//! an export appearing after its binding, a changed conversion) reaches every binding that reads
+//! it. A pass takes a whole consumer cluster:
 //! its bindings are decided one after another (kcp-apis' rules, oldest holder first, so the first
 //! binding of a group and resource keeps it and a later one reports `NamingConflicts`), the bound
 //! types of all of them are published in the registry (shared with every cluster bound to the same
 //! schemas), and only then are the statuses written, so a client that sees `Bound` can create
 //! objects at once. A binding being deleted is unpublished first, then its objects in that cluster
-//! are deleted, then its finalizer goes.
+//! are deleted, then its finalizer goes. A binding stored before bindings carried their export's
+//! label (`internal.apis.kcp.io/export`) gets it from the first pass after a start.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::select_all;
 use kcp_apimachinery::{ApiError, meta, time};
+use kcp_apis::admission;
 use kcp_apis::binding::{self, BoundResource, ExportReference, Holder, Inputs, Outcome};
 use kcp_apis::schema;
 use kcp_registry::storage::objects::ListRequest;
@@ -66,6 +69,7 @@ struct Types {
     bindings: Arc<ResourceType>,
     exports: Arc<ResourceType>,
     schemas: Arc<ResourceType>,
+    conversions: Arc<ResourceType>,
     crds: Arc<ResourceType>,
 }
 
@@ -75,6 +79,7 @@ impl Types {
             bindings: stored_type(store, kcp_apis::API_BINDINGS)?,
             exports: stored_type(store, kcp_apis::API_EXPORTS)?,
             schemas: stored_type(store, kcp_apis::API_RESOURCE_SCHEMAS)?,
+            conversions: stored_type(store, kcp_apis::API_CONVERSIONS)?,
             crds: store
                 .registry()
                 .builtin_type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -91,7 +96,8 @@ struct Bindings {
     types: Types,
     bound: BoundTypes,
     /// Consumer cluster -> the clusters its bindings' exports live in (whose changes requeue it).
-    sources: Mutex<HashMap<LogicalClusterName, BTreeSet<LogicalClusterName>>>,
+    /// A sorted list, as most consumers read one source (a tree would allocate a whole node).
+    sources: Mutex<HashMap<LogicalClusterName, Box<[LogicalClusterName]>>>,
 }
 
 /// What a pass decided for one binding.
@@ -135,8 +141,13 @@ impl Controller for Bindings {
                     .watch_current(&prefix(&self.types.schemas), from)
                     .await?,
             ),
+            Box::pin(
+                objects
+                    .watch_current(&prefix(&self.types.conversions), from)
+                    .await?,
+            ),
         ]);
-        // Exports and schemas of other shards arrive as copies from the cache.
+        // Exports, schemas and conversions of other shards arrive as copies from the cache.
         let mut copies = self.tenancy.subscribe_copies();
         loop {
             let cluster = tokio::select! {
@@ -258,7 +269,7 @@ impl Controller for Bindings {
         if sources.is_empty() {
             lock(&self.sources).remove(cluster);
         } else {
-            lock(&self.sources).insert(cluster.clone(), sources);
+            lock(&self.sources).insert(cluster.clone(), sources.into_iter().collect());
         }
         for (decided, binding) in decided.iter().zip(
             bindings
@@ -286,7 +297,7 @@ impl Bindings {
     fn requeue_consumers_of(&self, source: &LogicalClusterName, queue: &Queue<LogicalClusterName>) {
         let consumers: Vec<LogicalClusterName> = lock(&self.sources)
             .iter()
-            .filter(|(_, sources)| sources.contains(source))
+            .filter(|(_, sources)| sources.binary_search(source).is_ok())
             .map(|(consumer, _)| consumer.clone())
             .collect();
         for consumer in consumers {
@@ -379,7 +390,8 @@ impl Bindings {
         Ok((Some(export), schemas))
     }
 
-    /// Adds the finalizer a binding needs and writes its status, each only when it changes.
+    /// Adds the finalizer a binding needs and the export label a binding stored before the label
+    /// existed lacks (one write), then writes its status, each only when it changes.
     async fn write_status(
         &self,
         cluster: &LogicalClusterName,
@@ -387,14 +399,21 @@ impl Bindings {
         decided: &Decided,
     ) -> Result<(), ApiError> {
         let bindings = &self.types.bindings;
-        if !meta::finalizers(binding)
+        let needs_finalizer = !meta::finalizers(binding)
             .iter()
-            .any(|f| f == binding::FINALIZER)
-        {
-            let add_finalizer = |object: &mut Value| {
+            .any(|f| f == binding::FINALIZER);
+        let missing_label =
+            admission::missing_export_label(binding, decided.outcome.export_cluster.as_deref());
+        if needs_finalizer || missing_label.is_some() {
+            let edit_metadata = |object: &mut Value| {
                 let mut finalizers = meta::finalizers(object);
-                finalizers.push(binding::FINALIZER.to_string());
-                meta::set_finalizers(object, finalizers);
+                if !finalizers.iter().any(|f| f == binding::FINALIZER) {
+                    finalizers.push(binding::FINALIZER.to_string());
+                    meta::set_finalizers(object, finalizers);
+                }
+                if let Some(export_cluster) = missing_label {
+                    admission::label_new_binding(object, export_cluster);
+                }
             };
             cleanup::edit_unless_gone(
                 &self.store,
@@ -402,7 +421,7 @@ impl Bindings {
                 cluster,
                 &decided.name,
                 None,
-                &add_finalizer,
+                &edit_metadata,
             )
             .await?;
         }

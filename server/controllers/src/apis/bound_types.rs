@@ -3,6 +3,8 @@
 //! stored under each export's identity. Clusters bound to the same schemas share one API set.
 //! [`serve_existing`] publishes what the stored bindings record before the first request, so a
 //! restarted server serves bound resources at once (the controller's first pass re-decides them).
+//! A schema with more than one version converts between them by the APIConversion of its name in
+//! the export's workspace, when there is one (compiled once per revision of the APIConversion).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
@@ -11,8 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use kcp_apiextensions::CrdInfo;
 use kcp_apimachinery::{ApiError, meta};
+use kcp_apis::api_conversion::Converter;
 use kcp_apis::binding::{self, BoundResource, ExportReference};
 use kcp_apis::schema;
+use kcp_registry::custom::ConvertVersions;
 use kcp_registry::storage::objects::ListRequest;
 use kcp_registry::store::RestStore;
 use kcp_registry::{BoundPolicy, LogicalClusterName, ResourceType, custom};
@@ -21,13 +25,21 @@ use serde_json::Value;
 use super::{cluster_of, local_or_copy, stored_type};
 use crate::TenancyIndex;
 
-/// A bound resource as served: its schema's UID, its identity, its parsed schema and the export
-/// whose maximal permission policy caps it.
+/// A bound resource as served: its schema's UID, its identity, its parsed schema, the export
+/// whose maximal permission policy caps it and its schema's APIConversion.
 pub(super) struct Served {
     uid: String,
     identity: String,
     info: Arc<CrdInfo>,
     policy: Option<BoundPolicy>,
+    conversion: Option<Conversion>,
+}
+
+/// An APIConversion compiled for one schema: its revision (`uid/resourceVersion`) and converter.
+#[derive(Clone)]
+struct Conversion {
+    revision: String,
+    convert: ConvertVersions,
 }
 
 pub(super) struct BoundTypes {
@@ -36,8 +48,11 @@ pub(super) struct BoundTypes {
     tenancy: Arc<TenancyIndex>,
     schemas: Arc<ResourceType>,
     exports: Arc<ResourceType>,
+    conversions: Arc<ResourceType>,
     /// Schemas as CRDs, by schema UID.
     parsed: Mutex<HashMap<String, Arc<CrdInfo>>>,
+    /// Compiled APIConversions, by schema UID.
+    converters: Mutex<HashMap<String, Conversion>>,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -64,7 +79,9 @@ impl BoundTypes {
             tenancy,
             schemas: stored_type(store, kcp_apis::API_RESOURCE_SCHEMAS)?,
             exports: stored_type(store, kcp_apis::API_EXPORTS)?,
+            conversions: stored_type(store, kcp_apis::API_CONVERSIONS)?,
             parsed: Mutex::new(HashMap::new()),
+            converters: Mutex::new(HashMap::new()),
         })
     }
 
@@ -77,14 +94,33 @@ impl BoundTypes {
         schemas: &BTreeMap<String, Value>,
         policy: Option<&BoundPolicy>,
     ) -> Result<Option<Served>, ApiError> {
-        let served = |info: Arc<CrdInfo>| Served {
+        let Some(info) = self.parsed(schema_cluster, resource, schemas).await? else {
+            return Ok(None);
+        };
+        let conversion = match schema_cluster {
+            Some(cluster) if info.versions.len() > 1 => {
+                self.conversion(cluster, resource, &info).await?
+            }
+            _ => None,
+        };
+        Ok(Some(Served {
             uid: resource.schema_uid.clone(),
             identity: resource.identity_hash.clone(),
             info,
             policy: policy.cloned(),
-        };
+            conversion,
+        }))
+    }
+
+    /// The schema of `resource` as a CRD, parsed once.
+    async fn parsed(
+        &self,
+        schema_cluster: Option<&LogicalClusterName>,
+        resource: &BoundResource,
+        schemas: &BTreeMap<String, Value>,
+    ) -> Result<Option<Arc<CrdInfo>>, ApiError> {
         if let Some(info) = lock(&self.parsed).get(&resource.schema_uid) {
-            return Ok(Some(served(info.clone())));
+            return Ok(Some(info.clone()));
         }
         let schema = match (schemas.get(&resource.schema_name), schema_cluster) {
             (Some(schema), _) => schema.clone(),
@@ -112,7 +148,56 @@ impl BoundTypes {
             }
         };
         lock(&self.parsed).insert(resource.schema_uid.clone(), info.clone());
-        Ok(Some(served(info)))
+        Ok(Some(info))
+    }
+
+    /// The APIConversion named like the schema of `resource` in `schema_cluster`, compiled
+    /// against `info` (once per revision); one that no longer compiles converts nothing.
+    async fn conversion(
+        &self,
+        schema_cluster: &LogicalClusterName,
+        resource: &BoundResource,
+        info: &Arc<CrdInfo>,
+    ) -> Result<Option<Conversion>, ApiError> {
+        let Some(conversion) = local_or_copy(
+            &self.store,
+            &self.tenancy,
+            &self.conversions,
+            schema_cluster,
+            &resource.schema_name,
+        )
+        .await?
+        else {
+            lock(&self.converters).remove(&resource.schema_uid);
+            return Ok(None);
+        };
+        let revision = format!(
+            "{}/{}",
+            meta::uid(&conversion).unwrap_or_default(),
+            meta::resource_version(&conversion).unwrap_or_default()
+        );
+        if let Some(known) = lock(&self.converters).get(&resource.schema_uid)
+            && known.revision == revision
+        {
+            return Ok(Some(known.clone()));
+        }
+        let converter = match Converter::compile(&conversion, info) {
+            Ok(converter) => Arc::new(converter),
+            Err(errors) => {
+                tracing::warn!(
+                    schema = resource.schema_name,
+                    ?errors,
+                    "an APIConversion does not compile; not converting"
+                );
+                return Ok(None);
+            }
+        };
+        let compiled = Conversion {
+            revision,
+            convert: Arc::new(move |object, to| converter.convert(object, to)),
+        };
+        lock(&self.converters).insert(resource.schema_uid.clone(), compiled.clone());
+        Ok(Some(compiled))
     }
 
     /// The type objects of `resource` are stored as (its first served version).
@@ -151,9 +236,16 @@ impl BoundTypes {
 
     /// Serves the bound types of a cluster (built only for content no cluster serves yet).
     pub(super) fn publish(&self, cluster: &LogicalClusterName, served: &[Served]) {
-        let mut content: Vec<(&str, &str, Option<&BoundPolicy>)> = served
+        let mut content: Vec<(&str, &str, Option<&BoundPolicy>, Option<&str>)> = served
             .iter()
-            .map(|s| (s.uid.as_str(), s.identity.as_str(), s.policy.as_ref()))
+            .map(|s| {
+                (
+                    s.uid.as_str(),
+                    s.identity.as_str(),
+                    s.policy.as_ref(),
+                    s.conversion.as_ref().map(|c| c.revision.as_str()),
+                )
+            })
             .collect();
         content.sort_unstable();
         let fingerprint = if content.is_empty() {
@@ -189,6 +281,7 @@ fn types_of(served: &Served) -> Vec<Arc<ResourceType>> {
         &custom::Serving {
             bound_identity: Some(served.identity.as_str().into()),
             bound_policy: served.policy.clone(),
+            convert: served.conversion.as_ref().map(|c| c.convert.clone()),
             ..custom::Serving::default()
         },
     )

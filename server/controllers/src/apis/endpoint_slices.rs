@@ -75,11 +75,12 @@ type Export = (String, String);
 /// A binding or a slice: its logical cluster and name.
 type ObjectKey = (LogicalClusterName, String);
 
-/// The bindings of this shard by the export they bind.
+/// The bindings of this shard by the export they bind: each binding's export (one shared
+/// allocation per export, however many bindings bind it) and how many bind each export.
 #[derive(Default)]
 struct BoundExports {
-    by_export: HashMap<Export, BTreeSet<ObjectKey>>,
-    export_of: HashMap<ObjectKey, Export>,
+    bindings_of: HashMap<Arc<Export>, usize>,
+    export_of: HashMap<ObjectKey, Arc<Export>>,
 }
 
 impl BoundExports {
@@ -87,33 +88,35 @@ impl BoundExports {
     /// whose bound-or-not state changed.
     fn set(&mut self, binding: ObjectKey, binds: Option<Export>) -> Vec<Export> {
         let mut flipped = Vec::new();
-        let before = self.export_of.get(&binding).cloned();
-        if before == binds {
+        let before = self.export_of.get(&binding);
+        if before.map(|export| export.as_ref()) == binds.as_ref() {
             return flipped;
         }
-        if let Some(old) = before {
-            self.export_of.remove(&binding);
-            if let Some(set) = self.by_export.get_mut(&old) {
-                set.remove(&binding);
-                if set.is_empty() {
-                    self.by_export.remove(&old);
-                    flipped.push(old);
-                }
+        if let Some(old) = self.export_of.remove(&binding)
+            && let Some(count) = self.bindings_of.get_mut(&old)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.bindings_of.remove(&old);
+                flipped.push(old.as_ref().clone());
             }
         }
         if let Some(new) = binds {
-            self.export_of.insert(binding.clone(), new.clone());
-            let set = self.by_export.entry(new.clone()).or_default();
-            if set.is_empty() {
-                flipped.push(new);
-            }
-            set.insert(binding);
+            let shared = match self.bindings_of.get_key_value(&new) {
+                Some((shared, _)) => shared.clone(),
+                None => {
+                    flipped.push(new.clone());
+                    Arc::new(new)
+                }
+            };
+            *self.bindings_of.entry(shared.clone()).or_default() += 1;
+            self.export_of.insert(binding, shared);
         }
         flipped
     }
 
     fn is_bound(&self, export: &Export) -> bool {
-        self.by_export.contains_key(export)
+        self.bindings_of.contains_key(export)
     }
 }
 

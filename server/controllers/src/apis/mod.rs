@@ -67,6 +67,7 @@ async fn local_or_copy(
             let kind = match rt.plural.as_str() {
                 kcp_apis::API_EXPORTS => CopiedKind::ApiExports,
                 kcp_apis::API_RESOURCE_SCHEMAS => CopiedKind::ApiResourceSchemas,
+                kcp_apis::API_CONVERSIONS => CopiedKind::ApiConversions,
                 _ => return Ok(None),
             };
             Ok(tenancy

@@ -37,6 +37,7 @@ pub enum CopiedKind {
     WorkspaceTypes,
     ApiExports,
     ApiResourceSchemas,
+    ApiConversions,
     ClusterRoles,
     ClusterRoleBindings,
     /// Other shards' markers of the exports their APIBindings bind (kcp-cache's
@@ -51,6 +52,7 @@ impl CopiedKind {
             "WorkspaceType" => Some(CopiedKind::WorkspaceTypes),
             "APIExport" => Some(CopiedKind::ApiExports),
             "APIResourceSchema" => Some(CopiedKind::ApiResourceSchemas),
+            "APIConversion" => Some(CopiedKind::ApiConversions),
             "ClusterRole" => Some(CopiedKind::ClusterRoles),
             "ClusterRoleBinding" => Some(CopiedKind::ClusterRoleBindings),
             "BoundExport" => Some(CopiedKind::BoundExports),
@@ -68,8 +70,8 @@ pub(super) struct Copies {
     clusters: HashMap<LogicalClusterName, Arc<Value>>,
     /// Canonical path (`kcp.io/path`) to cluster, of the copied LogicalClusters.
     paths: HashMap<String, LogicalClusterName>,
-    /// Every other copy (WorkspaceTypes, APIExports, APIResourceSchemas, ClusterRoles and
-    /// ClusterRoleBindings).
+    /// Every other copy (WorkspaceTypes, APIExports, APIResourceSchemas, APIConversions,
+    /// ClusterRoles and ClusterRoleBindings).
     named: HashMap<Named, Arc<Value>>,
     /// The apiexport URLs of other shards holding bindings of an export, by the export's cluster
     /// and name, then by shard.

@@ -5,12 +5,18 @@
 //! SubjectAccessReview (its RBAC, without the workspace content gate), whether the creator of a
 //! binding may `bind` the export. An export of a workspace on another shard is found among the
 //! copies read back from the cache, and its cluster's RBAC is what that shard replicated.
-//! Admitted bindings are labeled with their export (`internal.apis.kcp.io/export`), and an
-//! export's claims on resources this server does not build in must name an identity.
+//! Admitted bindings are labeled with their export (`internal.apis.kcp.io/export`) and carry
+//! the controller's deletion finalizer, an
+//! export's claims on resources this server does not build in must name an identity, and an
+//! APIConversion must compile against the APIResourceSchema of its name in its workspace
+//! (upstream's `apis.kcp.io/APIConversion` plugin).
 
 use kcp_apimachinery::{ApiError, meta};
 use kcp_apis::binding::{BoundResource, ExportReference};
-use kcp_apis::{API_BINDINGS, API_EXPORTS, API_RESOURCE_SCHEMAS, GROUP, admission};
+use kcp_apis::{
+    API_BINDINGS, API_CONVERSIONS, API_EXPORTS, API_RESOURCE_SCHEMAS, GROUP, admission,
+    api_conversion,
+};
 use kcp_controllers::tenancy_index::CopiedKind;
 use kcp_rbac::{Attributes, ResourceAttributes};
 use kcp_registry::storage::objects::ListRequest;
@@ -33,6 +39,9 @@ pub(crate) enum ApisWrite {
     Export(Arc<ApiSet>),
     Binding(LogicalClusterName),
     Crd(LogicalClusterName),
+    /// With the APIResourceSchema named like the updated APIConversion (read before the update;
+    /// a create reads the one its body names).
+    Conversion(LogicalClusterName, Option<Value>),
 }
 
 fn forbidden(resource: &str, name: &str, errors: &[String]) -> Result<(), ApiError> {
@@ -50,9 +59,9 @@ fn forbidden(resource: &str, name: &str, errors: &[String]) -> Result<(), ApiErr
 
 impl Resolved<'_> {
     /// The apis.kcp.io admission of a write, if it needs one.
-    pub(super) fn apis_admission(&self) -> Option<Admission> {
+    pub(super) async fn apis_admission(&self) -> Result<Option<Admission>, ApiError> {
         let ClusterTarget::One(cluster) = &self.request.cluster else {
-            return None;
+            return Ok(None);
         };
         let write = match (self.rt.group.as_str(), self.rt.plural.as_str()) {
             (GROUP, API_RESOURCE_SCHEMAS) => ApisWrite::Schema,
@@ -61,9 +70,66 @@ impl Resolved<'_> {
             }
             (GROUP, API_BINDINGS) => ApisWrite::Binding(cluster.clone()),
             (CRD_GROUP, CRDS) => ApisWrite::Crd(cluster.clone()),
-            _ => return None,
+            (GROUP, API_CONVERSIONS) => {
+                let schema = match &self.request.info.name {
+                    Some(name) => self.schema_named(cluster, name).await?,
+                    None => None,
+                };
+                ApisWrite::Conversion(cluster.clone(), schema)
+            }
+            _ => return Ok(None),
         };
-        Some(Admission::Apis(write))
+        Ok(Some(Admission::Apis(write)))
+    }
+
+    /// The APIResourceSchema `name` of `cluster`, if there is one.
+    async fn schema_named(
+        &self,
+        cluster: &LogicalClusterName,
+        name: &str,
+    ) -> Result<Option<Value>, ApiError> {
+        let Some(schemas) =
+            self.scope
+                .store
+                .registry()
+                .builtin_type(GROUP, "v1alpha1", API_RESOURCE_SCHEMAS)
+        else {
+            return Ok(None);
+        };
+        let at = Location {
+            cluster,
+            namespace: None,
+        };
+        match self.scope.store.get(&schemas, at, name).await {
+            Ok(stored) => Ok(Some(stored.object)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Refuses an APIConversion whose APIResourceSchema is missing (Forbidden, as upstream) or whose
+/// rules do not compile against it (Invalid, at the rule's field).
+fn admit_conversion(
+    name: &str,
+    conversion: &Value,
+    schema: Option<&Value>,
+) -> Result<(), ApiError> {
+    let Some(schema) = schema else {
+        return Err(ApiError::forbidden(
+            GROUP,
+            API_CONVERSIONS,
+            name,
+            &format!(
+                "error getting APIResourceSchema {name}: apiresourceschemas.apis.kcp.io \"{name}\" not found"
+            ),
+        ));
+    };
+    let errors = api_conversion::validate(conversion, schema);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(GROUP, "APIConversion", name, errors))
     }
 }
 
@@ -90,9 +156,14 @@ impl ApisWrite {
             ApisWrite::Binding(cluster) => {
                 let export_cluster = admit_bind(r, cluster, object).await?;
                 admission::label_new_binding(object, export_cluster.as_str());
+                admission::add_binding_finalizer(object);
                 Ok(())
             }
             ApisWrite::Crd(cluster) => admit_crd(r, cluster, object).await,
+            ApisWrite::Conversion(cluster, _) => {
+                let schema = r.schema_named(cluster, &name).await?;
+                admit_conversion(&name, object, schema.as_ref())
+            }
         }
     }
 
@@ -113,9 +184,11 @@ impl ApisWrite {
             }
             ApisWrite::Binding(_) => {
                 admission::keep_binding_label(new, old);
+                admission::add_binding_finalizer(new);
                 Ok(())
             }
             ApisWrite::Crd(_) => Ok(()),
+            ApisWrite::Conversion(_, schema) => admit_conversion(name, new, schema.as_ref()),
         }
     }
 }

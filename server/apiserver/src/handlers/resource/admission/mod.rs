@@ -33,10 +33,10 @@ impl Resolved<'_> {
         if let Some(check) = self.escalation_check().await? {
             return Ok(Admission::Escalation(check));
         }
-        Ok(self
-            .tenancy_admission()
-            .or_else(|| self.apis_admission())
-            .unwrap_or(Admission::None))
+        if let Some(tenancy) = self.tenancy_admission() {
+            return Ok(tenancy);
+        }
+        Ok(self.apis_admission().await?.unwrap_or(Admission::None))
     }
 
     /// Admits a new object (mutating it where admission defaults fields).
