@@ -46,6 +46,12 @@ mod tests {
         let mut map: HashMap<u32, u32> = (0..1_000).map(|i| (i, i)).collect();
         let capacity = map.capacity();
         remove_and_shrink(&mut map, &0);
-        assert_eq!(map.capacity(), capacity);
+        // Not shrunk. A removal may leave a tombstone, which the map counts as used until its
+        // next rehash, so the capacity it reports can drop by the one removed entry.
+        assert!(
+            map.capacity() + 1 >= capacity,
+            "{} of {capacity}",
+            map.capacity()
+        );
     }
 }
