@@ -332,34 +332,24 @@ mod tests {
     use super::*;
     use kcp_rbac::{Attributes, Policy, ResourceAttributes, User};
 
-    /// A copy another shard replicated for cluster `far`.
-    fn copy(kind: &str, name: &str, body: Value) -> Value {
-        let mut object = json!({"kind": kind, "metadata": {"name": name,
-            "annotations": {"kcp.io/cluster": "far", "kcp.io/shard": "root"}}});
-        if let (Some(object), Value::Object(body)) = (object.as_object_mut(), body) {
-            object.extend(body);
-        }
-        object
+    /// The annotations of a copy another shard replicated for cluster `far`.
+    fn of_far() -> Value {
+        json!({"kcp.io/cluster": "far", "kcp.io/shard": "root"})
     }
 
     fn binder_role() -> Value {
-        copy(
-            "ClusterRole",
-            "binder",
-            json!({"rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
-                "resourceNames": ["widgets"], "verbs": ["bind"]}]}),
-        )
+        json!({"kind": "ClusterRole", "metadata": {"name": "binder", "annotations": of_far()},
+            "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
+                "resourceNames": ["widgets"], "verbs": ["bind"]}]})
     }
 
     fn alice_binds() -> Value {
-        copy(
-            "ClusterRoleBinding",
-            "binder",
-            json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+        json!({"kind": "ClusterRoleBinding",
+            "metadata": {"name": "binder", "annotations": of_far()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                 "name": "binder"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                    "name": "alice"}]}),
-        )
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                "name": "alice"}]})
     }
 
     fn alice_may_bind(policy: &ClusterPolicy) -> bool {
