@@ -26,7 +26,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::filters::UserInfo;
 use crate::filters::authentication::{self, Authentication, rbac_user};
-use crate::filters::authorization::policies::PolicyCache;
 use crate::filters::authorization::webhook::{Webhook, WebhookConfig, WebhookError};
 use crate::filters::authorization::{self, Authorizer};
 use crate::filters::impersonation;
@@ -42,6 +41,7 @@ use kcp_admission::chain::Admission;
 use kcp_admission::configs::ConfigIndex;
 use kcp_admission::object_count::ObjectCounts;
 use kcp_controllers::TenancyIndex;
+use kcp_controllers::policies::PolicyCache;
 use kcp_controllers::tenancy_index::Unresolved;
 use kcp_rbac::Attributes;
 use kcp_registry::ClusterTarget;

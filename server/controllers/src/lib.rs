@@ -1,6 +1,7 @@
 //! The in-process controllers of a kcp shard, and what they need around them: the runner (work
 //! queues keyed by logical cluster, namespace and name), leader election, what exists before the
-//! first request ([`bootstrap`]) and the [`tenancy_index`] of LogicalClusters and WorkspaceTypes.
+//! first request ([`bootstrap`]), the [`tenancy_index`] of LogicalClusters and WorkspaceTypes, and
+//! the RBAC [`policies`] of every logical cluster the authorizer decides by.
 //!
 //! Each controller is cluster-aware: one controller and one queue for all logical clusters, never
 //! one per workspace (that is what keeps a workspace cheap), as upstream kcp's controllers are.
@@ -19,6 +20,7 @@ mod garbage_collector;
 pub mod logical_clusters;
 pub mod namespace;
 mod namespace_defaults;
+pub mod policies;
 pub mod remote_shards;
 mod resource_quota;
 mod runner;

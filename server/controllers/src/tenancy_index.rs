@@ -66,6 +66,14 @@ pub struct TenancyIndex {
     copy_subscribers: Subscribers<LogicalClusterName>,
 }
 
+/// Another shard's RBAC copies of one logical cluster.
+pub struct RbacCopies {
+    /// Changes with every change of the copies and is never reused: a policy built from copies
+    /// of the same stamp is current.
+    pub stamp: u64,
+    pub objects: Vec<Value>,
+}
+
 /// Why a `/clusters/<path>` does not name a logical cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unresolved {
@@ -247,9 +255,11 @@ impl TenancyIndex {
     }
 
     /// The ClusterRoles and ClusterRoleBindings another shard replicated for `cluster` (what
-    /// authorizes `bind` on its exports and `use` of its types here).
-    pub fn rbac_copies(&self, cluster: &LogicalClusterName) -> Vec<Value> {
-        self.read()
+    /// authorizes `bind` on its exports and `use` of its types here), `None` when there are none.
+    pub fn rbac_copies(&self, cluster: &LogicalClusterName) -> Option<RbacCopies> {
+        let inner = self.read();
+        let stamp = inner.copies.rbac_stamp(cluster)?;
+        let objects = inner
             .copies
             .of_cluster(
                 &[CopiedKind::ClusterRoles, CopiedKind::ClusterRoleBindings],
@@ -257,7 +267,14 @@ impl TenancyIndex {
             )
             .into_iter()
             .map(|object| object.as_ref().clone())
-            .collect()
+            .collect();
+        Some(RbacCopies { stamp, objects })
+    }
+
+    /// The stamp of the RBAC copies of `cluster` ([`RbacCopies::stamp`]) without the copies:
+    /// whether a policy built from them is still current.
+    pub fn rbac_copies_stamp(&self, cluster: &LogicalClusterName) -> Option<u64> {
+        self.read().copies.rbac_stamp(cluster)
     }
 
     /// The apiexport virtual-workspace URLs of the other shards that hold bindings of export
@@ -626,13 +643,15 @@ mod tests {
         index.apply_copy(false, copy("ClusterRole", "binder", "root"));
         index.apply_copy(false, copy("ClusterRoleBinding", "alice", "root"));
         assert_eq!(changes.try_recv().unwrap().as_str(), "far");
-        let mut rbac: Vec<String> = index
-            .rbac_copies(&far)
+        let rbac = index.rbac_copies(&far).unwrap();
+        let mut kinds: Vec<String> = rbac
+            .objects
             .iter()
             .map(|o| o["kind"].as_str().unwrap().to_owned())
             .collect();
-        rbac.sort();
-        assert_eq!(rbac, ["ClusterRole", "ClusterRoleBinding"]);
+        kinds.sort();
+        assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"]);
+        assert_eq!(index.rbac_copies_stamp(&far), Some(rbac.stamp));
         // Markers of bound exports are kept per shard.
         index.apply_copy(false, copy("BoundExport", "widgets", "shard-1"));
         index.apply_copy(false, copy("BoundExport", "widgets", "shard-2"));
@@ -648,6 +667,16 @@ mod tests {
                 .copy_of(CopiedKind::ApiExports, &far, "widgets")
                 .is_none()
         );
-        assert_eq!(index.rbac_copies(&far).len(), 2);
+        // Other kinds leave the RBAC stamp alone; every RBAC change takes a new one, and a
+        // cluster without RBAC copies has none (a later copy never brings an old stamp back).
+        assert_eq!(index.rbac_copies(&far).unwrap().objects.len(), 2);
+        assert_eq!(index.rbac_copies_stamp(&far), Some(rbac.stamp));
+        index.apply_copy(true, copy("ClusterRoleBinding", "alice", "root"));
+        let revoked = index.rbac_copies_stamp(&far).unwrap();
+        assert!(revoked > rbac.stamp);
+        index.replace_copies(CopiedKind::ClusterRoles, Vec::new());
+        assert!(index.rbac_copies(&far).is_none());
+        index.apply_copy(false, copy("ClusterRole", "binder", "root"));
+        assert!(index.rbac_copies_stamp(&far).unwrap() > revoked);
     }
 }

@@ -18,7 +18,9 @@
 //!   reason), and it converges when the export is back;
 //! - RBAC across shards: a user granted `bind` on the export in its workspace on root may bind it
 //!   from shard-1, and one granted `use` of a type there may create a workspace of it through
-//!   shard-1; a user without either is refused with upstream's message; the export's maximal
+//!   shard-1; a user without either is refused with upstream's message; `bind` revoked on root
+//!   is refused on shard-1 and granted again is allowed (shard-1 caches the policy it builds from
+//!   the copies until they change); the export's maximal
 //!   permission policy caps a consumer on shard-1 until the provider grants it on root.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -430,6 +432,44 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
         "{}",
         refused.text()
     );
+
+    // A revoke on root reaches shard-1's reviews (the policy it built from the copies is kept
+    // only while they stay the same), and so does the grant again. Dry runs: admission decides,
+    // nothing is stored.
+    let may_bind = |expected: u16| {
+        let (alice, url) = (&alice, format!("{}?dryRun=All", at("root:users", BINDINGS)));
+        async move {
+            PATIENCE
+                .eventually(&format!("alice binds from shard-1: {expected}"), || async {
+                    let answer = alice.post(&url, &binding("alice-again")).await;
+                    match answer.status == expected {
+                        true => Ok(answer.text()),
+                        false => Err(answer.text()),
+                    }
+                })
+                .await
+        }
+    };
+    let rbac = "apis/rbac.authorization.k8s.io/v1";
+    let alice_binds = at(
+        "root:provider",
+        &format!("{rbac}/clusterrolebindings/bind-widgets"),
+    );
+    let granted = root.get(&alice_binds).await.json();
+    let revoked = root.delete(&alice_binds).await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text());
+    let refused = may_bind(403).await;
+    assert!(
+        refused.contains("no permission to bind to export root:provider:widgets"),
+        "{refused}"
+    );
+    root.create(
+        &at("root:provider", &format!("{rbac}/clusterrolebindings")),
+        &json!({"metadata": {"name": "bind-widgets"}, "roleRef": granted["roleRef"],
+            "subjects": granted["subjects"]}),
+    )
+    .await;
+    may_bind(201).await;
 
     // The export's maximal permission policy caps alice on shard-1, and the provider's grant to
     // `apis.kcp.io:binding:alice` on root (replicated with its role) lifts the cap there.

@@ -86,6 +86,13 @@ impl CachedObject {
             return Ok(json);
         }
         let json = encode(&self.served_value(rt)?)?;
+        // Most objects of such types read as they are stored (a system CRD's Workspaces and
+        // LogicalClusters: apiVersion and defaults already there): keep the stored bytes, not a
+        // second copy of them.
+        let json = match json == self.json {
+            true => self.json.clone(),
+            false => json,
+        };
         self.keep(rt, |served| served.json = Some(json.clone()));
         Ok(json)
     }
@@ -116,11 +123,16 @@ impl CachedObject {
         &self.json
     }
 
-    /// Bytes the object holds: its JSON and the encodings kept beside it.
+    /// Bytes the object holds: its JSON and the encodings kept beside it (a served form that is
+    /// the stored bytes costs nothing more).
     pub fn size(&self) -> usize {
+        let own = |b: &Bytes| match b.as_ptr() == self.json.as_ptr() {
+            true => 0,
+            false => b.len(),
+        };
         let served = self.served.lock().map_or(0, |served| {
             served.as_ref().map_or(0, |s| {
-                s.json.as_ref().map_or(0, Bytes::len) + s.protobuf.as_ref().map_or(0, Bytes::len)
+                s.json.as_ref().map_or(0, own) + s.protobuf.as_ref().map_or(0, Bytes::len)
             })
         });
         self.json.len() + served
@@ -215,6 +227,12 @@ mod tests {
         assert_eq!(as_events(&cached), &expected[..]);
         // The same bytes again, not a new encoding.
         assert_eq!(as_events(&cached).as_ptr(), as_events(&cached).as_ptr());
+        // A served form equal to the stored one is the stored bytes, counted once.
+        let as_stored = CachedObject::new(&events.strategy.storage_to_api(stored.clone())).unwrap();
+        let size = as_stored.size();
+        let served = as_events(&as_stored);
+        assert_eq!(served.as_ptr(), as_stored.json().as_ptr());
+        assert_eq!(as_stored.size(), size);
         // A type served as stored gets the stored bytes, and leaves the kept form alone.
         let as_core = cached.served_json(&core).unwrap();
         assert_eq!(as_core.as_ptr(), cached.json().as_ptr());

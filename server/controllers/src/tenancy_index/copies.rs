@@ -45,6 +45,9 @@ pub enum CopiedKind {
     BoundExports,
 }
 
+/// The copies that authorize `bind` and `use` in another shard's cluster.
+const RBAC_KINDS: [CopiedKind; 2] = [CopiedKind::ClusterRoles, CopiedKind::ClusterRoleBindings];
+
 impl CopiedKind {
     fn of(object: &Value) -> Option<CopiedKind> {
         match object.get("kind").and_then(Value::as_str)? {
@@ -76,6 +79,12 @@ pub(super) struct Copies {
     /// The apiexport URLs of other shards holding bindings of an export, by the export's cluster
     /// and name, then by shard.
     bound_exports: HashMap<(LogicalClusterName, String), BTreeMap<String, String>>,
+    /// When each cluster's RBAC copies last changed (a number from `rbac_changes`), for the
+    /// clusters that have any: a policy built from them is current while the stamp is the same.
+    rbac_stamps: HashMap<LogicalClusterName, u64>,
+    /// Every change of an RBAC copy so far: stamps are never reused, even after a cluster's
+    /// copies are all gone and come back.
+    rbac_changes: u64,
     /// The kinds listed from the cache at least once since the shard started.
     listed: HashSet<CopiedKind>,
     /// Whether a cache feeds these copies (without one, there is nothing to wait for).
@@ -117,7 +126,27 @@ impl Copies {
         for object in items {
             touched.extend(self.apply(false, object));
         }
+        if RBAC_KINDS.contains(&kind) {
+            for cluster in &touched {
+                self.stamp_rbac(cluster);
+            }
+        }
         touched
+    }
+
+    /// Records that `cluster`'s RBAC copies changed: a new stamp while it has any, none after.
+    fn stamp_rbac(&mut self, cluster: &LogicalClusterName) {
+        if self.of_cluster(&RBAC_KINDS, cluster).is_empty() {
+            remove_and_shrink(&mut self.rbac_stamps, cluster);
+        } else {
+            self.rbac_changes += 1;
+            self.rbac_stamps.insert(cluster.clone(), self.rbac_changes);
+        }
+    }
+
+    /// The stamp of `cluster`'s RBAC copies, `None` when it has none.
+    pub(super) fn rbac_stamp(&self, cluster: &LogicalClusterName) -> Option<u64> {
+        self.rbac_stamps.get(cluster).copied()
     }
 
     /// From now on, copies are read back from a cache: until a kind is listed, an absent copy of
@@ -186,6 +215,9 @@ impl Copies {
             .is_some_and(|held| same_shard(held, &object))
         {
             remove_and_shrink(&mut self.named, &key);
+        }
+        if RBAC_KINDS.contains(&kind) {
+            self.stamp_rbac(&cluster);
         }
         Some(cluster)
     }

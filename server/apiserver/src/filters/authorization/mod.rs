@@ -2,7 +2,7 @@
 //! `AlwaysAllowGroups,AlwaysAllowPaths,RBAC,Webhook`): `system:masters` may do everything, the
 //! `--authorization-always-allow-paths` are open to everybody, then the workspace content
 //! authorizer (the logical cluster must exist, serve content, and grant the user `access` on `/`),
-//! then the RBAC of the request's logical cluster and of `system:admin` ([`policies`]), then the
+//! then the RBAC of the request's logical cluster and of `system:admin` ([`PolicyCache`]), then the
 //! SubjectAccessReview webhook ([`webhook`]) when one is configured. The first allow or deny wins;
 //! nobody's opinion is a 403.
 //!
@@ -10,7 +10,6 @@
 //! `system:masters`, the webhook, and for members of `system:kcp:logical-cluster-admin` the
 //! bootstrap policy (as upstream) can allow them.
 
-pub mod policies;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -22,9 +21,9 @@ use kcp_rbac::{Attributes, Decision, MASTERS_GROUP, Policy, ResourceAttributes, 
 use crate::request::RequestInfo;
 use crate::request::query::Query;
 use kcp_controllers::TenancyIndex;
+pub use kcp_controllers::policies::PolicyCache;
 use kcp_registry::{ClusterTarget, LogicalClusterName};
 use kcp_tenancy::access;
-pub use policies::PolicyCache;
 pub use webhook::Webhook;
 
 /// The authorizer chain of the server.
@@ -128,14 +127,7 @@ impl Authorizer {
         if attributes.user.in_group(MASTERS_GROUP) {
             return Ok(Decision::Allow(String::new()));
         }
-        let policy = match self.tenancy.logical_cluster(cluster) {
-            Some(_) => self.policies.policy(cluster).await?,
-            // A cluster of another shard: the RBAC it replicated (upstream's global authorizer).
-            None => match self.tenancy.rbac_copies(cluster) {
-                copies if copies.is_empty() => self.policies.policy(cluster).await?,
-                copies => Arc::new(self.policies.policy_of_copies(cluster, &copies).await?),
-            },
-        };
+        let policy = self.policies.deep_policy(cluster, &self.tenancy).await?;
         Ok(policy.layers().as_slice().authorize(attributes))
     }
 

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::filters::authentication::rbac_user;
-use crate::filters::authorization::policies::ClusterPolicy;
 use crate::handlers::resource::Resolved;
+use kcp_controllers::policies::ClusterPolicy;
 use kcp_rbac::escalation::RBAC_GROUP;
 use kcp_registry::ClusterTarget;
 

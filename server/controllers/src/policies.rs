@@ -9,6 +9,13 @@
 //! so an idle workspace costs one small map entry, and dropped when a watch on the RBAC resources
 //! (or a write through this server) says they changed. A drop of `system:admin` drops every entry,
 //! because local indexes copy the rules of the bootstrap roles they reference.
+//!
+//! Deep SubjectAccessReviews (upstream's, asked by admission in another workspace: `bind` on an
+//! APIExport, `use` of a WorkspaceType) may be about a cluster of another shard; its policy is
+//! built from the ClusterRoles and ClusterRoleBindings that shard replicated into the cache
+//! (upstream's global authorizer over the cache's informers), and kept as long as the tenancy
+//! index's stamp of those copies is the same: the read-back of a grant or revoke changes the
+//! stamp, and the next review builds the policy again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use kcp_registry::LogicalClusterName;
 use kcp_registry::sparse::remove_and_shrink;
+
+use crate::TenancyIndex;
 use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
 use kcp_registry::storage::{KeyLayout, ObjectStore};
 use kcp_storage::Revision;
@@ -87,6 +96,9 @@ pub struct PolicyCache {
     bootstrap_cluster: LogicalClusterName,
     bootstrap: RwLock<Option<Arc<Bootstrap>>>,
     clusters: RwLock<HashMap<LogicalClusterName, Arc<ClusterPolicy>>>,
+    /// Policies of other shards' clusters, built from their RBAC copies, with the stamp of the
+    /// copies they were built from.
+    copied: RwLock<HashMap<LogicalClusterName, (u64, Arc<ClusterPolicy>)>>,
     /// Bumped by every invalidation, so an index built from a read that raced with a change is not
     /// kept.
     generation: AtomicU64,
@@ -100,6 +112,7 @@ impl PolicyCache {
                 .unwrap_or_else(LogicalClusterName::root),
             bootstrap: RwLock::new(None),
             clusters: RwLock::new(HashMap::new()),
+            copied: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
         }
     }
@@ -136,16 +149,37 @@ impl PolicyCache {
         Ok(self.bootstrap().await?.index.clone())
     }
 
-    /// The policy of a logical cluster of another shard, from the RBAC objects that shard
-    /// replicated for it (never cached: they are asked for at admission only, and the copies
-    /// change without a store watch here).
-    pub async fn policy_of_copies(
+    /// The policy a deep SubjectAccessReview about `cluster` is decided by: the cluster's own
+    /// when this shard holds it (or nobody replicated RBAC for it), else the one built from the
+    /// RBAC copies another shard replicated for it, cached while those copies do not change.
+    pub async fn deep_policy(
         &self,
         cluster: &LogicalClusterName,
-        copies: &[Value],
-    ) -> Result<ClusterPolicy, ApiError> {
+        tenancy: &TenancyIndex,
+    ) -> Result<Arc<ClusterPolicy>, ApiError> {
+        if tenancy.logical_cluster(cluster).is_some() {
+            return self.policy(cluster).await;
+        }
+        let Some(stamp) = tenancy.rbac_copies_stamp(cluster) else {
+            remove_and_shrink(&mut write(&self.copied), cluster);
+            return self.policy(cluster).await;
+        };
+        if let Some((built_from, policy)) = read(&self.copied).get(cluster)
+            && *built_from == stamp
+        {
+            return Ok(policy.clone());
+        }
+        let generation = self.generation.load(Ordering::Acquire);
         let bootstrap = self.bootstrap().await?;
-        layered(cluster, &bootstrap, copies, 0)
+        let Some(copies) = tenancy.rbac_copies(cluster) else {
+            return self.policy(cluster).await;
+        };
+        let policy = Arc::new(layered(cluster, &bootstrap, &copies.objects, 0)?);
+        // Not kept when the bootstrap layer changed meanwhile: it is part of the policy.
+        if self.generation.load(Ordering::Acquire) == generation {
+            write(&self.copied).insert(cluster.clone(), (copies.stamp, policy.clone()));
+        }
+        Ok(policy)
     }
 
     async fn bootstrap(&self) -> Result<Arc<Bootstrap>, ApiError> {
@@ -203,6 +237,7 @@ impl PolicyCache {
         if *cluster == self.bootstrap_cluster {
             *write(&self.bootstrap) = None;
             write(&self.clusters).clear();
+            write(&self.copied).clear();
         } else {
             remove_and_shrink(&mut write(&self.clusters), cluster);
         }
@@ -225,6 +260,7 @@ impl PolicyCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
         *write(&self.bootstrap) = None;
         write(&self.clusters).clear();
+        write(&self.copied).clear();
     }
 
     /// Drops indexes as RBAC objects change anywhere (including through other servers sharing the
@@ -288,5 +324,87 @@ impl AfterWrite for PolicyCache {
         if written.rt.group == RBAC_GROUP {
             self.invalidate(written.cluster);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcp_rbac::{Attributes, Policy, ResourceAttributes, User};
+
+    /// The annotations of a copy another shard replicated for cluster `far`.
+    fn of_far() -> Value {
+        json!({"kcp.io/cluster": "far", "kcp.io/shard": "root"})
+    }
+
+    fn binder_role() -> Value {
+        json!({"kind": "ClusterRole", "metadata": {"name": "binder", "annotations": of_far()},
+            "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"],
+                "resourceNames": ["widgets"], "verbs": ["bind"]}]})
+    }
+
+    fn alice_binds() -> Value {
+        json!({"kind": "ClusterRoleBinding",
+            "metadata": {"name": "binder", "annotations": of_far()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                "name": "binder"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                "name": "alice"}]})
+    }
+
+    fn alice_may_bind(policy: &ClusterPolicy) -> bool {
+        let bind = Attributes::resource(
+            User::new("alice", &[]),
+            "bind",
+            ResourceAttributes {
+                api_group: "apis.kcp.io".into(),
+                resource: "apiexports".into(),
+                name: "widgets".into(),
+                ..ResourceAttributes::default()
+            },
+        );
+        policy.layers().as_slice().authorize(&bind).is_allowed()
+    }
+
+    #[tokio::test]
+    async fn the_policy_of_copies_is_kept_until_the_copies_change() {
+        let storage = kcp_storage::open_in_memory().await.unwrap();
+        let cache = PolicyCache::new(ObjectStore::new(storage, "/registry"));
+        let tenancy = TenancyIndex::default();
+        let far = LogicalClusterName::parse("far").unwrap();
+        tenancy.apply_copy(false, binder_role());
+        tenancy.apply_copy(false, alice_binds());
+
+        let granted = cache.deep_policy(&far, &tenancy).await.unwrap();
+        assert!(alice_may_bind(&granted));
+        let again = cache.deep_policy(&far, &tenancy).await.unwrap();
+        assert!(
+            Arc::ptr_eq(&granted, &again),
+            "built again without a change"
+        );
+
+        // The revoke read back from the cache is seen by the next review.
+        tenancy.apply_copy(true, alice_binds());
+        let revoked = cache.deep_policy(&far, &tenancy).await.unwrap();
+        assert!(!alice_may_bind(&revoked));
+        tenancy.apply_copy(false, alice_binds());
+        assert!(alice_may_bind(
+            &cache.deep_policy(&far, &tenancy).await.unwrap()
+        ));
+
+        // A change of the bootstrap layer drops the policies of copies too.
+        let kept = cache.deep_policy(&far, &tenancy).await.unwrap();
+        cache.invalidate(&cache.bootstrap_cluster.clone());
+        let rebuilt = cache.deep_policy(&far, &tenancy).await.unwrap();
+        assert!(!Arc::ptr_eq(&kept, &rebuilt));
+        assert!(alice_may_bind(&rebuilt));
+
+        // Without copies, the cluster's own (here: the bootstrap policy alone).
+        tenancy.apply_copy(true, alice_binds());
+        tenancy.apply_copy(true, binder_role());
+        assert!(!alice_may_bind(
+            &cache.deep_policy(&far, &tenancy).await.unwrap()
+        ));
+        assert!(read(&cache.copied).is_empty());
     }
 }
