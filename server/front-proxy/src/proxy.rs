@@ -43,6 +43,7 @@ use crate::mapping::{Mappings, PathMapping};
 use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
 use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
 use crate::route::{Resolve, Unroutable};
+use crate::service_accounts::{LookupError, ServiceAccountLookup};
 use crate::services;
 
 /// What the proxy is made of.
@@ -50,6 +51,8 @@ pub struct ProxyConfig {
     pub mappings: Mappings,
     /// Every authenticator the flags configure, `anonymous` set: no credentials, no identity.
     pub authenticators: Authenticators,
+    /// `--service-account-lookup`: whether a service-account token's objects must still exist.
+    pub service_account_lookup: Option<ServiceAccountLookup>,
     pub groups: GroupFilter,
     /// The index (`/clusters/` routes and readiness).
     pub resolver: Arc<dyn Resolve>,
@@ -80,6 +83,7 @@ struct Shared {
     /// Every identity header name any backend trusts: stripped from every request.
     identity_names: Vec<IdentityHeaders>,
     authenticators: Authenticators,
+    service_account_lookup: Option<ServiceAccountLookup>,
     /// Whether the proxy itself checks bearer tokens.
     checks_tokens: bool,
     groups: GroupFilter,
@@ -98,6 +102,15 @@ pub struct FrontProxy {
 
 /// Who the proxy vouches for, if anybody.
 type Identity = Option<UserInfo>;
+
+/// Why the proxy refuses a client's credentials (401).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error(transparent)]
+    Authentication(#[from] AuthnError),
+    #[error("service account token: {0}")]
+    ServiceAccountLookup(#[from] LookupError),
+}
 
 impl FrontProxy {
     pub fn new(config: ProxyConfig) -> Result<FrontProxy, ProxyError> {
@@ -121,6 +134,7 @@ impl FrontProxy {
             mappings: config.mappings,
             destinations,
             authenticators,
+            service_account_lookup: config.service_account_lookup,
             checks_tokens,
             groups: config.groups,
             resolver: config.resolver,
@@ -213,7 +227,7 @@ impl FrontProxy {
         &self,
         certificates: &[CertificateDer<'static>],
         headers: &mut HeaderMap,
-    ) -> Result<Identity, AuthnError> {
+    ) -> Result<Identity, Refused> {
         if certificates.is_empty() && !self.shared.checks_tokens {
             return Ok(None);
         }
@@ -223,10 +237,18 @@ impl FrontProxy {
             .authenticators
             .authenticate(certificates, headers, now)
             .await?;
-        if authenticated == Authenticated::Anonymous {
-            return Ok(None);
-        }
-        let mut user = authenticated.into_user();
+        let mut user = match authenticated {
+            Authenticated::Anonymous => return Ok(None),
+            Authenticated::ServiceAccount(account) => {
+                if let Some(lookup) = &self.shared.service_account_lookup {
+                    lookup
+                        .check(&account.token, self.shared.resolver.as_ref())
+                        .await?;
+                }
+                account.user
+            }
+            Authenticated::User(user, _) => user,
+        };
         self.shared.groups.apply(&mut user.groups);
         Ok(Some(user))
     }

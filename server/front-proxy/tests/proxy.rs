@@ -204,6 +204,7 @@ async fn setup() -> Setup {
             anonymous: true,
             ..Authenticators::default()
         },
+        service_account_lookup: None,
         groups: GroupFilter::new(&defaults, &[]),
         resolver: table.clone(),
         index_counts: None,

@@ -14,7 +14,7 @@
 //! `/readyz` turns ready once every shard has been listed.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{ArgAction, Args};
@@ -23,7 +23,9 @@ use kcp_apiserver::listener::SharedPort;
 use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
 use kcp_front_proxy::index::{self, IndexError, IndexSources};
 use kcp_front_proxy::mapping::{MappingError, Mappings};
+use kcp_front_proxy::service_accounts::ServiceAccountLookup;
 use kcp_front_proxy::{FrontProxy, ProxyConfig, ProxyError};
+use kcp_kubeconfig::https::{self, HttpsClient, HttpsError};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -57,6 +59,11 @@ pub struct FrontProxyOptions {
     pub root_directory: PathBuf,
     #[command(flatten)]
     pub authentication: AuthenticationArgs,
+    /// Check that a service account token's ServiceAccount (and bound Secret) still exist, at
+    /// the shard that holds its logical cluster.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Service accounts")]
+    pub service_account_lookup: bool,
     /// Groups not passed on to the shards; "prefix*" matches every group with the prefix, and
     /// dropping wins over passing on.
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_values = DEFAULT_DROP_GROUPS,
@@ -90,6 +97,12 @@ pub enum FrontProxyError {
     Authentication(#[from] AuthenticationSetupError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error("--{flag} {}: {source}", path.display())]
+    Kubeconfig {
+        flag: &'static str,
+        path: PathBuf,
+        source: HttpsError,
+    },
     #[error(transparent)]
     Proxy(#[from] ProxyError),
     #[error(transparent)]
@@ -149,6 +162,15 @@ fn serve_on_this_thread(
             )
             .await;
         Ok(())
+    })
+}
+
+/// A client for the kubeconfig a flag names.
+fn kubeconfig_client(flag: &'static str, path: &Path) -> Result<HttpsClient, FrontProxyError> {
+    https::client(path, None).map_err(|source| FrontProxyError::Kubeconfig {
+        flag,
+        path: path.to_owned(),
+        source,
     })
 }
 
@@ -217,10 +239,20 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         },
         stop_index.clone(),
     )?;
+    let service_account_lookup = match (
+        &authenticators.service_accounts,
+        options.service_account_lookup,
+    ) {
+        (Some(_), true) => Some(ServiceAccountLookup::new(
+            kubeconfig_client("shards-kubeconfig", &options.shards_kubeconfig)?.client,
+        )),
+        _ => None,
+    };
     let counted = index.clone();
     let proxy = FrontProxy::new(ProxyConfig {
         mappings,
         authenticators,
+        service_account_lookup,
         groups: GroupFilter::new(
             &options.authentication_drop_groups,
             &options.authentication_pass_on_groups,

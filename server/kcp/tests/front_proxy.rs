@@ -10,7 +10,9 @@
 //! and echoes) and bytes flow both ways. A shard that goes away (killed): requests for its
 //! workspaces fail at once with a 503 `Status` and open watches end; once it is back on its
 //! address, its workspaces answer again and a workspace created after the restart becomes
-//! routable (the index listed the shard again).
+//! routable (the index listed the shard again). A service-account token works directly and
+//! through the proxy (with and without `/clusters/` in the path) until its ServiceAccount is
+//! deleted, then it is refused both ways (`--service-account-lookup`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -106,7 +108,12 @@ impl Topology {
         let mut command = Command::new(binary());
         command
             .args(shard.front_proxy_args(&dir.path().join("proxy"), port, &mapping_file))
-            .arg(format!("--token-auth-file={}", tokens.display()));
+            .arg(format!("--token-auth-file={}", tokens.display()))
+            // The shard's generated signing key verifies its service-account tokens.
+            .arg(format!(
+                "--service-account-key-file={}",
+                shard.root_directory().join("sa.key").display()
+            ));
         let proxy = ChildGuard::spawn(
             "kcp front-proxy",
             &mut command,
@@ -469,4 +476,78 @@ async fn the_front_proxy_routes_authenticates_and_streams() {
     let anonymous = topology.proxy_caller(None, "anonymous");
     assert_eq!(anonymous.get("/livez").await.status, 200);
     assert_eq!(anonymous.get("/metrics").await.status, 401);
+}
+
+fn robot_binding() -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "robot-cluster-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_account_token_dies_with_its_service_account() {
+    let topology = Topology::start().await;
+    team_workspace(&topology).await;
+    let admin = Caller::admin(&topology.shard);
+    let accounts = format!("/clusters/{TEAM}/api/v1/namespaces/default/serviceaccounts");
+    admin
+        .create(
+            &accounts,
+            &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        )
+        .await;
+    admin
+        .create(
+            &format!("/clusters/{TEAM}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+            &robot_binding(),
+        )
+        .await;
+    let issued = admin
+        .post(
+            &format!("{accounts}/robot/token"),
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        )
+        .await;
+    assert_eq!(issued.status, 201, "{}", issued.text());
+    let token = issued.json()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let namespaces = format!("/clusters/{TEAM}/api/v1/namespaces");
+    let direct = topology.shard_caller(None, "robot").bearer(&token);
+    let proxied = topology.proxy_caller(None, "robot").bearer(&token);
+    let answer = direct.get(&namespaces).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let answer = proxied.get(&namespaces).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    // In-cluster form: no /clusters/ in the path, the token's cluster claim routes it.
+    let answer = proxied.get("/api/v1/namespaces").await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let who = proxied.whoami_in(TEAM).await;
+    assert_eq!(
+        who.json()["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:robot",
+        "{}",
+        who.text()
+    );
+
+    let deleted = admin.delete(&format!("{accounts}/robot")).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    PATIENCE
+        .eventually(
+            "the deleted service account's token is refused both ways",
+            || async {
+                let answers = (
+                    direct.get(&namespaces).await.status,
+                    proxied.get(&namespaces).await.status,
+                    proxied.get("/api/v1/namespaces").await.status,
+                );
+                (answers == (401, 401, 401))
+                    .then_some(())
+                    .ok_or_else(|| format!("{answers:?}"))
+            },
+        )
+        .await;
 }
