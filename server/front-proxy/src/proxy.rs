@@ -4,9 +4,9 @@
 //! `WithClusterResolver`, `WithProxyAuthHeaders` and the reverse proxies, in that order).
 //!
 //! Authentication is optional as upstream's: a request with no credentials is forwarded with no
-//! identity (the shard sees an anonymous request), and when the proxy checks no tokens
-//! (no `--token-auth-file`, service-account keys or OIDC) a request without a client certificate
-//! is forwarded as sent, for the shard to authenticate its token. Credentials the proxy checks
+//! identity (the shard sees an anonymous request), and when the proxy checks no tokens (no
+//! `--token-auth-file`, service-account keys, OIDC or token webhook) a request without a client
+//! certificate is forwarded as sent, for the shard to authenticate its token. Credentials the proxy checks
 //! and refuses are a 401 `Status`. An authenticated user's groups pass the [`GroupFilter`], and the
 //! proxy vouches for the user with the identity headers; the `Authorization` header it consumed
 //! is not forwarded.
@@ -128,7 +128,8 @@ impl FrontProxy {
         let authenticators = config.authenticators;
         let checks_tokens = authenticators.token_file.is_some()
             || authenticators.service_accounts.is_some()
-            || authenticators.oidc.is_some();
+            || authenticators.oidc.is_some()
+            || authenticators.token_review.is_some();
         let shared = Arc::new(Shared {
             identity_names: identity::all_names(config.mappings.entries())?,
             mappings: config.mappings,

@@ -12,7 +12,9 @@
 //! address, its workspaces answer again and a workspace created after the restart becomes
 //! routable (the index listed the shard again). A service-account token works directly and
 //! through the proxy (with and without `/clusters/` in the path) until its ServiceAccount is
-//! deleted, then it is refused both ways (`--service-account-lookup`).
+//! deleted, then it is refused both ways (`--service-account-lookup`). A token only the shard
+//! knows authenticates at the proxy through its token webhook (the shard's TokenReview endpoint)
+//! as the same user as directly; a token nobody knows is 401 through the proxy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -33,6 +35,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(200));
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
+/// Known to the shard only: the proxy learns who it is from the shard's TokenReview endpoint,
+/// its token webhook.
+const CAROL_TOKEN: &str = "carol-token-0123456789";
 const TEAM: &str = "root:team";
 const WORKSPACES: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
 
@@ -63,9 +68,11 @@ impl Topology {
         let requestheader_ca = CertificateAuthority::generate("requestheader-ca");
         let proxy_client = requestheader_ca.client("kcp-front-proxy", &[]);
         let requestheader_ca_file = write("requestheader-ca.crt", &requestheader_ca.cert_pem);
-        let tokens = write(
-            "tokens.csv",
-            &format!("{ALICE_TOKEN},alice,alice-uid,\"devs,ops\"\n"),
+        let alice = format!("{ALICE_TOKEN},alice,alice-uid,\"devs,ops\"\n");
+        let tokens = write("tokens.csv", &alice);
+        let shard_tokens = write(
+            "shard-tokens.csv",
+            &format!("{alice}{CAROL_TOKEN},carol,carol-uid,\"testers\"\n"),
         );
         let shard = KcpProcess::start(
             binary(),
@@ -79,7 +86,7 @@ impl Topology {
                 "--requestheader-username-headers=X-Remote-User".into(),
                 "--requestheader-group-headers=X-Remote-Group".into(),
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
-                format!("--token-auth-file={}", tokens.display()),
+                format!("--token-auth-file={}", shard_tokens.display()),
                 // A port of its own, so that a restarted shard comes back where it was.
                 format!("--secure-port={}", free_port()),
             ],
@@ -91,6 +98,18 @@ impl Topology {
         );
         let proxy_cert = write("proxy-client.crt", &proxy_client.cert_pem);
         let proxy_key = write("proxy-client.key", &proxy_client.key_pem);
+        // The proxy's token webhook: the shard's own TokenReview endpoint in root.
+        let webhook = dir.path().join("token-webhook.kubeconfig");
+        write_kubeconfig(
+            &webhook,
+            &shard.url("/clusters/root/apis/authentication.k8s.io/v1/tokenreviews"),
+            &shard.admin().ca_pem,
+            KubeconfigUser::Certificate(
+                &shard
+                    .client_ca()
+                    .client("token-reviewer", &["system:masters"]),
+            ),
+        );
         let (echo_port, echo) = echo_server().await;
         let entry = |path: &str, backend: &str| {
             json!({"path": path, "backend": backend,
@@ -109,6 +128,11 @@ impl Topology {
         command
             .args(shard.front_proxy_args(&dir.path().join("proxy"), port, &mapping_file))
             .arg(format!("--token-auth-file={}", tokens.display()))
+            .arg(format!(
+                "--authentication-token-webhook-config-file={}",
+                webhook.display()
+            ))
+            .arg("--authentication-token-webhook-version=v1")
             // The shard's generated signing key verifies its service-account tokens.
             .arg(format!(
                 "--service-account-key-file={}",
@@ -550,4 +574,25 @@ async fn a_service_account_token_dies_with_its_service_account() {
             },
         )
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_the_proxy_does_not_know_is_reviewed_by_its_webhook() {
+    let topology = Topology::start().await;
+    let carol_direct = topology.shard_caller(None, "carol").bearer(CAROL_TOKEN);
+    let carol_proxied = topology.proxy_caller(None, "carol").bearer(CAROL_TOKEN);
+    let who = |response: kcp_testing::Response| {
+        assert_eq!(response.status, 201, "{}", response.text());
+        let user = response.json()["status"]["userInfo"].clone();
+        (user["username"].clone(), user["groups"].clone())
+    };
+    let direct = who(carol_direct.whoami_in("root").await);
+    assert_eq!(direct.0, "carol");
+    assert_eq!(direct, who(carol_proxied.whoami_in("root").await));
+
+    let stranger = topology
+        .proxy_caller(None, "stranger")
+        .bearer("nobody-knows-this-token");
+    let answer = stranger.whoami_in("root").await;
+    assert_eq!(answer.status, 401, "{}", answer.text());
 }
