@@ -10,7 +10,7 @@
 //! vouches for), [`service_accounts`] (whether a service-account token's objects still exist;
 //! [`answers`] keeps such answers for a while),
 //! [`request_path`] (what a path names), [`backend`] and [`forward`] (the
-//! connections and the relaying), [`metrics`], [`services`] (where virtual-workspace requests
+//! connections and the relaying), [`metrics`] and [`metrics_access`] (who may read them), [`services`] (where virtual-workspace requests
 //! go with several shards), and [`proxy`], the handler that puts them in order.
 
 pub mod answers;
@@ -21,6 +21,7 @@ pub mod identity;
 pub mod index;
 pub mod mapping;
 pub mod metrics;
+pub mod metrics_access;
 pub mod proxy;
 pub mod request_path;
 pub mod route;

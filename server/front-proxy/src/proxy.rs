@@ -11,6 +11,9 @@
 //! proxy vouches for the user with the identity headers; the `Authorization` header it consumed
 //! is not forwarded.
 //!
+//! `/metrics` is the proxy's own, for users a SubjectAccessReview in root allows `get /metrics`
+//! ([`MetricsAccess`]): 401 without a user, 403 when not allowed.
+//!
 //! Answers of the proxy itself: `/clusters/<path>` the index does not know (or that names a
 //! wildcard, or `~` without a user) is the 403 "workspace access not permitted" a shard gives at
 //! its workspace gate, so no answer tells whether the workspace exists (kcp #4012); an `Unavailable` workspace or a shard that is gone is 503;
@@ -41,6 +44,7 @@ use crate::identity::{self, IdentityHeaders, InvalidHeaderName};
 use crate::index::IndexCounts;
 use crate::mapping::{Mappings, PathMapping};
 use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
+use crate::metrics_access::MetricsAccess;
 use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
 use crate::route::{Resolve, Unroutable};
 use crate::service_accounts::{LookupError, ServiceAccountLookup};
@@ -58,6 +62,8 @@ pub struct ProxyConfig {
     pub resolver: Arc<dyn Resolve>,
     /// The index's size for `/metrics`, when it reports one.
     pub index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
+    /// Who may read `/metrics` (a SubjectAccessReview in root).
+    pub metrics_access: MetricsAccess,
 }
 
 /// Why the proxy cannot be built from its configuration.
@@ -90,6 +96,7 @@ struct Shared {
     resolver: Arc<dyn Resolve>,
     metrics: ProxyMetrics,
     index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
+    metrics_access: MetricsAccess,
 }
 
 /// The front-proxy: a [`Handler`] for a secure port. One per serving thread ([`FrontProxy::worker`]),
@@ -141,6 +148,7 @@ impl FrontProxy {
             resolver: config.resolver,
             metrics: ProxyMetrics::default(),
             index_counts: config.index_counts,
+            metrics_access: config.metrics_access,
         });
         Self::with_connections(shared)
     }
@@ -186,7 +194,7 @@ impl FrontProxy {
             .map(|user| user.name.clone())
             .unwrap_or_default();
         if request.uri().path() == "/metrics" {
-            return (self.metrics_answer(identity.as_ref()), user_name);
+            return (self.metrics_answer(identity.as_ref()).await, user_name);
         }
         let path = path.unwrap_or_else(|| request.uri().path().to_owned());
         let response = match self.target(&path, request.method(), request.uri(), identity.as_ref())
@@ -211,10 +219,23 @@ impl FrontProxy {
         }
     }
 
-    /// `/metrics`, for authenticated users.
-    fn metrics_answer(&self, identity: Option<&UserInfo>) -> Response<ProxyBody> {
-        if identity.is_none() {
+    /// `/metrics`, for users a SubjectAccessReview in root allows `get /metrics`.
+    async fn metrics_answer(&self, identity: Option<&UserInfo>) -> Response<ProxyBody> {
+        let Some(user) = identity else {
             return status(&ApiError::unauthorized("Unauthorized"));
+        };
+        let allowed = self
+            .shared
+            .metrics_access
+            .allowed(user)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "refusing /metrics");
+                false
+            });
+        if !allowed {
+            let reason = format!("User {:?} cannot get path \"/metrics\"", user.name);
+            return status(&ApiError::forbidden("", "", "", &reason));
         }
         let size = self.shared.index_counts.as_ref().map(|counts| counts());
         match self.shared.metrics.encode(size) {

@@ -12,7 +12,8 @@
 //! there. Client certificates are asked for when `--client-ca-file` or
 //! `--requestheader-client-ca-file` is given. The index follows the shards through
 //! `--root-kubeconfig` (Shard objects) and `--shards-kubeconfig` (credentials for each shard);
-//! `/readyz` turns ready once every shard has been listed.
+//! `/readyz` turns ready once every shard has been listed; `/metrics` asks the root shard
+//! (`--root-kubeconfig`) whether the user may `get /metrics` there.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use kcp_authn::TokenReviewAuthenticator;
 use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
 use kcp_front_proxy::index::{self, IndexError, IndexSources};
 use kcp_front_proxy::mapping::{MappingError, Mappings};
+use kcp_front_proxy::metrics_access::MetricsAccess;
 use kcp_front_proxy::service_accounts::ServiceAccountLookup;
 use kcp_front_proxy::{FrontProxy, ProxyConfig, ProxyError};
 use kcp_kubeconfig::https::{self, HttpsClient, HttpsError};
@@ -257,6 +259,18 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         )),
         _ => None,
     };
+    let root = kubeconfig_client(
+        if options.root_kubeconfig.is_some() {
+            "root-kubeconfig"
+        } else {
+            "shards-kubeconfig"
+        },
+        options
+            .root_kubeconfig
+            .as_ref()
+            .unwrap_or(&options.shards_kubeconfig),
+    )?;
+    let metrics_access = MetricsAccess::new(root.client.clone(), root.base_url());
     let counted = index.clone();
     let proxy = FrontProxy::new(ProxyConfig {
         mappings,
@@ -268,6 +282,7 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         ),
         resolver: index,
         index_counts: Some(Box::new(move || counted.counts())),
+        metrics_access,
     })?;
 
     let client_ca_pems: Vec<&str> = transport

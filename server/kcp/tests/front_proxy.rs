@@ -6,7 +6,8 @@
 //! the shard itself says 200); a certificate of another CA is refused; a workspace the user may
 //! not access and one that does not exist are both 403; the same token gets the same user,
 //! groups and access decisions directly and through the proxy; a watch stays open while objects
-//! are created; an upgrade request reaches a backend (a tiny HTTP server that switches protocols
+//! are created; `/metrics` of the proxy answers a user a SubjectAccessReview in root allows
+//! (403 for others, 401 without credentials); an upgrade request reaches a backend (a tiny HTTP server that switches protocols
 //! and echoes) and bytes flow both ways. A shard that goes away (killed): requests for its
 //! workspaces fail at once with a 503 `Status` and open watches end; once it is back on its
 //! address, its workspaces answer again and a workspace created after the restart becomes
@@ -485,9 +486,31 @@ async fn the_front_proxy_routes_authenticates_and_streams() {
     upgraded.read_exact(&mut echoed).await.unwrap();
     assert_eq!(&echoed, b"ping through the proxy");
 
-    // Health and metrics of the proxy itself; no workspace in any label.
-    let metrics = alice_proxied.get("/metrics").await;
-    assert_eq!(metrics.status, 200);
+    // Health and metrics of the proxy itself; no workspace in any label. /metrics is for users
+    // allowed `get` on the non-resource URL in root (a SubjectAccessReview there), so the
+    // binding that lets a scraper read the shards' metrics lets it read the proxy's.
+    let admin = Caller::admin(&topology.shard);
+    admin
+        .create(
+            "/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "metrics-reader"},
+                "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+        )
+        .await;
+    admin
+        .create(
+            "/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "scraper-metrics-reader"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "scraper"}]}),
+        )
+        .await;
+    let scraper = topology.client_ca.client("scraper", &[]);
+    let scraper = topology.proxy_caller(Some(&scraper), "scraper");
+    let metrics = scraper.get("/metrics").await;
+    assert_eq!(metrics.status, 200, "{}", metrics.text());
     let text = metrics.text();
     for needle in [
         "kcp_front_proxy_requests_total{verb=\"GET\",code=\"200\"}",
@@ -497,6 +520,18 @@ async fn the_front_proxy_routes_authenticates_and_streams() {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
     assert!(!text.contains("team"), "{text}");
+    // Authenticated but not allowed: alice (cluster-admin of root:team only), and a
+    // system:masters certificate, whose group the proxy drops.
+    for (caller, who) in [(&alice_proxied, "alice"), (&proxied, "mallory")] {
+        let refused = caller.get("/metrics").await;
+        assert_eq!(refused.status, 403, "{who}: {}", refused.text());
+        assert_eq!(
+            refused.json()["kind"],
+            "Status",
+            "{who}: {}",
+            refused.text()
+        );
+    }
     let anonymous = topology.proxy_caller(None, "anonymous");
     assert_eq!(anonymous.get("/livez").await.status, 200);
     assert_eq!(anonymous.get("/metrics").await.status, 401);
