@@ -9,6 +9,11 @@
 //! kcp: a service-account token is good only in its own logical cluster, so it is reviewed there
 //! (the cluster its unverified `kubernetes.io.clusterName` claim names); any other token in
 //! `root`, where every token the shard knows (token file, OIDC) authenticates.
+//!
+//! The same review serves kube's token webhook (`--authentication-token-webhook-config-file`,
+//! `-version`, `-cache-ttl`, which upstream's front-proxy has among its generic authentication
+//! options): the review goes to the URL the webhook's kubeconfig names, as written, in the
+//! `authentication.k8s.io` version the flag names, and its answers are kept for the TTL too.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -37,12 +42,21 @@ struct Answer {
     user: Option<UserInfo>,
 }
 
-/// Asks another server (a shard) who a bearer token is.
+/// Where reviews are sent.
+#[derive(Debug)]
+enum Endpoint {
+    /// A kcp server, `https://host:port` without `/clusters/...`: reviews go to the token's
+    /// logical cluster there, in `authentication.k8s.io/v1`.
+    Kcp { base_url: String },
+    /// A webhook: its URL as written, and the API version of `authentication.k8s.io` it speaks.
+    Webhook { url: String, api_version: String },
+}
+
+/// Asks another server (a shard, a webhook) who a bearer token is.
 #[derive(Debug)]
 pub struct TokenReviewAuthenticator {
     http: reqwest::Client,
-    /// `https://host:port`, without `/clusters/...`.
-    base_url: String,
+    endpoint: Endpoint,
     ttl: Duration,
     cache: Mutex<HashMap<TokenDigest, Answer>>,
 }
@@ -66,9 +80,29 @@ impl TokenReviewAuthenticator {
     /// Reviews with `http` (its credentials may create TokenReviews) at `base_url`, keeping
     /// answers for `ttl`.
     pub fn new(http: reqwest::Client, base_url: &str, ttl: Duration) -> TokenReviewAuthenticator {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        Self::at(http, Endpoint::Kcp { base_url }, ttl)
+    }
+
+    /// A token webhook: reviews in `authentication.k8s.io/<api_version>` (`v1` or `v1beta1`)
+    /// posted with `http` to `url`, answers kept for `ttl`.
+    pub fn webhook(
+        http: reqwest::Client,
+        url: &str,
+        api_version: &str,
+        ttl: Duration,
+    ) -> TokenReviewAuthenticator {
+        let endpoint = Endpoint::Webhook {
+            url: url.to_owned(),
+            api_version: api_version.to_owned(),
+        };
+        Self::at(http, endpoint, ttl)
+    }
+
+    fn at(http: reqwest::Client, endpoint: Endpoint, ttl: Duration) -> TokenReviewAuthenticator {
         TokenReviewAuthenticator {
             http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            endpoint,
             ttl,
             cache: Mutex::default(),
         }
@@ -111,13 +145,19 @@ impl TokenReviewAuthenticator {
     }
 
     async fn review(&self, token: &str) -> Result<Option<UserInfo>, AuthnError> {
-        let cluster = unverified_cluster(token).unwrap_or_else(|| DEFAULT_CLUSTER.to_owned());
-        let url = format!(
-            "{}/clusters/{cluster}/apis/authentication.k8s.io/v1/tokenreviews",
-            self.base_url
-        );
+        let (url, api_version) = match &self.endpoint {
+            Endpoint::Kcp { base_url } => {
+                let cluster =
+                    unverified_cluster(token).unwrap_or_else(|| DEFAULT_CLUSTER.to_owned());
+                let url = format!(
+                    "{base_url}/clusters/{cluster}/apis/authentication.k8s.io/v1/tokenreviews"
+                );
+                (url, "v1")
+            }
+            Endpoint::Webhook { url, api_version } => (url.clone(), api_version.as_str()),
+        };
         let review = json!({
-            "apiVersion": "authentication.k8s.io/v1",
+            "apiVersion": format!("authentication.k8s.io/{api_version}"),
             "kind": "TokenReview",
             "spec": {"token": token},
         });
@@ -199,9 +239,10 @@ mod tests {
                     }
                 };
                 counted.fetch_add(1, Ordering::SeqCst);
-                let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
-                seen.lock().unwrap().push(path);
+                let path = head.split(' ').nth(1).unwrap_or_default();
                 let review: Value = serde_json::from_str(&body).unwrap();
+                let version = review["apiVersion"].as_str().unwrap_or_default();
+                seen.lock().unwrap().push(format!("{path} {version}"));
                 let (code, status) = match review["spec"]["token"].as_str() {
                     Some("broken") => ("500 Internal Server Error", json!({})),
                     Some(token) if token == "good" || token.contains('.') => (
@@ -288,9 +329,32 @@ mod tests {
         assert_eq!(
             *server.paths.lock().unwrap(),
             [
-                "/clusters/2abc/apis/authentication.k8s.io/v1/tokenreviews",
-                "/clusters/root/apis/authentication.k8s.io/v1/tokenreviews",
+                "/clusters/2abc/apis/authentication.k8s.io/v1/tokenreviews authentication.k8s.io/v1",
+                "/clusters/root/apis/authentication.k8s.io/v1/tokenreviews authentication.k8s.io/v1",
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_webhook_is_asked_at_its_url_in_its_version() {
+        let server = reviewer().await;
+        let webhook = TokenReviewAuthenticator::webhook(
+            reqwest::Client::new(),
+            &format!("{}/authenticate", server.url),
+            "v1beta1",
+            Duration::from_secs(600),
+        );
+        let alice = webhook.authenticate("good").await.unwrap().unwrap();
+        assert_eq!(alice.name, "alice");
+        assert_eq!(webhook.authenticate("bad").await.unwrap(), None);
+        assert_eq!(webhook.authenticate("bad").await.unwrap(), None);
+        assert_eq!(
+            *server.paths.lock().unwrap(),
+            [
+                "/authenticate authentication.k8s.io/v1beta1",
+                "/authenticate authentication.k8s.io/v1beta1",
+            ],
+            "refusals are kept for the TTL as well"
         );
     }
 }

@@ -26,6 +26,12 @@
 //!   one), a second poller GETs `/clusters/root:<name>/api/v1/namespaces/default` through it every
 //!   `--proxy-poll` (its `front-proxy` context's credentials) until it answers other than 403:
 //!   Ready -> answered, and the proxy process's RSS growth per workspace.
+//! - **Deletion** (`--delete-rate`, with the proxy): the workspaces are deleted again and each
+//!   timed from its DELETE's response to the proxy's 403; with `--deregister-shard`, a shard's
+//!   `Shard` object is deleted last and the proxy timed until it stops routing to it
+//!   ([`deletion`]).
+
+mod deletion;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -78,6 +84,14 @@ pub struct IndexLagArgs {
     /// How long requests may still run after the last one is due.
     #[arg(long, default_value = "30s", value_parser = parse_or_seconds)]
     pub drain: Duration,
+    /// Then delete the workspaces at this rate (per second) and time each from the DELETE's
+    /// response to the proxy's 403 (needs `kcp sharded`'s front-proxy).
+    #[arg(long)]
+    pub delete_rate: Option<f64>,
+    /// With --delete-rate: keep some workspaces of the last shard, then delete its `Shard` object
+    /// and time until the proxy stops routing to them.
+    #[arg(long)]
+    pub deregister_shard: bool,
     /// How long after the create phase every workspace may take to become Ready.
     #[arg(long, default_value = "120s", value_parser = parse_or_seconds)]
     pub ready_timeout: Duration,
@@ -135,6 +149,8 @@ pub struct IndexLagReport {
     pub resync_workspaces: usize,
     /// The same through `kcp sharded`'s own `kcp front-proxy`, when it runs one.
     pub through_proxy: Option<ThroughProxy>,
+    /// With --delete-rate: deletion -> 403 through the proxy, and a shard deregistered.
+    pub deletion: Option<deletion::DeletionReport>,
     pub loadavg_at_start: String,
     pub loadavg: String,
     pub stopped: Stopped,
@@ -180,6 +196,7 @@ struct Measured {
     resync: Duration,
     resync_counts: IndexCounts,
     through_proxy: Option<ThroughProxy>,
+    deletion: Option<deletion::DeletionReport>,
 }
 
 /// Starts the topology, measures, stops it.
@@ -219,6 +236,7 @@ pub async fn run(
         resync_ms: m.resync.as_secs_f64() * 1e3,
         resync_workspaces: m.resync_counts.workspaces,
         through_proxy: m.through_proxy,
+        deletion: m.deletion,
         loadavg_at_start,
         loadavg: loadavg(),
         stopped,
@@ -326,6 +344,16 @@ async fn measure(
     let (resynced, resync) = ready_index(topology, args, second.clone()).await?;
     let resync_counts = resynced.counts();
     second.cancel();
+    // Before the deletion empties it.
+    let (counts, heap_bytes) = (index.counts(), index.heap_bytes());
+    let deletion = match (args.delete_rate, &proxy) {
+        (Some(rate), Some((_, proxy))) => {
+            let mut ready: Vec<String> = ready_at.keys().cloned().collect();
+            ready.sort();
+            Some(deletion::measure(&client, proxy, &index, ready, rate, args).await?)
+        }
+        _ => None,
+    };
 
     let (lags, before) = lags(&ready_at, &resolved);
     let resolved_at = lock(&resolved).clone();
@@ -341,13 +369,14 @@ async fn measure(
         resolved_before_ready: before,
         lag: Latency::of(lags),
         create_to_resolvable: Latency::of(from_create),
-        counts: index.counts(),
-        heap_bytes: index.heap_bytes(),
+        counts,
+        heap_bytes,
         rss_growth_kib,
         index_ready,
         resync,
         resync_counts,
         through_proxy,
+        deletion,
     })
 }
 
@@ -513,6 +542,27 @@ impl Table for IndexLagReport {
                 p.rss_kib_per_workspace
             ));
             out.push_str(&line("Ready -> answered through the proxy", &p.lag));
+        }
+        if let Some(d) = &self.deletion {
+            out.push_str(&format!(
+                "deletes: {} of {} ok at {:.0}/s (p99 {} ms); the proxy answered 403 for {}, the \
+                 index stopped resolving {}\n",
+                d.delete.ok,
+                d.delete.requests,
+                d.delete.throughput,
+                ms(&d.delete.latency, |l| l.p99_ms),
+                d.refused,
+                d.unresolved
+            ));
+            out.push_str(&line("DELETE answered -> 403 through the proxy", &d.to_403));
+            out.push_str(&line("DELETE answered -> unresolvable", &d.to_unresolvable));
+            if let Some(r) = &d.deregistered {
+                out.push_str(&format!(
+                    "Shard {} deleted: {} of its {} workspaces refused by the proxy (answers {:?})\n",
+                    r.shard, r.refused, r.workspaces, r.answers
+                ));
+                out.push_str(&line("Shard deleted -> refused", &r.to_refused));
+            }
         }
         out.push_str(&self.stopped.line(1));
         out.push('\n');

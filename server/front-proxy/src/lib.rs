@@ -7,10 +7,13 @@
 //! Two halves meet in [`route`]: the index (which shard holds which logical cluster, learnt from
 //! watches of every shard) answers [`route::Resolve`], and the proxy asks it once per request.
 //! The proxy's half: [`mapping`] (the mapping file), [`identity`] and [`groups`] (what it
-//! vouches for), [`request_path`] (what a path names), [`backend`] and [`forward`] (the
-//! connections and the relaying), [`metrics`], [`services`] (where virtual-workspace requests
+//! vouches for), [`service_accounts`] (whether a service-account token's objects still exist;
+//! [`answers`] keeps such answers for a while),
+//! [`request_path`] (what a path names), [`backend`] and [`forward`] (the
+//! connections and the relaying), [`metrics`] and [`metrics_access`] (who may read them), [`services`] (where virtual-workspace requests
 //! go with several shards), and [`proxy`], the handler that puts them in order.
 
+pub mod answers;
 pub mod backend;
 pub mod forward;
 pub mod groups;
@@ -18,9 +21,11 @@ pub mod identity;
 pub mod index;
 pub mod mapping;
 pub mod metrics;
+pub mod metrics_access;
 pub mod proxy;
 pub mod request_path;
 pub mod route;
+pub mod service_accounts;
 pub mod services;
 
 pub use proxy::{FrontProxy, ProxyConfig, ProxyError};

@@ -4,12 +4,15 @@
 //! `WithClusterResolver`, `WithProxyAuthHeaders` and the reverse proxies, in that order).
 //!
 //! Authentication is optional as upstream's: a request with no credentials is forwarded with no
-//! identity (the shard sees an anonymous request), and when the proxy checks no tokens
-//! (no `--token-auth-file`, service-account keys or OIDC) a request without a client certificate
-//! is forwarded as sent, for the shard to authenticate its token. Credentials the proxy checks
+//! identity (the shard sees an anonymous request), and when the proxy checks no tokens (no
+//! `--token-auth-file`, service-account keys, OIDC or token webhook) a request without a client
+//! certificate is forwarded as sent, for the shard to authenticate its token. Credentials the proxy checks
 //! and refuses are a 401 `Status`. An authenticated user's groups pass the [`GroupFilter`], and the
 //! proxy vouches for the user with the identity headers; the `Authorization` header it consumed
 //! is not forwarded.
+//!
+//! `/metrics` is the proxy's own, for users a SubjectAccessReview in root allows `get /metrics`
+//! ([`MetricsAccess`]): 401 without a user, 403 when not allowed.
 //!
 //! Answers of the proxy itself: `/clusters/<path>` the index does not know (or that names a
 //! wildcard, or `~` without a user) is the 403 "workspace access not permitted" a shard gives at
@@ -41,8 +44,10 @@ use crate::identity::{self, IdentityHeaders, InvalidHeaderName};
 use crate::index::IndexCounts;
 use crate::mapping::{Mappings, PathMapping};
 use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
+use crate::metrics_access::MetricsAccess;
 use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
 use crate::route::{Resolve, Unroutable};
+use crate::service_accounts::{LookupError, ServiceAccountLookup};
 use crate::services;
 
 /// What the proxy is made of.
@@ -50,11 +55,15 @@ pub struct ProxyConfig {
     pub mappings: Mappings,
     /// Every authenticator the flags configure, `anonymous` set: no credentials, no identity.
     pub authenticators: Authenticators,
+    /// `--service-account-lookup`: whether a service-account token's objects must still exist.
+    pub service_account_lookup: Option<ServiceAccountLookup>,
     pub groups: GroupFilter,
     /// The index (`/clusters/` routes and readiness).
     pub resolver: Arc<dyn Resolve>,
     /// The index's size for `/metrics`, when it reports one.
     pub index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
+    /// Who may read `/metrics` (a SubjectAccessReview in root).
+    pub metrics_access: MetricsAccess,
 }
 
 /// Why the proxy cannot be built from its configuration.
@@ -80,12 +89,14 @@ struct Shared {
     /// Every identity header name any backend trusts: stripped from every request.
     identity_names: Vec<IdentityHeaders>,
     authenticators: Authenticators,
+    service_account_lookup: Option<ServiceAccountLookup>,
     /// Whether the proxy itself checks bearer tokens.
     checks_tokens: bool,
     groups: GroupFilter,
     resolver: Arc<dyn Resolve>,
     metrics: ProxyMetrics,
     index_counts: Option<Box<dyn Fn() -> IndexCounts + Send + Sync>>,
+    metrics_access: MetricsAccess,
 }
 
 /// The front-proxy: a [`Handler`] for a secure port. One per serving thread ([`FrontProxy::worker`]),
@@ -98,6 +109,15 @@ pub struct FrontProxy {
 
 /// Who the proxy vouches for, if anybody.
 type Identity = Option<UserInfo>;
+
+/// Why the proxy refuses a client's credentials (401).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error(transparent)]
+    Authentication(#[from] AuthnError),
+    #[error("service account token: {0}")]
+    ServiceAccountLookup(#[from] LookupError),
+}
 
 impl FrontProxy {
     pub fn new(config: ProxyConfig) -> Result<FrontProxy, ProxyError> {
@@ -115,17 +135,20 @@ impl FrontProxy {
         let authenticators = config.authenticators;
         let checks_tokens = authenticators.token_file.is_some()
             || authenticators.service_accounts.is_some()
-            || authenticators.oidc.is_some();
+            || authenticators.oidc.is_some()
+            || authenticators.token_review.is_some();
         let shared = Arc::new(Shared {
             identity_names: identity::all_names(config.mappings.entries())?,
             mappings: config.mappings,
             destinations,
             authenticators,
+            service_account_lookup: config.service_account_lookup,
             checks_tokens,
             groups: config.groups,
             resolver: config.resolver,
             metrics: ProxyMetrics::default(),
             index_counts: config.index_counts,
+            metrics_access: config.metrics_access,
         });
         Self::with_connections(shared)
     }
@@ -171,7 +194,7 @@ impl FrontProxy {
             .map(|user| user.name.clone())
             .unwrap_or_default();
         if request.uri().path() == "/metrics" {
-            return (self.metrics_answer(identity.as_ref()), user_name);
+            return (self.metrics_answer(identity.as_ref()).await, user_name);
         }
         let path = path.unwrap_or_else(|| request.uri().path().to_owned());
         let response = match self.target(&path, request.method(), request.uri(), identity.as_ref())
@@ -196,10 +219,23 @@ impl FrontProxy {
         }
     }
 
-    /// `/metrics`, for authenticated users.
-    fn metrics_answer(&self, identity: Option<&UserInfo>) -> Response<ProxyBody> {
-        if identity.is_none() {
+    /// `/metrics`, for users a SubjectAccessReview in root allows `get /metrics`.
+    async fn metrics_answer(&self, identity: Option<&UserInfo>) -> Response<ProxyBody> {
+        let Some(user) = identity else {
             return status(&ApiError::unauthorized("Unauthorized"));
+        };
+        let allowed = self
+            .shared
+            .metrics_access
+            .allowed(user)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "refusing /metrics");
+                false
+            });
+        if !allowed {
+            let reason = format!("User {:?} cannot get path \"/metrics\"", user.name);
+            return status(&ApiError::forbidden("", "", "", &reason));
         }
         let size = self.shared.index_counts.as_ref().map(|counts| counts());
         match self.shared.metrics.encode(size) {
@@ -213,7 +249,7 @@ impl FrontProxy {
         &self,
         certificates: &[CertificateDer<'static>],
         headers: &mut HeaderMap,
-    ) -> Result<Identity, AuthnError> {
+    ) -> Result<Identity, Refused> {
         if certificates.is_empty() && !self.shared.checks_tokens {
             return Ok(None);
         }
@@ -223,10 +259,18 @@ impl FrontProxy {
             .authenticators
             .authenticate(certificates, headers, now)
             .await?;
-        if authenticated == Authenticated::Anonymous {
-            return Ok(None);
-        }
-        let mut user = authenticated.into_user();
+        let mut user = match authenticated {
+            Authenticated::Anonymous => return Ok(None),
+            Authenticated::ServiceAccount(account) => {
+                if let Some(lookup) = &self.shared.service_account_lookup {
+                    lookup
+                        .check(&account.token, self.shared.resolver.as_ref())
+                        .await?;
+                }
+                account.user
+            }
+            Authenticated::User(user, _) => user,
+        };
         self.shared.groups.apply(&mut user.groups);
         Ok(Some(user))
     }

@@ -26,6 +26,7 @@ use kcp_apiserver::listener::TlsListener;
 use kcp_authn::{Authenticators, TokenFile};
 use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
 use kcp_front_proxy::mapping::{Mappings, PathMapping};
+use kcp_front_proxy::metrics_access::MetricsAccess;
 use kcp_front_proxy::route::{Resolve, Route, Unroutable};
 use kcp_front_proxy::{FrontProxy, ProxyConfig};
 use kcp_testing::write_tls_files;
@@ -98,6 +99,10 @@ async fn backend(go: Arc<Notify>) -> SocketAddr {
 }
 
 fn answer(request: Request<Incoming>, go: Arc<Notify>) -> Response<BackendBody> {
+    if request.uri().path().ends_with("/subjectaccessreviews") {
+        let allowed = json!({"status": {"allowed": true}}).to_string();
+        return Response::new(Full::new(Bytes::from(allowed)).boxed());
+    }
     if request.uri().path() == "/services/stream" {
         let chunks = futures_stream(go);
         return Response::new(StreamBody::new(chunks).boxed());
@@ -204,9 +209,12 @@ async fn setup() -> Setup {
             anonymous: true,
             ..Authenticators::default()
         },
+        service_account_lookup: None,
         groups: GroupFilter::new(&defaults, &[]),
         resolver: table.clone(),
         index_counts: None,
+        // The backend allows every review.
+        metrics_access: MetricsAccess::new(reqwest::Client::new(), &backend),
     })
     .unwrap();
     let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap();

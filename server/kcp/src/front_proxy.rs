@@ -2,7 +2,8 @@
 //! on a secure port of their own, with upstream's flags (`cmd/kcp-front-proxy`,
 //! `pkg/proxy/options`): `--mapping-file` and `--shards-kubeconfig` required, `--root-kubeconfig`,
 //! `--root-directory` (default `.kcp`), secure serving (`--secure-port` defaults to 443), the
-//! authentication flags `kcp start` has ([`AuthenticationArgs`]), `--authentication-drop-groups`
+//! authentication flags `kcp start` has ([`AuthenticationArgs`]; the token webhook's are active
+//! here, not yet in `kcp start`), `--service-account-lookup`, `--authentication-drop-groups`
 //! (default: upstream's privileged and synthetic groups) and `--authentication-pass-on-groups`,
 //! logging as `kcp start`.
 //!
@@ -11,21 +12,26 @@
 //! there. Client certificates are asked for when `--client-ca-file` or
 //! `--requestheader-client-ca-file` is given. The index follows the shards through
 //! `--root-kubeconfig` (Shard objects) and `--shards-kubeconfig` (credentials for each shard);
-//! `/readyz` turns ready once every shard has been listed.
+//! `/readyz` turns ready once every shard has been listed; `/metrics` asks the root shard
+//! (`--root-kubeconfig`) whether the user may `get /metrics` there.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{ArgAction, Args};
 use kcp_apiserver::TlsMaterial;
 use kcp_apiserver::listener::SharedPort;
+use kcp_authn::TokenReviewAuthenticator;
 use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
 use kcp_front_proxy::index::{self, IndexError, IndexSources};
 use kcp_front_proxy::mapping::{MappingError, Mappings};
+use kcp_front_proxy::metrics_access::MetricsAccess;
+use kcp_front_proxy::service_accounts::ServiceAccountLookup;
 use kcp_front_proxy::{FrontProxy, ProxyConfig, ProxyError};
+use kcp_kubeconfig::https::{self, HttpsClient, HttpsError};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::authentication::{self, AuthenticationSetupError};
 use crate::options::{
@@ -57,6 +63,11 @@ pub struct FrontProxyOptions {
     pub root_directory: PathBuf,
     #[command(flatten)]
     pub authentication: AuthenticationArgs,
+    /// Check that a service account token's ServiceAccount (and bound Secret) still exist, at
+    /// the shard that holds its logical cluster.
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Service accounts")]
+    pub service_account_lookup: bool,
     /// Groups not passed on to the shards; "prefix*" matches every group with the prefix, and
     /// dropping wins over passing on.
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_values = DEFAULT_DROP_GROUPS,
@@ -90,6 +101,12 @@ pub enum FrontProxyError {
     Authentication(#[from] AuthenticationSetupError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error("--{flag} {}: {source}", path.display())]
+    Kubeconfig {
+        flag: &'static str,
+        path: PathBuf,
+        source: HttpsError,
+    },
     #[error(transparent)]
     Proxy(#[from] ProxyError),
     #[error(transparent)]
@@ -152,21 +169,36 @@ fn serve_on_this_thread(
     })
 }
 
+/// A client for the kubeconfig a flag names.
+fn kubeconfig_client(flag: &'static str, path: &Path) -> Result<HttpsClient, FrontProxyError> {
+    https::client(path, None).map_err(|source| FrontProxyError::Kubeconfig {
+        flag,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `--authentication-token-webhook-config-file`: a kubeconfig whose server is the URL of a
+/// TokenReview webhook, asked in `--authentication-token-webhook-version`, its answers kept
+/// for `--authentication-token-webhook-cache-ttl` (upstream's generic authentication options).
+fn token_webhook(
+    flags: &AuthenticationArgs,
+) -> Result<Option<TokenReviewAuthenticator>, FrontProxyError> {
+    let Some(path) = non_empty(flags.authentication_token_webhook_config_file.as_ref()) else {
+        return Ok(None);
+    };
+    let webhook = kubeconfig_client("authentication-token-webhook-config-file", &path)?;
+    Ok(Some(TokenReviewAuthenticator::webhook(
+        webhook.client,
+        &webhook.server,
+        flags.authentication_token_webhook_version.as_str(),
+        flags.authentication_token_webhook_cache_ttl,
+    )))
+}
+
 /// Runs the front-proxy until SIGTERM or SIGINT.
 pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
     options.validate()?;
-    if non_empty(
-        options
-            .authentication
-            .authentication_token_webhook_config_file
-            .as_ref(),
-    )
-    .is_some()
-    {
-        warn!(
-            "--authentication-token-webhook-config-file accepted but not active yet in this build"
-        );
-    }
     let mappings = Mappings::load(&options.mapping_file)?;
     // No credentials: forwarded without identity, as upstream (never `system:anonymous`).
     let flags = options.authentication.validate(true, false)?;
@@ -200,11 +232,12 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         .iter()
         .map(|path| authentication::read("service-account-key-file", path))
         .collect::<Result<Vec<_>, _>>()?;
-    let authenticators = authentication::authenticators(
+    let mut authenticators = authentication::authenticators(
         &flags,
         transport.client_ca_pem.as_deref(),
         authentication::verifying_keys_of(&key_pems)?,
     )?;
+    authenticators.token_review = token_webhook(&options.authentication)?;
 
     let stop_index = CancellationToken::new();
     let index = index::start(
@@ -217,16 +250,39 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         },
         stop_index.clone(),
     )?;
+    let service_account_lookup = match (
+        &authenticators.service_accounts,
+        options.service_account_lookup,
+    ) {
+        (Some(_), true) => Some(ServiceAccountLookup::new(
+            kubeconfig_client("shards-kubeconfig", &options.shards_kubeconfig)?.client,
+        )),
+        _ => None,
+    };
+    let root = kubeconfig_client(
+        if options.root_kubeconfig.is_some() {
+            "root-kubeconfig"
+        } else {
+            "shards-kubeconfig"
+        },
+        options
+            .root_kubeconfig
+            .as_ref()
+            .unwrap_or(&options.shards_kubeconfig),
+    )?;
+    let metrics_access = MetricsAccess::new(root.client.clone(), root.base_url());
     let counted = index.clone();
     let proxy = FrontProxy::new(ProxyConfig {
         mappings,
         authenticators,
+        service_account_lookup,
         groups: GroupFilter::new(
             &options.authentication_drop_groups,
             &options.authentication_pass_on_groups,
         ),
         resolver: index,
         index_counts: Some(Box::new(move || counted.counts())),
+        metrics_access,
     })?;
 
     let client_ca_pems: Vec<&str> = transport

@@ -6,11 +6,16 @@
 //! the shard itself says 200); a certificate of another CA is refused; a workspace the user may
 //! not access and one that does not exist are both 403; the same token gets the same user,
 //! groups and access decisions directly and through the proxy; a watch stays open while objects
-//! are created; an upgrade request reaches a backend (a tiny HTTP server that switches protocols
+//! are created; `/metrics` of the proxy answers a user a SubjectAccessReview in root allows
+//! (403 for others, 401 without credentials); an upgrade request reaches a backend (a tiny HTTP server that switches protocols
 //! and echoes) and bytes flow both ways. A shard that goes away (killed): requests for its
 //! workspaces fail at once with a 503 `Status` and open watches end; once it is back on its
 //! address, its workspaces answer again and a workspace created after the restart becomes
-//! routable (the index listed the shard again).
+//! routable (the index listed the shard again). A service-account token works directly and
+//! through the proxy (with and without `/clusters/` in the path) until its ServiceAccount is
+//! deleted, then it is refused both ways (`--service-account-lookup`). A token only the shard
+//! knows authenticates at the proxy through its token webhook (the shard's TokenReview endpoint)
+//! as the same user as directly; a token nobody knows is 401 through the proxy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -31,6 +36,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(200));
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
+/// Known to the shard only: the proxy learns who it is from the shard's TokenReview endpoint,
+/// its token webhook.
+const CAROL_TOKEN: &str = "carol-token-0123456789";
 const TEAM: &str = "root:team";
 const WORKSPACES: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
 
@@ -61,9 +69,11 @@ impl Topology {
         let requestheader_ca = CertificateAuthority::generate("requestheader-ca");
         let proxy_client = requestheader_ca.client("kcp-front-proxy", &[]);
         let requestheader_ca_file = write("requestheader-ca.crt", &requestheader_ca.cert_pem);
-        let tokens = write(
-            "tokens.csv",
-            &format!("{ALICE_TOKEN},alice,alice-uid,\"devs,ops\"\n"),
+        let alice = format!("{ALICE_TOKEN},alice,alice-uid,\"devs,ops\"\n");
+        let tokens = write("tokens.csv", &alice);
+        let shard_tokens = write(
+            "shard-tokens.csv",
+            &format!("{alice}{CAROL_TOKEN},carol,carol-uid,\"testers\"\n"),
         );
         let shard = KcpProcess::start(
             binary(),
@@ -77,7 +87,7 @@ impl Topology {
                 "--requestheader-username-headers=X-Remote-User".into(),
                 "--requestheader-group-headers=X-Remote-Group".into(),
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
-                format!("--token-auth-file={}", tokens.display()),
+                format!("--token-auth-file={}", shard_tokens.display()),
                 // A port of its own, so that a restarted shard comes back where it was.
                 format!("--secure-port={}", free_port()),
             ],
@@ -89,6 +99,18 @@ impl Topology {
         );
         let proxy_cert = write("proxy-client.crt", &proxy_client.cert_pem);
         let proxy_key = write("proxy-client.key", &proxy_client.key_pem);
+        // The proxy's token webhook: the shard's own TokenReview endpoint in root.
+        let webhook = dir.path().join("token-webhook.kubeconfig");
+        write_kubeconfig(
+            &webhook,
+            &shard.url("/clusters/root/apis/authentication.k8s.io/v1/tokenreviews"),
+            &shard.admin().ca_pem,
+            KubeconfigUser::Certificate(
+                &shard
+                    .client_ca()
+                    .client("token-reviewer", &["system:masters"]),
+            ),
+        );
         let (echo_port, echo) = echo_server().await;
         let entry = |path: &str, backend: &str| {
             json!({"path": path, "backend": backend,
@@ -106,7 +128,17 @@ impl Topology {
         let mut command = Command::new(binary());
         command
             .args(shard.front_proxy_args(&dir.path().join("proxy"), port, &mapping_file))
-            .arg(format!("--token-auth-file={}", tokens.display()));
+            .arg(format!("--token-auth-file={}", tokens.display()))
+            .arg(format!(
+                "--authentication-token-webhook-config-file={}",
+                webhook.display()
+            ))
+            .arg("--authentication-token-webhook-version=v1")
+            // The shard's generated signing key verifies its service-account tokens.
+            .arg(format!(
+                "--service-account-key-file={}",
+                shard.root_directory().join("sa.key").display()
+            ));
         let proxy = ChildGuard::spawn(
             "kcp front-proxy",
             &mut command,
@@ -454,9 +486,31 @@ async fn the_front_proxy_routes_authenticates_and_streams() {
     upgraded.read_exact(&mut echoed).await.unwrap();
     assert_eq!(&echoed, b"ping through the proxy");
 
-    // Health and metrics of the proxy itself; no workspace in any label.
-    let metrics = alice_proxied.get("/metrics").await;
-    assert_eq!(metrics.status, 200);
+    // Health and metrics of the proxy itself; no workspace in any label. /metrics is for users
+    // allowed `get` on the non-resource URL in root (a SubjectAccessReview there), so the
+    // binding that lets a scraper read the shards' metrics lets it read the proxy's.
+    let admin = Caller::admin(&topology.shard);
+    admin
+        .create(
+            "/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "metrics-reader"},
+                "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+        )
+        .await;
+    admin
+        .create(
+            "/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "scraper-metrics-reader"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "scraper"}]}),
+        )
+        .await;
+    let scraper = topology.client_ca.client("scraper", &[]);
+    let scraper = topology.proxy_caller(Some(&scraper), "scraper");
+    let metrics = scraper.get("/metrics").await;
+    assert_eq!(metrics.status, 200, "{}", metrics.text());
     let text = metrics.text();
     for needle in [
         "kcp_front_proxy_requests_total{verb=\"GET\",code=\"200\"}",
@@ -466,7 +520,114 @@ async fn the_front_proxy_routes_authenticates_and_streams() {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
     assert!(!text.contains("team"), "{text}");
+    // Authenticated but not allowed: alice (cluster-admin of root:team only), and a
+    // system:masters certificate, whose group the proxy drops.
+    for (caller, who) in [(&alice_proxied, "alice"), (&proxied, "mallory")] {
+        let refused = caller.get("/metrics").await;
+        assert_eq!(refused.status, 403, "{who}: {}", refused.text());
+        assert_eq!(
+            refused.json()["kind"],
+            "Status",
+            "{who}: {}",
+            refused.text()
+        );
+    }
     let anonymous = topology.proxy_caller(None, "anonymous");
     assert_eq!(anonymous.get("/livez").await.status, 200);
     assert_eq!(anonymous.get("/metrics").await.status, 401);
+}
+
+fn robot_binding() -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "robot-cluster-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_account_token_dies_with_its_service_account() {
+    let topology = Topology::start().await;
+    team_workspace(&topology).await;
+    let admin = Caller::admin(&topology.shard);
+    let accounts = format!("/clusters/{TEAM}/api/v1/namespaces/default/serviceaccounts");
+    admin
+        .create(
+            &accounts,
+            &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        )
+        .await;
+    admin
+        .create(
+            &format!("/clusters/{TEAM}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+            &robot_binding(),
+        )
+        .await;
+    let issued = admin
+        .post(
+            &format!("{accounts}/robot/token"),
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        )
+        .await;
+    assert_eq!(issued.status, 201, "{}", issued.text());
+    let token = issued.json()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let namespaces = format!("/clusters/{TEAM}/api/v1/namespaces");
+    let direct = topology.shard_caller(None, "robot").bearer(&token);
+    let proxied = topology.proxy_caller(None, "robot").bearer(&token);
+    let answer = direct.get(&namespaces).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let answer = proxied.get(&namespaces).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    // In-cluster form: no /clusters/ in the path, the token's cluster claim routes it.
+    let answer = proxied.get("/api/v1/namespaces").await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let who = proxied.whoami_in(TEAM).await;
+    assert_eq!(
+        who.json()["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:robot",
+        "{}",
+        who.text()
+    );
+
+    let deleted = admin.delete(&format!("{accounts}/robot")).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    PATIENCE
+        .eventually(
+            "the deleted service account's token is refused both ways",
+            || async {
+                let answers = (
+                    direct.get(&namespaces).await.status,
+                    proxied.get(&namespaces).await.status,
+                    proxied.get("/api/v1/namespaces").await.status,
+                );
+                (answers == (401, 401, 401))
+                    .then_some(())
+                    .ok_or_else(|| format!("{answers:?}"))
+            },
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_the_proxy_does_not_know_is_reviewed_by_its_webhook() {
+    let topology = Topology::start().await;
+    let carol_direct = topology.shard_caller(None, "carol").bearer(CAROL_TOKEN);
+    let carol_proxied = topology.proxy_caller(None, "carol").bearer(CAROL_TOKEN);
+    let who = |response: kcp_testing::Response| {
+        assert_eq!(response.status, 201, "{}", response.text());
+        let user = response.json()["status"]["userInfo"].clone();
+        (user["username"].clone(), user["groups"].clone())
+    };
+    let direct = who(carol_direct.whoami_in("root").await);
+    assert_eq!(direct.0, "carol");
+    assert_eq!(direct, who(carol_proxied.whoami_in("root").await));
+
+    let stranger = topology
+        .proxy_caller(None, "stranger")
+        .bearer("nobody-knows-this-token");
+    let answer = stranger.whoami_in("root").await;
+    assert_eq!(answer.status, 401, "{}", answer.text());
 }
