@@ -1283,6 +1283,8 @@ async fn initializer_permissions_limit_the_initializer_inside_the_workspace() {
         {"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["create", "get"]},
         {"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters", "logicalclusters/status"],
             "verbs": ["get", "update"]},
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"],
+            "verbs": ["create"]},
     ]);
     let type_name = "vw-init-limited";
     workspace_type(
@@ -1340,6 +1342,28 @@ async fn initializer_permissions_limit_the_initializer_inside_the_workspace() {
         ))
         .await;
     assert_eq!(secret.status, 404, "{}", secret.text());
+
+    // Allowed requests go in as the controller itself with upstream's synthetic group (which
+    // opens the Initializing workspace to it), not with full access.
+    let (status, review) = post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{review}");
+    let who = &review["status"]["userInfo"];
+    assert_eq!(who["username"], user.as_str(), "{review}");
+    let groups: Vec<&str> = who["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        groups.contains(&"system:kcp:initializer:root:vw-init-limited"),
+        "{review}"
+    );
+    assert!(!groups.contains(&"system:masters"), "{review}");
 
     // Its rules let it finish.
     let initializer = format!("root:{type_name}");
