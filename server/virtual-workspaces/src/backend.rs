@@ -103,18 +103,12 @@ impl Backend {
             },
             method: Method::GET,
             path: path.to_string(),
-            query: None,
+            query: query.map(str::to_owned),
             headers: json_accepted(),
             body: Bytes::new(),
             shutdown: shutdown.clone(),
         };
-        let response = self.loopback()?.dispatch(request).await;
-        let (code, document) = json_of(response).await?;
-        if (200..300).contains(&code) {
-            Ok(document)
-        } else {
-            Err(ApiError::from_answer(code, &document))
-        }
+        Ok(self.loopback()?.dispatch(request).await)
     }
 
     /// A deep SubjectAccessReview in `cluster`.
