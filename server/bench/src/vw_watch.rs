@@ -8,7 +8,10 @@
 //! (`/services/apiexport/<provider>/gadgets/clusters/*/apis/bench.kcp.io/v1/gadgets`) and creates
 //! gadgets at `--rate`, round-robin over the clusters, timing each from its create's response to
 //! its arrival on the watch (the `watch` load phase's machinery), with the server's CPU time per
-//! delivered event.
+//! delivered event. Then, with `--get-rate`, it GETs one gadget through the virtual workspace of
+//! one cluster (`.../clusters/<cluster>/apis/bench.kcp.io/v1/namespaces/bench/gadgets/g-0`) at
+//! that rate for `--duration`: a controller reading its objects one by one, which pays whatever
+//! the workspace does per request (authorization, knowing the export and its consumers).
 
 use std::time::Duration;
 
@@ -44,6 +47,10 @@ pub struct VwWatchArgs {
     /// How long the last event may take to arrive.
     #[arg(long, default_value = "10", value_parser = kcp_apimachinery::duration::parse_or_seconds)]
     pub drain: Duration,
+    /// GETs per second of one gadget through one cluster's virtual workspace, after the watch
+    /// phase (0: no such phase).
+    #[arg(long, default_value_t = 0.0)]
+    pub get_rate: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +71,8 @@ pub struct VwWatchReport {
     pub clusters: u64,
     /// Create response -> event on the virtual-workspace watch.
     pub delivery: PhaseReport,
+    /// GETs through one cluster's virtual workspace, with `--get-rate`.
+    pub gets: Option<PhaseReport>,
     pub stopped: Stopped,
 }
 
@@ -72,14 +81,19 @@ pub async fn run(server: &ServerArgs, args: &VwWatchArgs) -> Result<VwWatchRepor
     let started = Server::start(server).await?;
     let measured = measure(&started, args).await;
     let stopped = started.stop().await?;
+    let (delivery, gets) = measured?;
     Ok(VwWatchReport {
         clusters: args.clusters,
-        delivery: measured?,
+        delivery,
+        gets,
         stopped,
     })
 }
 
-async fn measure(started: &Server, args: &VwWatchArgs) -> Result<PhaseReport, VwWatchError> {
+async fn measure(
+    started: &Server,
+    args: &VwWatchArgs,
+) -> Result<(PhaseReport, Option<PhaseReport>), VwWatchError> {
     let client = apibindings::connect(started).await?;
     apibindings::export(&client).await?;
     crds::touch_clusters(&client, args.clusters, args.bind_rate, args.drain)
@@ -87,10 +101,8 @@ async fn measure(started: &Server, args: &VwWatchArgs) -> Result<PhaseReport, Vw
         .map_err(ApiBindingsError::from)?;
     apibindings::bind_all(&client, args.clusters, args.bind_rate, args.drain).await?;
     let plan = Plan::new(args.rate, args.duration, None)?;
-    let collection = format!(
-        "/services/apiexport/{PROVIDER}/gadgets/clusters/*/apis/{}/v1/gadgets",
-        crds::GROUP
-    );
+    let workspace = format!("/services/apiexport/{PROVIDER}/gadgets/clusters");
+    let collection = format!("{workspace}/*/apis/{}/v1/gadgets", crds::GROUP);
     let timeout = plan.span() + args.drain * 2;
     let watchers =
         Watchers::open(&client, &collection, 1, timeout, watchers::written_revision).await?;
@@ -120,7 +132,27 @@ async fn measure(started: &Server, args: &VwWatchArgs) -> Result<PhaseReport, Vw
             .report("virtual-workspace watch", &plan, &run, args.drain)
             .await)
     };
-    Ok(load::with_server_cpu(Some(started.pid()), phase).await?)
+    let delivery = load::with_server_cpu(Some(started.pid()), phase).await?;
+    let gets = if args.get_rate > 0.0 {
+        let gadget = format!(
+            "{workspace}/{}/apis/{}/v1/namespaces/bench/gadgets/g-0",
+            cluster_name(0),
+            crds::GROUP
+        );
+        let plan = Plan::new(args.get_rate, args.duration, None)?;
+        let phase = async {
+            let run = schedule::drive(&plan, args.drain, |_| {
+                let (client, gadget) = (client.clone(), gadget.clone());
+                async move { outcome(client.request(Method::GET, &gadget, None).await).map(|_| ()) }
+            })
+            .await;
+            Ok(PhaseReport::of("virtual-workspace get", plan.rate(), &run))
+        };
+        Some(load::with_server_cpu(Some(started.pid()), phase).await?)
+    } else {
+        None
+    };
+    Ok((delivery, gets))
 }
 
 impl Table for VwWatchReport {
@@ -133,7 +165,7 @@ impl Table for VwWatchReport {
             "{} consumer clusters bound to one export; {:.0} writes/s asked, {} written\n\
              delivered through one /services/apiexport/.../clusters/* watch: {} of {}, \
              p50 {} ms, p90 {} ms, p99 {} ms, max {} ms\n\
-             server CPU per delivered event (writes included): {} us\n{}\n",
+             server CPU per delivered event (writes included): {} us\n{}{}\n",
             self.clusters,
             d.target_rate,
             d.ok,
@@ -144,6 +176,19 @@ impl Table for VwWatchReport {
             ms(latency.map(|l| l.p99_ms)),
             ms(latency.map(|l| l.max_ms)),
             ms(watch.and_then(|w| w.server_cpu_us_per_event)),
+            self.gets.as_ref().map_or_else(String::new, |g| {
+                let latency = g.latency;
+                format!(
+                    "GETs through one cluster's virtual workspace: {} of {} at {:.0}/s, \
+                     p50 {} ms, p99 {} ms, server CPU {} us per GET\n",
+                    g.ok,
+                    g.requests,
+                    g.target_rate,
+                    ms(latency.map(|l| l.p50_ms)),
+                    ms(latency.map(|l| l.p99_ms)),
+                    ms(g.server_cpu_us_per_request),
+                )
+            }),
             self.stopped.line(0),
         )
     }

@@ -122,20 +122,33 @@ pub fn read(flag: &'static str, path: &Path) -> Result<String, AuthenticationSet
 pub fn request_header(
     flags: &RequestHeaderArgs,
 ) -> Result<Option<RequestHeaderAuthenticator>, AuthenticationSetupError> {
+    request_header_config(flags)?
+        .map(request_header_authenticator)
+        .transpose()
+}
+
+/// What `--requestheader-*` configure (`None` without a CA file), the CA read.
+pub fn request_header_config(
+    flags: &RequestHeaderArgs,
+) -> Result<Option<RequestHeaderConfig>, AuthenticationSetupError> {
     let Some(path) = &flags.client_ca_file else {
         return Ok(None);
     };
-    let config = RequestHeaderConfig {
+    Ok(Some(RequestHeaderConfig {
         ca_pem: read("requestheader-client-ca-file", path)?,
         allowed_names: flags.allowed_names.clone(),
         username_headers: flags.username_headers.clone(),
         group_headers: flags.group_headers.clone(),
         extra_headers_prefixes: flags.extra_headers_prefix.clone(),
         uid_headers: flags.uid_headers.clone(),
-    };
-    RequestHeaderAuthenticator::new(config)
-        .map(Some)
-        .map_err(|e| invalid("requestheader-client-ca-file")(&e))
+    }))
+}
+
+/// The request-header authenticator of `config`.
+pub fn request_header_authenticator(
+    config: RequestHeaderConfig,
+) -> Result<RequestHeaderAuthenticator, AuthenticationSetupError> {
+    RequestHeaderAuthenticator::new(config).map_err(|e| invalid("requestheader-client-ca-file")(&e))
 }
 
 fn oidc(

@@ -2,6 +2,7 @@
 //! `start`, `front-proxy` and `cache-server` entry points. `main.rs` only dispatches, so everything here is testable in-process.
 
 pub mod authentication;
+pub mod authentication_info;
 pub mod cache;
 pub mod cache_server;
 pub mod cli;

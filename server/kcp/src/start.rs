@@ -5,7 +5,9 @@
 //! `Shard` object is registered, so a script that waits for the file can use it at once. A shard
 //! whose name another live process holds stops before serving (see `shard_registration`). The
 //! cache server's side of the shard (the root shard's in-process cache, replication into the
-//! cache) is in [`crate::cache`].
+//! cache) is in [`crate::cache`]. The shard publishes how it authenticates clients
+//! (`kube-system/extension-apiserver-authentication`, [`crate::authentication_info`]) before it
+//! registers.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::authentication::{self, AuthenticationSetupError};
+use crate::authentication_info;
 use crate::cache::{self, CacheSetupError};
 use crate::kubeconfig::{self, KubeconfigError};
 use crate::logical_cluster_admin::LogicalClusterAdmin;
@@ -69,6 +72,8 @@ pub enum StartError {
     File(#[from] crate::private_file::PrivateFileError),
     #[error("--kubelet-client-certificate: {0}")]
     KubeletClient(#[from] kcp_pod_streaming::KubeletTlsError),
+    #[error("publishing kube-system/extension-apiserver-authentication: {0}")]
+    AuthenticationInfo(kcp_apimachinery::ApiError),
 }
 
 /// Runs the shard until it is told to stop.
@@ -140,6 +145,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         .local_addr()
         .map_or(options.secure_port, |a| a.port());
     let context = server.controller_context();
+    publish_authentication_info(&options, &material, &context.store).await?;
     let registration = std::sync::Arc::new(registration(&options, port)?);
     let cache_links = cache::connect(
         &options,
@@ -214,6 +220,24 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
+}
+
+/// Publishes how this shard authenticates clients for the servers that delegate to it
+/// ([`authentication_info`]).
+async fn publish_authentication_info(
+    options: &ValidatedOptions,
+    material: &pki::ServingMaterial,
+    store: &kcp_registry::store::RestStore,
+) -> Result<(), StartError> {
+    let info = authentication_info::AuthenticationInfo {
+        client_ca_pem: material.client_ca_pem.clone(),
+        request_header: authentication::request_header_config(
+            &options.authentication.request_header,
+        )?,
+    };
+    authentication_info::publish(store, &info)
+        .await
+        .map_err(StartError::AuthenticationInfo)
 }
 
 /// Scheduling to other shards: their LogicalClusters reached with `path`'s credentials, the

@@ -19,14 +19,18 @@
 //! header names are given; believed only from a client certificate of the request-header CA
 //! whose name is allowed, and removed from every other request); bearer tokens reviewed by the
 //! shard `--authentication-kubeconfig` names (a TokenReview, answers kept for
-//! `--authentication-token-webhook-cache-ttl`, 10 s). Anything else is 401.
+//! `--authentication-token-webhook-cache-ttl`, 10 s). Anything else is 401. With
+//! `--authentication-skip-lookup=false` the client CA and the request-header settings the flags
+//! leave unset come from the `kube-system/extension-apiserver-authentication` ConfigMap the
+//! `--authentication-kubeconfig` shard publishes ([`crate::authentication_info`]), as upstream's
+//! in-cluster lookup (skipped by default in upstream's virtual workspaces, as here).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{ArgAction, Args};
 use kcp_apimachinery::duration;
 use kcp_apiserver::TlsMaterial;
 use kcp_apiserver::listener::TlsListener;
@@ -36,9 +40,10 @@ use kcp_authn::{Authenticators, CertificateAuthenticator, TokenReviewAuthenticat
 use kcp_virtual_workspaces::Backend;
 use kcp_virtual_workspaces::remote::{RemoteError, RemoteShard};
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::authentication::{self, AuthenticationSetupError};
+use crate::authentication_info::{self, AuthenticationInfo, LookupError};
 use crate::options::{LoggingFlags, RequestHeaderArgs, ServingFlags, non_empty, values};
 use crate::pki::{self, PkiError, TransportOptions};
 
@@ -75,6 +80,16 @@ pub struct VirtualWorkspacesOptions {
     /// How long TokenReview answers are kept.
     #[arg(long, default_value = "10s", value_parser = duration::parse, help_heading = "Authentication")]
     pub authentication_token_webhook_cache_ttl: Duration,
+    /// Do not read the client CA and request-header settings the flags leave unset from the
+    /// kube-system/extension-apiserver-authentication ConfigMap of the --authentication-kubeconfig
+    /// server (true by default, as upstream's virtual workspaces).
+    #[arg(long, default_value = "true", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Authentication")]
+    pub authentication_skip_lookup: bool,
+    /// Start even when that ConfigMap cannot be read.
+    #[arg(long, default_value = "false", value_name = "BOOL", value_parser = values::go_bool, num_args = 0..=1,
+        require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Authentication")]
+    pub authentication_tolerate_lookup_failure: bool,
     /// Directory for generated certificates; empty keeps them in memory.
     #[arg(long, value_parser = values::path, default_value = ".kcp-virtual-workspaces", help_heading = "kcp")]
     pub root_directory: PathBuf,
@@ -105,6 +120,10 @@ pub enum VirtualWorkspacesError {
         path: PathBuf,
         source: kcp_kubeconfig::https::HttpsError,
     },
+    #[error(
+        "{0} (pass --authentication-skip-lookup or --authentication-tolerate-lookup-failure to start without it)"
+    )]
+    Lookup(#[from] LookupError),
     #[error(transparent)]
     Serve(#[from] kcp_apiserver::ServeError),
     #[error("installing signal handlers: {0}")]
@@ -144,16 +163,24 @@ pub async fn run(options: VirtualWorkspacesOptions) -> Result<(), VirtualWorkspa
         bind_address: options.serving.bind_address,
         hosts: Vec::new(),
     })?;
-    let client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
     let request_header = with_delegating_defaults(&options.request_header);
-    let requestheader_ca_pem = request_header
-        .client_ca_file
-        .as_deref()
-        .map(|path| authentication::read("requestheader-client-ca-file", path))
-        .transpose()?;
+    let mut client_ca_pem = transport.client_ca_pem.clone().unwrap_or_default();
+    let mut request_header = authentication::request_header_config(&request_header)?;
+    let published = published(&options).await?;
+    if options.client_ca_file.is_none()
+        && let Some(pem) = published.client_ca_pem
+    {
+        client_ca_pem = pem;
+    }
+    if request_header.is_none() {
+        request_header = published.request_header;
+    }
+    let requestheader_ca_pem = request_header.as_ref().map(|config| config.ca_pem.clone());
     let authenticators = Authenticators {
         x509: Some(CertificateAuthenticator::from_pem(&client_ca_pem)?),
-        request_header: authentication::request_header(&request_header)?,
+        request_header: request_header
+            .map(authentication::request_header_authenticator)
+            .transpose()?,
         token_review: token_review(&options)?,
         ..Authenticators::default()
     };
@@ -201,6 +228,36 @@ fn with_delegating_defaults(flags: &RequestHeaderArgs) -> RequestHeaderArgs {
         group_headers: or_default(&flags.group_headers, "X-Remote-Group"),
         extra_headers_prefix: or_default(&flags.extra_headers_prefix, "X-Remote-Extra-"),
         ..flags.validated()
+    }
+}
+
+/// What the `--authentication-kubeconfig` server publishes of its authentication, unless
+/// `--authentication-skip-lookup` (upstream's in-cluster lookup): nothing without that
+/// kubeconfig or when both CAs are given by flags; a failed read stops the server unless
+/// `--authentication-tolerate-lookup-failure`.
+async fn published(
+    options: &VirtualWorkspacesOptions,
+) -> Result<AuthenticationInfo, VirtualWorkspacesError> {
+    let flags_give_all = options.client_ca_file.is_some()
+        && options.request_header.validated().client_ca_file.is_some();
+    if options.authentication_skip_lookup || flags_give_all {
+        return Ok(AuthenticationInfo::default());
+    }
+    let Some(path) = non_empty(options.authentication_kubeconfig.as_ref()) else {
+        warn!(
+            "no --authentication-kubeconfig to look the client CA and request-header settings up with"
+        );
+        return Ok(AuthenticationInfo::default());
+    };
+    let server = kcp_kubeconfig::https::client(&path, None)
+        .map_err(|source| VirtualWorkspacesError::AuthenticationKubeconfig { path, source })?;
+    match authentication_info::lookup(&server.client, server.base_url()).await {
+        Ok(info) => Ok(info),
+        Err(error) if options.authentication_tolerate_lookup_failure => {
+            warn!(%error, "starting without the published authentication settings");
+            Ok(AuthenticationInfo::default())
+        }
+        Err(error) => Err(error.into()),
     }
 }
 

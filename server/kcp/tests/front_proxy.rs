@@ -16,6 +16,9 @@
 //! deleted, then it is refused both ways (`--service-account-lookup`). A token only the shard
 //! knows authenticates at the proxy through its token webhook (the shard's TokenReview endpoint)
 //! as the same user as directly; a token nobody knows is 401 through the proxy.
+//! The initializingworkspaces virtual workspace's
+//! synthetic group `system:kcp:initializer:<name>` opens a workspace still Initializing at the
+//! shard, and a client certificate claiming it through the proxy loses it (403).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -535,6 +538,56 @@ async fn the_front_proxy_routes_authenticates_and_streams() {
     let anonymous = topology.proxy_caller(None, "anonymous");
     assert_eq!(anonymous.get("/livez").await.status, 200);
     assert_eq!(anonymous.get("/metrics").await.status, 401);
+
+    initializer_groups_cannot_be_forged_through_the_proxy(&topology).await;
+}
+
+/// The synthetic group the initializingworkspaces virtual workspace adds to the requests it
+/// allowed (`system:kcp:initializer:<initializer>`) lets a request into a workspace still
+/// Initializing at the shard (which trusts it, as upstream's), and is dropped by the proxy: a
+/// client certificate claiming it is a user without access there.
+async fn initializer_groups_cannot_be_forged_through_the_proxy(topology: &Topology) {
+    let admin = Caller::admin(&topology.shard);
+    admin
+        .create(
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+            &json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
+                "metadata": {"name": "held"}, "spec": {"initializer": true}}),
+        )
+        .await;
+    admin
+        .create(
+            WORKSPACES,
+            &json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+                "metadata": {"name": "held-ws"}, "spec": {"type": {"name": "held", "path": "root"}}}),
+        )
+        .await;
+    topology
+        .shard
+        .wait_for(
+            "root:held-ws Initializing",
+            &format!("{WORKSPACES}/held-ws"),
+            |answer| answer.status == 200 && answer.json()["status"]["phase"] == "Initializing",
+        )
+        .await;
+    let forger = topology
+        .client_ca
+        .client("mallory", &["system:kcp:initializer:root:held"]);
+    let namespaces = "/clusters/root:held-ws/api/v1/namespaces";
+    let namespace =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let direct = topology
+        .shard_caller(Some(&forger), "mallory")
+        .post(namespaces, &namespace("trusted"))
+        .await;
+    assert_eq!(direct.status, 201, "the shard trusts it: {}", direct.text());
+    let proxied = topology
+        .proxy_caller(Some(&forger), "mallory")
+        .post(namespaces, &namespace("forged"))
+        .await;
+    assert_eq!(proxied.status, 403, "{}", proxied.text());
+    let forged = admin.get(&format!("{namespaces}/forged")).await;
+    assert_eq!(forged.status, 404, "{}", forged.text());
 }
 
 fn robot_binding() -> Value {

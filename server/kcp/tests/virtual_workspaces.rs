@@ -1283,6 +1283,8 @@ async fn initializer_permissions_limit_the_initializer_inside_the_workspace() {
         {"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["create", "get"]},
         {"apiGroups": ["core.kcp.io"], "resources": ["logicalclusters", "logicalclusters/status"],
             "verbs": ["get", "update"]},
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"],
+            "verbs": ["create"]},
     ]);
     let type_name = "vw-init-limited";
     workspace_type(
@@ -1340,6 +1342,28 @@ async fn initializer_permissions_limit_the_initializer_inside_the_workspace() {
         ))
         .await;
     assert_eq!(secret.status, 404, "{}", secret.text());
+
+    // Allowed requests go in as the controller itself with upstream's synthetic group (which
+    // opens the Initializing workspace to it), not with full access.
+    let (status, review) = post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{review}");
+    let who = &review["status"]["userInfo"];
+    assert_eq!(who["username"], user.as_str(), "{review}");
+    let groups: Vec<&str> = who["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        groups.contains(&"system:kcp:initializer:root:vw-init-limited"),
+        "{review}"
+    );
+    assert!(!groups.contains(&"system:masters"), "{review}");
 
     // Its rules let it finish.
     let initializer = format!("root:{type_name}");
@@ -1404,8 +1428,19 @@ struct StandaloneVirtualWorkspaces {
 }
 
 impl StandaloneVirtualWorkspaces {
-    /// Started with `extra` flags after the usual ones.
+    /// Started with `extra` flags after the usual ones, the shard's client CA included.
     async fn start(server: &KcpProcess, extra: &[String]) -> StandaloneVirtualWorkspaces {
+        let client_ca = server.root_directory().join("client-ca.crt");
+        let mut flags = vec![format!("--client-ca-file={}", client_ca.display())];
+        flags.extend_from_slice(extra);
+        Self::start_without_client_ca(server, &flags).await
+    }
+
+    /// Started with `extra` flags after the usual ones, no client CA among them.
+    async fn start_without_client_ca(
+        server: &KcpProcess,
+        extra: &[String],
+    ) -> StandaloneVirtualWorkspaces {
         let dir = kcp_testing::temp_dir("standalone-vw");
         let root = server.root_directory();
         let port = kcp_testing::free_port();
@@ -1423,8 +1458,6 @@ impl StandaloneVirtualWorkspaces {
             &file("apiserver.crt"),
             "--tls-private-key-file",
             &file("apiserver.key"),
-            "--client-ca-file",
-            &file("client-ca.crt"),
             "--root-directory",
             dir.path().join("root").to_str().unwrap(),
         ]);
@@ -1435,8 +1468,9 @@ impl StandaloneVirtualWorkspaces {
             &dir.path().join("virtual-workspaces.log"),
         );
         let base = format!("https://127.0.0.1:{port}");
+        // Health needs no credentials (and a certificate of another CA would be refused).
         wait_ready(
-            &server.admin().client(),
+            &server.admin().anonymous_client(),
             &format!("{base}/healthz"),
             &process,
         )
@@ -1766,4 +1800,65 @@ async fn the_standalone_virtual_workspaces_take_users_from_a_front_proxy_and_tok
     // Without the content grant the same kind of token is refused (403, not 401).
     let other = service_account_token(&server, &provider.cluster, "other").await;
     assert_eq!(ask(anonymous.get(&direct).bearer_auth(&other)).await.0, 403);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_standalone_virtual_workspaces_look_the_client_ca_up_in_the_shards_configmap() {
+    let server = SERVER.get().await;
+    // The shard publishes how it authenticates clients.
+    let published = server
+        .get("/clusters/system:admin/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")
+        .await;
+    assert_eq!(published.status, 200, "{}", published.text());
+    let client_ca = std::fs::read_to_string(server.root_directory().join("client-ca.crt")).unwrap();
+    assert_eq!(
+        published.json()["data"]["client-ca-file"],
+        client_ca.as_str()
+    );
+
+    let provider = Provider::start(&server, "vw-lookup", 1).await;
+    provider
+        .create_widget(&server, &provider.consumers[0], "w", 1)
+        .await;
+    grant_content(&server, &provider.cluster, "vw-lookup-controller").await;
+    let widgets = format!(
+        "/services/apiexport/{}/widgets/clusters/*/apis/{}/v1/widgets",
+        provider.cluster, provider.group
+    );
+    let controller = client_as(&server, "vw-lookup-controller");
+    let authentication_kubeconfig = format!(
+        "--authentication-kubeconfig={}",
+        server.kubeconfig().display()
+    );
+
+    // Looked up: the shard's client CA, so the shard's client certificates are users here.
+    let looked_up = StandaloneVirtualWorkspaces::start_without_client_ca(
+        &server,
+        &[
+            authentication_kubeconfig.clone(),
+            "--authentication-skip-lookup=false".into(),
+        ],
+    )
+    .await;
+    let response = controller
+        .get(format!("{}{widgets}", looked_up.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(kcp_testing::item_names(&body), ["w"]);
+
+    // Skipped (the default): a CA of its own, which did not sign the shard's certificates.
+    let skipped =
+        StandaloneVirtualWorkspaces::start_without_client_ca(&server, &[authentication_kubeconfig])
+            .await;
+    match controller
+        .get(format!("{}{widgets}", skipped.base))
+        .send()
+        .await
+    {
+        Ok(response) => assert_eq!(response.status().as_u16(), 401),
+        Err(error) => assert!(error.is_connect() || error.is_request(), "{error:?}"),
+    }
 }

@@ -15,6 +15,9 @@
 //! `internal.apis.kcp.io/export` label, in one cluster or across all of them (unless the export
 //! claims `apibindings` itself; then the claim decides).
 //!
+//! The export and its consumers are kept between requests ([`crate::export_cache`]), dropped
+//! whenever an APIExport or APIBinding changes anywhere.
+//!
 //! Every request is authorized first as upstream's content authorizer does it: the user needs the
 //! request's verb on `apiexports/content` named `<export-name>` in the export's cluster (a deep
 //! SubjectAccessReview there: its RBAC, without workspace access). Served requests then run in
@@ -28,7 +31,10 @@ use kcp_apiserver::services::ServiceRequest;
 use kcp_apiserver::{RequestInfo, no_such_resource};
 use kcp_rbac::{Attributes, ResourceAttributes};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::backend::{Backend, Documents};
+use crate::export_cache::{Export, ExportCache};
 use crate::export_view::{Consumers, ExportView};
 use crate::mounted::{self, VirtualWorkspace};
 use crate::request;
@@ -40,11 +46,15 @@ pub const NAME: &str = kcp_apis::endpoints::APIEXPORT_VIRTUAL_WORKSPACE;
 /// The apiexport virtual workspace.
 pub struct ApiExportService {
     backend: Backend,
+    cache: ExportCache,
 }
 
 impl ApiExportService {
     pub fn new(backend: Backend) -> ApiExportService {
-        ApiExportService { backend }
+        ApiExportService {
+            backend,
+            cache: ExportCache::default(),
+        }
     }
 }
 
@@ -74,47 +84,26 @@ impl VirtualWorkspace for ApiExportService {
         };
         self.authorize(&asked, &request).await?;
         let export = self
-            .backend
-            .read(
-                &format!(
-                    "/clusters/{}/apis/{}/{}/{}/{}",
-                    asked.export_cluster,
-                    kcp_apis::GROUP,
-                    kcp_apis::STORAGE_VERSION,
-                    kcp_apis::API_EXPORTS,
-                    asked.export_name
-                ),
+            .cache
+            .get(
+                &self.backend,
+                (asked.export_cluster, asked.export_name),
                 &request.shutdown,
+                || self.read_export(&asked, &request.shutdown),
             )
             .await?;
-        let view = ExportView::of(&export).ok_or_else(no_such_resource)?;
-        let bindings = self
-            .backend
-            .read(
-                &format!(
-                    "/clusters/*/apis/{}/{}/{}",
-                    kcp_apis::GROUP,
-                    kcp_apis::STORAGE_VERSION,
-                    kcp_apis::API_BINDINGS
-                ),
-                &request.shutdown,
-            )
-            .await?;
-        let items = bindings["items"].as_array().map_or(&[][..], Vec::as_slice);
-        let consumers = Consumers::of(items, asked.export_cluster, asked.export_name);
+        let view = export.view.as_ref().ok_or_else(no_such_resource)?;
+        let consumers = &export.consumers;
         let info = &asked.info;
         if !info.is_resource_request {
-            return self.document(&asked, &view, &consumers, request).await;
+            return self.document(&asked, view, consumers, request).await;
         }
         if view.exports(&info.group, &info.resource) {
-            return self.exported(&asked, &view, &consumers, request).await;
+            return self.exported(&asked, view, consumers, request).await;
         }
         match view.claim(&info.group, &info.resource) {
             Some(claim) => {
-                let claimed = Claimed {
-                    claim,
-                    consumers: &consumers,
-                };
+                let claimed = Claimed { claim, consumers };
                 self.claimed(&asked, claimed, request).await
             }
             None if (info.group.as_str(), info.resource.as_str())
@@ -138,6 +127,45 @@ struct Labeled<'a> {
 }
 
 impl ApiExportService {
+    /// The export and its consumers, read afresh: the export, and the bindings of every cluster.
+    async fn read_export(
+        &self,
+        asked: &Asked<'_>,
+        shutdown: &CancellationToken,
+    ) -> Result<Export, ApiError> {
+        let export = self
+            .backend
+            .read(
+                &format!(
+                    "/clusters/{}/apis/{}/{}/{}/{}",
+                    asked.export_cluster,
+                    kcp_apis::GROUP,
+                    kcp_apis::STORAGE_VERSION,
+                    kcp_apis::API_EXPORTS,
+                    asked.export_name
+                ),
+                shutdown,
+            )
+            .await?;
+        let bindings = self
+            .backend
+            .read(
+                &format!(
+                    "/clusters/*/apis/{}/{}/{}",
+                    kcp_apis::GROUP,
+                    kcp_apis::STORAGE_VERSION,
+                    kcp_apis::API_BINDINGS
+                ),
+                shutdown,
+            )
+            .await?;
+        let items = bindings["items"].as_array().map_or(&[][..], Vec::as_slice);
+        Ok(Export {
+            view: ExportView::of(&export),
+            consumers: Consumers::of(items, asked.export_cluster, asked.export_name),
+        })
+    }
+
     /// Upstream's content authorizer: the request's verb on `apiexports/content` of the export.
     async fn authorize(&self, asked: &Asked<'_>, request: &ServiceRequest) -> Result<(), ApiError> {
         let verb = if asked.info.is_resource_request {

@@ -47,9 +47,54 @@ impl Backend {
         Ok(self.loopback()?.dispatch(request).await)
     }
 
+    /// Serves `request` (a `/clusters/<name>/...` path) as its user with `group` added: the
+    /// synthetic group of an initializer (terminator) whose request the virtual workspace allowed
+    /// by its WorkspaceType's permissions (upstream's `system:kcp:initializer:<name>`), which the
+    /// shard's workspace content authorizer trusts in a cluster of a lifecycle phase.
+    pub async fn with_group(
+        &self,
+        mut request: ServiceRequest,
+        group: String,
+    ) -> Result<Response<Body>, ApiError> {
+        request.user.groups.insert(0, group);
+        Ok(self.loopback()?.dispatch(request).await)
+    }
+
     /// A JSON document read as the virtual workspaces themselves; a non-2xx answer is its Status
     /// as an error.
+    /// `path` may carry a query after `?`.
     pub async fn read(&self, path: &str, shutdown: &CancellationToken) -> Result<Value, ApiError> {
+        let (path, query) = match path.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (path, None),
+        };
+        let response = self.get_as_itself(path, query, shutdown).await?;
+        let (code, document) = json_of(response).await?;
+        if (200..300).contains(&code) {
+            Ok(document)
+        } else {
+            Err(ApiError::from_answer(code, &document))
+        }
+    }
+
+    /// A watch (`query` asks for it) of `path` as the virtual workspaces themselves: the
+    /// answer, streaming.
+    pub async fn watch(
+        &self,
+        path: &str,
+        query: &str,
+        shutdown: &CancellationToken,
+    ) -> Result<Response<Body>, ApiError> {
+        self.get_as_itself(path, Some(query), shutdown).await
+    }
+
+    /// A GET as the virtual workspaces' own user, asking for JSON.
+    async fn get_as_itself(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        shutdown: &CancellationToken,
+    ) -> Result<Response<Body>, ApiError> {
         let request = ServiceRequest {
             user: UserInfo {
                 name: VIRTUAL_WORKSPACES_USER.to_string(),
@@ -58,18 +103,12 @@ impl Backend {
             },
             method: Method::GET,
             path: path.to_string(),
-            query: None,
+            query: query.map(str::to_owned),
             headers: json_accepted(),
             body: Bytes::new(),
             shutdown: shutdown.clone(),
         };
-        let response = self.loopback()?.dispatch(request).await;
-        let (code, document) = json_of(response).await?;
-        if (200..300).contains(&code) {
-            Ok(document)
-        } else {
-            Err(ApiError::from_answer(code, &document))
-        }
+        Ok(self.loopback()?.dispatch(request).await)
     }
 
     /// A deep SubjectAccessReview in `cluster`.

@@ -17,6 +17,7 @@
 pub mod apiexport;
 mod backend;
 mod documents;
+mod export_cache;
 mod export_view;
 pub mod lifecycle;
 mod mounted;

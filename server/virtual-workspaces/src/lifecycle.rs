@@ -14,8 +14,12 @@
 //! WorkspaceType that declares `initializerPermissions` (resp. `terminatorPermissions`) limits
 //! the initializer to those RBAC rules, as upstream evaluates them in the virtual workspace
 //! (refused: 403 `... denied by initializerPermissions`; a type that cannot be read: 503, never
-//! full access by mistake); a type that declares none keeps full access inside the cluster
-//! (upstream's fallback acts as the workspace's owner).
+//! full access by mistake). An allowed request goes into the cluster as the controller's own
+//! user with upstream's synthetic group `system:kcp:initializer:<key>` (resp.
+//! `system:kcp:terminator:<key>`) added, which the shard's workspace content authorizer lets
+//! through while the cluster is Initializing (Terminating, Deleting) and the front-proxy drops
+//! from every client. A type that declares none keeps full access inside the cluster (upstream's
+//! fallback acts as the workspace's owner).
 
 use http::Response;
 use kcp_apimachinery::{ApiError, StatusReason, meta};
@@ -23,7 +27,7 @@ use kcp_apiserver::no_such_resource;
 use kcp_apiserver::response::Body;
 use kcp_apiserver::services::ServiceRequest;
 use kcp_rbac::{Attributes, PolicyRule, ResourceAttributes};
-use kcp_tenancy::logical_cluster;
+use kcp_tenancy::{access, logical_cluster};
 use serde_json::json;
 
 use crate::backend::{Backend, Documents};
@@ -46,6 +50,8 @@ pub struct Lifecycle {
     pub label: fn(&str) -> (String, String),
     /// The WorkspaceType's field of rules limiting the role inside a cluster.
     pub permissions: &'static str,
+    /// The synthetic group of `<key>` a request allowed by those rules carries into the cluster.
+    pub group: fn(&str) -> String,
 }
 
 /// `/services/initializingworkspaces/<initializer>/...`.
@@ -56,6 +62,7 @@ pub const INITIALIZING: Lifecycle = Lifecycle {
     role: "initializer",
     label: logical_cluster::initializer_label,
     permissions: "initializerPermissions",
+    group: access::initializer_group,
 };
 
 /// `/services/terminatingworkspaces/<terminator>/...`.
@@ -66,6 +73,7 @@ pub const TERMINATING: Lifecycle = Lifecycle {
     role: "terminator",
     label: logical_cluster::terminator_label,
     permissions: "terminatorPermissions",
+    group: access::terminator_group,
 };
 
 const GROUP: &str = "core.kcp.io";
@@ -179,18 +187,33 @@ impl VirtualWorkspace for LifecycleService {
                         details: None,
                     });
                 }
-                self.check_permissions(&asked).await?;
+                let grant = self.check_permissions(&asked).await?;
                 request.path = format!("/clusters/{cluster}{}", vw.rest);
-                self.backend.on_behalf(request).await
+                match grant {
+                    Grant::Everything => self.backend.on_behalf(request).await,
+                    Grant::Rules => {
+                        let group = (self.lifecycle.group)(key);
+                        self.backend.with_group(request, group).await
+                    }
+                }
             }
         }
     }
 }
 
+/// What an initializer (terminator) may do inside a cluster waiting for it.
+enum Grant {
+    /// Its WorkspaceType declares no permissions: anything (upstream acts as the owner).
+    Everything,
+    /// The request is allowed by the type's rules: it goes in as the user with the synthetic
+    /// group, which the shard's workspace content authorizer lets through in a lifecycle phase.
+    Rules,
+}
+
 impl LifecycleService {
     /// The WorkspaceType's `initializerPermissions` (`terminatorPermissions`), when it declares
     /// any: the request inside the cluster must be allowed by one of those rules.
-    async fn check_permissions(&self, asked: &Asked<'_>) -> Result<(), ApiError> {
+    async fn check_permissions(&self, asked: &Asked<'_>) -> Result<Grant, ApiError> {
         let (key, request) = (asked.key, asked.request);
         let field = self.lifecycle.permissions;
         // `authorize` refused keys that name no type.
@@ -216,7 +239,7 @@ impl LifecycleService {
             })?;
         let rules = PolicyRule::list_from_json(&json!({"rules": workspace_type["spec"][field]}));
         if rules.is_empty() {
-            return Ok(());
+            return Ok(Grant::Everything);
         }
         let attributes = kcp_apiserver::authorization_attributes(
             mounted::user(request),
@@ -225,7 +248,7 @@ impl LifecycleService {
             asked.path,
         );
         if rules.iter().any(|rule| rule.allows(&attributes)) {
-            return Ok(());
+            return Ok(Grant::Rules);
         }
         let reason = format!("{} {key:?} denied by {field}", self.lifecycle.role);
         Err(mounted::forbidden(request, asked.info, asked.path, &reason))
