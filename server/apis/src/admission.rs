@@ -141,6 +141,26 @@ pub fn add_binding_finalizer(binding: &mut Value) {
     }
 }
 
+/// Why an update of a binding is refused for its finalizer: while the binding is being deleted,
+/// only `system:masters` (`privileged`) may remove [`binding::FINALIZER`], which keeps the binding
+/// until the controller has deleted its objects (upstream's `apis.kcp.io/APIBindingDeletionFinalizer`
+/// validation). Outside a deletion a removed finalizer is put back by [`add_binding_finalizer`].
+pub fn binding_finalizer_errors(new: &Value, old: &Value, privileged: bool) -> Vec<String> {
+    let has = |binding: &Value| {
+        meta::finalizers(binding)
+            .iter()
+            .any(|f| f == binding::FINALIZER)
+    };
+    let removing = has(old) && !has(new);
+    if removing && !privileged && meta::deletion_timestamp(new).is_some() {
+        return vec![format!(
+            "removing the finalizer {} is forbidden",
+            binding::FINALIZER
+        )];
+    }
+    Vec::new()
+}
+
 /// A CRD of a reserved group (`*.apis.kcp.io`, served by kcp itself).
 pub fn reserved_crd_group(group: &str) -> Option<String> {
     group
@@ -186,6 +206,28 @@ mod tests {
             "{errors:?}"
         );
         assert!(schema_update_errors("today.widgets.example.com", &schema, &schema).is_empty());
+    }
+
+    #[test]
+    fn only_the_system_removes_the_finalizer_of_a_binding_being_deleted() {
+        let deleting = json!({"metadata": {
+            "deletionTimestamp": "2026-11-26T00:00:00Z",
+            "finalizers": ["other", binding::FINALIZER],
+        }});
+        let mut removed = deleting.clone();
+        removed["metadata"]["finalizers"] = json!(["other"]);
+        assert_eq!(
+            binding_finalizer_errors(&removed, &deleting, false),
+            ["removing the finalizer apis.kcp.io/apibinding-finalizer is forbidden"]
+        );
+        assert!(binding_finalizer_errors(&removed, &deleting, true).is_empty());
+        let mut other_removed = deleting.clone();
+        other_removed["metadata"]["finalizers"] = json!([binding::FINALIZER]);
+        assert!(binding_finalizer_errors(&other_removed, &deleting, false).is_empty());
+        let live = json!({"metadata": {"finalizers": [binding::FINALIZER]}});
+        let mut live_removed = live.clone();
+        live_removed["metadata"]["finalizers"] = json!([]);
+        assert!(binding_finalizer_errors(&live_removed, &live, false).is_empty());
     }
 
     #[test]

@@ -759,6 +759,78 @@ async fn a_maximal_permission_policy_caps_what_consumers_may_do() {
     erin.ok(&["create", "configmap", "free", "-n", "default"]);
 }
 
+/// While a binding is being deleted, its finalizer keeps it until its objects are gone; a user
+/// other than the system may not remove it (upstream's `APIBindingDeletionFinalizer` admission),
+/// even one who may do everything in the workspace.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_system_removes_the_finalizer_of_a_binding_being_deleted() {
+    let server = SERVER.get().await;
+    let kubectl = Kubectl::new("1.33", &server.kubeconfig());
+    let provider = workspace(&server, &kubectl, "finalizing-provider");
+    export_widgets(&provider, "");
+    let consumer = workspace(&server, &kubectl, "finalizing-consumer");
+    consumer.apply(&binding_yaml(
+        "widgets",
+        "root:finalizing-provider",
+        "widgets",
+    ));
+    wait_bound(&consumer, "widgets");
+    consumer.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: held\n  namespace: default\n  finalizers: [example.com/hold]\nspec: {}\n");
+    consumer.ok(&[
+        "create",
+        "clusterrolebinding",
+        "frank-admin",
+        "--clusterrole=cluster-admin",
+        "--user=frank",
+    ]);
+
+    // The held widget keeps the binding terminating.
+    consumer.ok(&["delete", "apibinding", "widgets", "--wait=false"]);
+    assert!(
+        !consumer
+            .jsonpath(
+                &["get", "apibinding", "widgets"],
+                "{.metadata.deletionTimestamp}"
+            )
+            .is_empty(),
+        "the binding is terminating"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let frank_kubectl = user_kubectl(&server, home.path(), "frank");
+    let frank = consumer.as_user(&frank_kubectl);
+    let refused = frank.fails(&[
+        "patch",
+        "apibinding",
+        "widgets",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":[]}}"#,
+    ]);
+    assert!(
+        refused.contains("(Forbidden)")
+            && refused
+                .contains("removing the finalizer apis.kcp.io/apibinding-finalizer is forbidden"),
+        "{refused}"
+    );
+    assert_eq!(
+        consumer.jsonpath(&["get", "apibinding", "widgets"], "{.metadata.finalizers}"),
+        r#"["apis.kcp.io/apibinding-finalizer"]"#
+    );
+
+    // Once the widget is released, the controller removes the finalizer and the binding goes.
+    consumer.ok(&[
+        "patch",
+        "widget",
+        "held",
+        "-n",
+        "default",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    consumer.wait(&["get", "apibindings", "-o", "name"], "");
+}
+
 /// A WorkspaceType in root that extends `root:universal` and binds `defaults` (`(path, export)`).
 fn type_with_defaults(name: &str, defaults: &[(&str, &str)]) -> String {
     let bindings: String = defaults

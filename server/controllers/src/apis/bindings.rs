@@ -199,6 +199,20 @@ impl Controller for Bindings {
         let mut unresolved = false;
         for binding in &bindings {
             if meta::deletion_timestamp(binding).is_some() {
+                // Served, and its names held, until its objects are gone: their finalizers must
+                // stay removable (as a terminating CRD's objects stay reachable).
+                if let Some(reference) = ExportReference::of(binding) {
+                    for resource in BoundResource::of_status(binding) {
+                        taken.insert(
+                            (resource.group, resource.resource),
+                            Holder::Binding(
+                                meta::name(binding).unwrap_or_default().to_string(),
+                                reference.clone(),
+                            ),
+                        );
+                    }
+                }
+                served.extend(self.bound.served_as_recorded(binding).await?);
                 deleting.push(binding);
                 continue;
             }

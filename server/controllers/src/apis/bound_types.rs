@@ -215,6 +215,30 @@ impl BoundTypes {
         Ok(types_of(&served).into_iter().next())
     }
 
+    /// How what a stored binding records in `status.boundResources` is served, from the schemas
+    /// of the export cluster it recorded: for a binding no pass decides again (at start, or
+    /// while it is being deleted and its objects must stay reachable to release their finalizers).
+    pub(super) async fn served_as_recorded(
+        &self,
+        binding: &Value,
+    ) -> Result<Vec<Served>, ApiError> {
+        let schema_cluster = recorded_export_cluster(binding);
+        let policy = self.recorded_policy(binding).await?;
+        let mut served = Vec::new();
+        for resource in BoundResource::of_status(binding) {
+            served.extend(
+                self.served(
+                    schema_cluster.as_ref(),
+                    &resource,
+                    &BTreeMap::new(),
+                    policy.as_ref(),
+                )
+                .await?,
+            );
+        }
+        Ok(served)
+    }
+
     /// The maximal permission policy of the export a stored binding recorded, if it has one.
     async fn recorded_policy(&self, binding: &Value) -> Result<Option<BoundPolicy>, ApiError> {
         let (Some(cluster), Some(reference)) = (
@@ -287,7 +311,7 @@ fn types_of(served: &Served) -> Vec<Arc<ResourceType>> {
     )
 }
 
-/// Serves what every stored APIBinding (not being deleted) records in `status.boundResources`
+/// Serves what every stored APIBinding (being deleted or not) records in `status.boundResources`
 /// from this shard's own schemas: before the first request nothing was read back from the cache
 /// yet, so a binding of another shard's export is served from the controller's first pass that
 /// has the copies.
@@ -300,29 +324,14 @@ pub(crate) async fn serve_existing(store: &RestStore) -> Result<(), ApiError> {
         .await?;
     let mut by_cluster: BTreeMap<LogicalClusterName, Vec<Value>> = BTreeMap::new();
     for binding in page.items {
-        if let Some(cluster) = cluster_of(&binding)
-            && meta::deletion_timestamp(&binding).is_none()
-        {
+        if let Some(cluster) = cluster_of(&binding) {
             by_cluster.entry(cluster).or_default().push(binding);
         }
     }
     for (cluster, bindings) in by_cluster {
         let mut served = Vec::new();
         for binding in &bindings {
-            let schema_cluster = recorded_export_cluster(binding);
-            let policy = bound.recorded_policy(binding).await?;
-            for resource in BoundResource::of_status(binding) {
-                served.extend(
-                    bound
-                        .served(
-                            schema_cluster.as_ref(),
-                            &resource,
-                            &BTreeMap::new(),
-                            policy.as_ref(),
-                        )
-                        .await?,
-                );
-            }
+            served.extend(bound.served_as_recorded(binding).await?);
         }
         bound.publish(&cluster, &served);
     }

@@ -6,7 +6,7 @@
 //! binding may `bind` the export. An export of a workspace on another shard is found among the
 //! copies read back from the cache, and its cluster's RBAC is what that shard replicated.
 //! Admitted bindings are labeled with their export (`internal.apis.kcp.io/export`) and carry
-//! the controller's deletion finalizer, an
+//! the controller's deletion finalizer (which only `system:masters` may remove during a deletion), an
 //! export's claims on resources this server does not build in must name an identity, and an
 //! APIConversion must compile against the APIResourceSchema of its name in its workspace
 //! (upstream's `apis.kcp.io/APIConversion` plugin).
@@ -37,7 +37,11 @@ pub(crate) enum ApisWrite {
     Schema,
     /// With the built-in types, which claims need no identity for.
     Export(Arc<ApiSet>),
-    Binding(LogicalClusterName),
+    /// Into `cluster`; `privileged`: by `system:masters`, who may remove the deletion finalizer.
+    Binding {
+        cluster: LogicalClusterName,
+        privileged: bool,
+    },
     Crd(LogicalClusterName),
     /// With the APIResourceSchema named like the updated APIConversion (read before the update;
     /// a create reads the one its body names).
@@ -68,7 +72,10 @@ impl Resolved<'_> {
             (GROUP, API_EXPORTS) => {
                 ApisWrite::Export(self.scope.store.registry().builtin().clone())
             }
-            (GROUP, API_BINDINGS) => ApisWrite::Binding(cluster.clone()),
+            (GROUP, API_BINDINGS) => ApisWrite::Binding {
+                cluster: cluster.clone(),
+                privileged: super::privileged(&self.request.user),
+            },
             (CRD_GROUP, CRDS) => ApisWrite::Crd(cluster.clone()),
             (GROUP, API_CONVERSIONS) => {
                 let schema = match &self.request.info.name {
@@ -153,7 +160,7 @@ impl ApisWrite {
                     is_built_in(built_in, group, resource)
                 }),
             ),
-            ApisWrite::Binding(cluster) => {
+            ApisWrite::Binding { cluster, .. } => {
                 let export_cluster = admit_bind(r, cluster, object).await?;
                 admission::label_new_binding(object, export_cluster.as_str());
                 admission::add_binding_finalizer(object);
@@ -182,7 +189,12 @@ impl ApisWrite {
                 }));
                 forbidden(API_EXPORTS, name, &errors)
             }
-            ApisWrite::Binding(_) => {
+            ApisWrite::Binding { privileged, .. } => {
+                forbidden(
+                    API_BINDINGS,
+                    name,
+                    &admission::binding_finalizer_errors(new, old, *privileged),
+                )?;
                 admission::keep_binding_label(new, old);
                 admission::add_binding_finalizer(new);
                 Ok(())

@@ -38,10 +38,6 @@ pub(crate) struct WorkspaceTypeWrite {
     cluster: LogicalClusterName,
 }
 
-fn privileged(user: &UserInfo) -> bool {
-    user.groups.iter().any(|g| g == kcp_rbac::MASTERS_GROUP)
-}
-
 fn creator(user: &UserInfo) -> Creator {
     Creator {
         username: user.name.clone(),
@@ -62,7 +58,7 @@ impl Resolved<'_> {
         match (self.rt.group.as_str(), self.rt.plural.as_str()) {
             (workspace::GROUP, workspace::RESOURCE) => Some(Admission::Workspace(WorkspaceWrite {
                 cluster,
-                privileged: privileged(user),
+                privileged: super::privileged(user),
             })),
             (logical_cluster::GROUP, logical_cluster::RESOURCE) => {
                 Some(Admission::LogicalCluster(LogicalClusterWrite {
