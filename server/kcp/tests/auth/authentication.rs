@@ -212,20 +212,10 @@ async fn service_account_tokens() {
     );
 
     // The TokenRequest API in another logical cluster: valid there, not in root.
-    ensure_namespace(&admin, "sa-other", "default").await;
-    let other_sa = "/clusters/sa-other/api/v1/namespaces/default/serviceaccounts/default";
-    SETTLED
-        .wait_status("sa-other's default ServiceAccount", &admin, other_sa, 200)
-        .await;
-    let request =
-        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
-    let issued = admin.post(&format!("{other_sa}/token"), &request).await;
-    assert_eq!(issued.status, 201, "TokenRequest: {}", issued.text());
-    let other_token = issued.json()["status"]["token"]
-        .as_str()
-        .expect("status.token")
-        .to_owned();
-    let other = Caller::token(&server, &other_token);
+    let other = Caller::token(
+        &server,
+        &default_service_account_token(&admin, "sa-other").await,
+    );
     let mine = other.whoami_in("sa-other").await;
     assert_eq!(
         mine.status,
@@ -243,6 +233,8 @@ async fn service_account_tokens() {
         .ensure("/api/v1/namespaces/sa-tokens/serviceaccounts", &robot)
         .await;
     let robot_path = "/api/v1/namespaces/sa-tokens/serviceaccounts/robot";
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
     let issued = admin.post(&format!("{robot_path}/token"), &request).await;
     assert_eq!(issued.status, 201, "TokenRequest robot: {}", issued.text());
     let robot_token = issued.json()["status"]["token"]
@@ -264,6 +256,89 @@ async fn service_account_tokens() {
     )
     .await;
     expect_unauthorized("deleted robot's token", &robot.whoami_in("").await);
+}
+
+/// A token issued in `cluster` for ServiceAccount `default` of namespace `default`.
+async fn default_service_account_token(admin: &Caller, cluster: &str) -> String {
+    ensure_namespace(admin, cluster, "default").await;
+    let account = format!(
+        "{}/api/v1/namespaces/default/serviceaccounts/default",
+        cluster_prefix(cluster)
+    );
+    SETTLED
+        .wait_status(
+            &format!("{cluster}'s default ServiceAccount"),
+            admin,
+            &account,
+            200,
+        )
+        .await;
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let issued = admin.post(&format!("{account}/token"), &request).await;
+    assert_eq!(issued.status, 201, "TokenRequest: {}", issued.text());
+    issued.json()["status"]["token"]
+        .as_str()
+        .expect("status.token")
+        .to_owned()
+}
+
+/// `--authentication-token-webhook-*` at a shard, as upstream's shards take them: tokens no
+/// other authenticator knows are reviewed by the webhook (here another server's TokenReview
+/// endpoint, whose service-account token this server cannot verify itself).
+#[tokio::test]
+async fn tokens_reviewed_by_a_webhook() {
+    let issuer = SERVER.get().await;
+    let token = default_service_account_token(&Caller::admin(&issuer), "sa-webhook").await;
+    let dir = temp_dir("auth-token-webhook");
+    let webhook = dir.path().join("token-webhook.kubeconfig");
+    write_kubeconfig(
+        &webhook,
+        &issuer.url("/clusters/root/apis/authentication.k8s.io/v1/tokenreviews"),
+        &issuer.admin().ca_pem,
+        KubeconfigUser::Certificate(
+            &issuer
+                .client_ca()
+                .client("token-reviewer", &["system:masters"]),
+        ),
+    );
+    let server = KcpProcess::start(
+        binary(),
+        "auth-token-webhook",
+        &[
+            format!(
+                "--authentication-token-webhook-config-file={}",
+                webhook.display()
+            ),
+            "--authentication-token-webhook-version=v1".to_owned(),
+            "--authentication-token-webhook-cache-ttl=30s".to_owned(),
+        ],
+    )
+    .await;
+    let reviewed = Caller::token(&server, &token);
+    let answer = reviewed.whoami_in("root").await;
+    assert_eq!(answer.status, 201, "reviewed token: {}", answer.text());
+    let user = &answer.json()["status"]["userInfo"];
+    assert_user(
+        user,
+        "system:serviceaccount:default:default",
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated",
+        ],
+    );
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/cluster-name"],
+        json!(["sa-webhook"]),
+        "{user}"
+    );
+    expect_unauthorized(
+        "a token neither server knows",
+        &Caller::token(&server, "nobody-knows-this-token")
+            .whoami_in("root")
+            .await,
+    );
 }
 
 #[tokio::test]
