@@ -262,7 +262,6 @@ impl App {
                 &self.store,
                 peer_certificates,
                 &mut parts.headers,
-                &cluster,
             )
             .await?;
             user_name.clone_from(&user.name);

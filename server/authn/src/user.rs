@@ -14,12 +14,10 @@ pub use kcp_rbac::{AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 /// User name of requests without credentials, when anonymous requests are allowed.
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 
-/// Extra key naming the logical cluster a service account lives in.
-///
-/// This is the key kcp's fork of the service-account authenticator attaches
-/// (`authentication.kubernetes.io/cluster-name`), and the one kcp's RBAC evaluator reads to tell a
-/// foreign service account (same namespace and name, other workspace) from a local one.
-pub const CLUSTER_NAME_EXTRA: &str = "authentication.kubernetes.io/cluster-name";
+/// Extra key naming the logical cluster a service account lives in: defined in kcp-rbac, whose
+/// evaluator reads it to tell a foreign service account (same namespace and name, other
+/// workspace) from a local one.
+pub use kcp_rbac::CLUSTER_NAME_EXTRA;
 
 /// An authenticated identity, in the Kubernetes `UserInfo` JSON shape.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -49,6 +49,12 @@ const HOP_BY_HOP: [&str; 9] = [
 
 /// Removes the hop-by-hop headers and every header `Connection` names.
 pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    if !headers.contains_key(CONNECTION) {
+        for name in HOP_BY_HOP {
+            headers.remove(name);
+        }
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(CONNECTION)
         .iter()

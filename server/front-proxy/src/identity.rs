@@ -70,9 +70,13 @@ impl IdentityHeaders {
     pub fn strip(&self, headers: &mut HeaderMap) {
         headers.remove(&self.user);
         headers.remove(&self.group);
+        let is_extra = |name: &HeaderName| name.as_str().starts_with(&self.extra_prefix);
+        if !headers.keys().any(is_extra) {
+            return;
+        }
         let extras: Vec<HeaderName> = headers
             .keys()
-            .filter(|name| name.as_str().starts_with(&self.extra_prefix))
+            .filter(|name| is_extra(name))
             .cloned()
             .collect();
         for name in extras {

@@ -19,15 +19,16 @@ use crate::index::IndexCounts;
 /// The OpenMetrics text format's media type.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+// Label values are static strings: counting a request allocates nothing.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    verb: String,
+    verb: &'static str,
     code: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerbLabels {
-    verb: String,
+    verb: &'static str,
 }
 
 type LatencyFamily = Family<VerbLabels, Histogram, fn() -> Histogram>;
@@ -91,25 +92,36 @@ impl Default for ProxyMetrics {
     }
 }
 
-/// The verb of a request as a label: the method, or `WATCH` for `?watch=true`.
-pub fn verb(method: &Method, query: Option<&str>) -> String {
+/// The verb of a request as a label: the method, `WATCH` for `?watch=true`, and `OTHER` for a
+/// method HTTP does not define (so that clients cannot mint label values).
+pub fn verb(method: &Method, query: Option<&str>) -> &'static str {
     let watch = query.is_some_and(|query| {
         query
             .split('&')
             .any(|pair| matches!(pair, "watch=true" | "watch=1" | "watch"))
     });
     if watch {
-        "WATCH".to_owned()
-    } else {
-        method.as_str().to_owned()
+        return "WATCH";
+    }
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "OTHER",
     }
 }
 
 impl ProxyMetrics {
     /// Counts one answered request.
-    pub fn observe(&self, verb: String, code: u16, elapsed: Duration) {
+    pub fn observe(&self, verb: &'static str, code: u16, elapsed: Duration) {
         self.latency
-            .get_or_create(&VerbLabels { verb: verb.clone() })
+            .get_or_create(&VerbLabels { verb })
             .observe(elapsed.as_secs_f64());
         self.requests
             .get_or_create(&RequestLabels { verb, code })

@@ -2,7 +2,8 @@
 //! token issuer: reads the files the flags name and fails the start with the flag's name when one
 //! is unusable (a server that silently skipped a broken `--token-auth-file` would lock people out
 //! without saying why). `kcp front-proxy` builds its authenticators here too
-//! ([`authenticators`]), from the same flags, so a token means the same user at both.
+//! ([`authenticators`]), from the same flags, so a token means the same user at both, whether
+//! a server checks it itself or asks a TokenReview webhook.
 
 use std::path::{Path, PathBuf};
 
@@ -10,10 +11,11 @@ use kcp_apiserver::Authentication;
 use kcp_authn::{
     Authenticators, CertificateAuthenticator, OidcAuthenticator, OidcConfig,
     RequestHeaderAuthenticator, RequestHeaderConfig, ServiceAccountAuthenticator, SigningKey,
-    TokenFile, TokenIssuer, VerifyingKey,
+    TokenFile, TokenIssuer, TokenReviewAuthenticator, VerifyingKey,
 };
+use kcp_kubeconfig::https;
 
-use crate::options::{AuthenticationFlags, RequestHeaderArgs, ValidatedOptions};
+use crate::options::{AuthenticationFlags, RequestHeaderArgs, TokenWebhookFlags, ValidatedOptions};
 use crate::pki::ServingMaterial;
 
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +58,8 @@ pub fn build(
 
 /// The authenticators the shared flags configure (`kcp start` and `kcp front-proxy`): client
 /// certificates against `client_ca_pem`, the token file, service-account tokens verified with
-/// `service_account_keys` (none: no service-account authentication), request headers, OIDC.
+/// `service_account_keys` (none: no service-account authentication), request headers, OIDC and
+/// the token webhook.
 pub fn authenticators(
     flags: &AuthenticationFlags,
     client_ca_pem: Option<&str>,
@@ -84,9 +87,30 @@ pub fn authenticators(
         service_accounts,
         request_header: request_header(&flags.request_header)?,
         oidc: oidc(flags)?,
-        token_review: None,
+        token_review: flags
+            .token_webhook
+            .as_ref()
+            .map(token_webhook)
+            .transpose()?,
         anonymous: flags.anonymous,
     })
+}
+
+/// `--authentication-token-webhook-config-file`: a kubeconfig whose server is the URL of a
+/// TokenReview webhook, asked in `--authentication-token-webhook-version`, its answers kept for
+/// `--authentication-token-webhook-cache-ttl` (k8s.io/apiserver's `WebHookOptions`, which both
+/// upstream servers take). Tokens no other authenticator recognises are sent there, last.
+fn token_webhook(
+    flags: &TokenWebhookFlags,
+) -> Result<TokenReviewAuthenticator, AuthenticationSetupError> {
+    let webhook = https::client(&flags.config_file, None)
+        .map_err(|e| invalid("authentication-token-webhook-config-file")(&e))?;
+    Ok(TokenReviewAuthenticator::webhook(
+        webhook.client,
+        &webhook.server,
+        flags.version.as_str(),
+        flags.cache_ttl,
+    ))
 }
 
 /// `--api-audiences`, else the first `--service-account-issuer`.

@@ -2,8 +2,8 @@
 //! on a secure port of their own, with upstream's flags (`cmd/kcp-front-proxy`,
 //! `pkg/proxy/options`): `--mapping-file` and `--shards-kubeconfig` required, `--root-kubeconfig`,
 //! `--root-directory` (default `.kcp`), secure serving (`--secure-port` defaults to 443), the
-//! authentication flags `kcp start` has ([`AuthenticationArgs`]; the token webhook's are active
-//! here, not yet in `kcp start`), `--service-account-lookup`, `--authentication-drop-groups`
+//! authentication flags `kcp start` has ([`AuthenticationArgs`], the token webhook's among
+//! them), `--service-account-lookup`, `--authentication-drop-groups`
 //! (default: upstream's privileged and synthetic groups) and `--authentication-pass-on-groups`,
 //! logging as `kcp start`.
 //!
@@ -22,7 +22,6 @@ use std::sync::Arc;
 use clap::{ArgAction, Args};
 use kcp_apiserver::TlsMaterial;
 use kcp_apiserver::listener::SharedPort;
-use kcp_authn::TokenReviewAuthenticator;
 use kcp_front_proxy::groups::{DEFAULT_DROP_GROUPS, GroupFilter};
 use kcp_front_proxy::index::{self, IndexError, IndexSources};
 use kcp_front_proxy::mapping::{MappingError, Mappings};
@@ -178,24 +177,6 @@ fn kubeconfig_client(flag: &'static str, path: &Path) -> Result<HttpsClient, Fro
     })
 }
 
-/// `--authentication-token-webhook-config-file`: a kubeconfig whose server is the URL of a
-/// TokenReview webhook, asked in `--authentication-token-webhook-version`, its answers kept
-/// for `--authentication-token-webhook-cache-ttl` (upstream's generic authentication options).
-fn token_webhook(
-    flags: &AuthenticationArgs,
-) -> Result<Option<TokenReviewAuthenticator>, FrontProxyError> {
-    let Some(path) = non_empty(flags.authentication_token_webhook_config_file.as_ref()) else {
-        return Ok(None);
-    };
-    let webhook = kubeconfig_client("authentication-token-webhook-config-file", &path)?;
-    Ok(Some(TokenReviewAuthenticator::webhook(
-        webhook.client,
-        &webhook.server,
-        flags.authentication_token_webhook_version.as_str(),
-        flags.authentication_token_webhook_cache_ttl,
-    )))
-}
-
 /// Runs the front-proxy until SIGTERM or SIGINT.
 pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
     options.validate()?;
@@ -232,12 +213,11 @@ pub async fn run(options: FrontProxyOptions) -> Result<(), FrontProxyError> {
         .iter()
         .map(|path| authentication::read("service-account-key-file", path))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut authenticators = authentication::authenticators(
+    let authenticators = authentication::authenticators(
         &flags,
         transport.client_ca_pem.as_deref(),
         authentication::verifying_keys_of(&key_pems)?,
     )?;
-    authenticators.token_review = token_webhook(&options.authentication)?;
 
     let stop_index = CancellationToken::new();
     let index = index::start(

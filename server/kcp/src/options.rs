@@ -643,6 +643,17 @@ pub struct AuthenticationFlags {
     /// `--requestheader-*` (the CA file not empty when given).
     pub request_header: RequestHeaderArgs,
     pub oidc: Option<OidcFlags>,
+    /// `--authentication-token-webhook-*`, when a config file is given.
+    pub token_webhook: Option<TokenWebhookFlags>,
+}
+
+/// `--authentication-token-webhook-*`: a kubeconfig naming the TokenReview webhook, the API
+/// version it speaks and how long its answers are kept.
+#[derive(Debug, Clone)]
+pub struct TokenWebhookFlags {
+    pub config_file: PathBuf,
+    pub version: WebhookVersion,
+    pub cache_ttl: Duration,
 }
 
 /// `--oidc-*`, when an issuer is configured: everything but the CA, which is read at start.

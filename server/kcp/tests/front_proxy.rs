@@ -645,6 +645,8 @@ async fn a_service_account_token_dies_with_its_service_account() {
         who.text()
     );
 
+    a_service_account_is_foreign_in_another_workspace(&topology, &direct, &proxied).await;
+
     let deleted = admin.delete(&format!("{accounts}/robot")).await;
     assert_eq!(deleted.status, 200, "{}", deleted.text());
     PATIENCE
@@ -662,6 +664,90 @@ async fn a_service_account_token_dies_with_its_service_account() {
             },
         )
         .await;
+}
+
+/// Team's robot (cluster-admin in team) in `root:lab`, directly and through the proxy alike
+/// (upstream kcp): authenticated, but lab's authorizers see only `system:anonymous` in
+/// `system:authenticated` and `system:cluster:<team's cluster>`, so bindings in lab to the
+/// service account or the service-account groups do not apply and one to that group does.
+async fn a_service_account_is_foreign_in_another_workspace(
+    topology: &Topology,
+    direct: &Caller,
+    proxied: &Caller,
+) {
+    alices_workspace(topology, "lab").await;
+    let admin = Caller::admin(&topology.shard);
+    let team = admin.get(&format!("{WORKSPACES}/team")).await;
+    let team_cluster = team.json()["spec"]["cluster"]
+        .as_str()
+        .expect("team's spec.cluster")
+        .to_owned();
+    let lab_bindings = "/clusters/root:lab/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+    let bind = |name: &str, role: &str, subject: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [subject]})
+    };
+    let group = |name: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name});
+    let namespaces = "/clusters/root:lab/api/v1/namespaces";
+    let both = || async {
+        (
+            direct.get(namespaces).await.status,
+            proxied.get(namespaces).await.status,
+        )
+    };
+    assert_eq!(both().await, (403, 403), "robot in lab before any binding");
+    for (name, subject) in [
+        (
+            "robot-admin",
+            json!({"kind": "ServiceAccount", "name": "robot", "namespace": "default"}),
+        ),
+        ("serviceaccounts-admin", group("system:serviceaccounts")),
+    ] {
+        admin
+            .create(lab_bindings, &bind(name, "cluster-admin", subject))
+            .await;
+    }
+    let from_team = group(&format!("system:cluster:{team_cluster}"));
+    for (name, role) in [
+        ("team-access", "system:kcp:workspace:access"),
+        ("team-view", "view"),
+    ] {
+        admin
+            .create(lab_bindings, &bind(name, role, from_team.clone()))
+            .await;
+    }
+    PATIENCE
+        .eventually("team's cluster group may view lab, both ways", || async {
+            let answers = both().await;
+            (answers == (200, 200))
+                .then_some(())
+                .ok_or_else(|| format!("{answers:?}"))
+        })
+        .await;
+    // What only the bindings to the service account and its groups would allow: refused both
+    // ways, naming the service account as kube-apiserver does.
+    let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "robot"}});
+    let configmaps = "/clusters/root:lab/api/v1/namespaces/default/configmaps";
+    for caller in [direct, proxied] {
+        let answer = caller.post(configmaps, &configmap).await;
+        assert_eq!(answer.status, 403, "{}", answer.text());
+        assert!(
+            answer
+                .text()
+                .contains("system:serviceaccount:default:robot"),
+            "{}",
+            answer.text()
+        );
+    }
+    let who = |response: kcp_testing::Response| {
+        assert_eq!(response.status, 201, "{}", response.text());
+        response.json()["status"]["userInfo"]["username"].clone()
+    };
+    let direct_user = who(direct.whoami_in("root:lab").await);
+    assert_eq!(direct_user, "system:serviceaccount:default:robot");
+    assert_eq!(direct_user, who(proxied.whoami_in("root:lab").await));
 }
 
 #[tokio::test(flavor = "multi_thread")]

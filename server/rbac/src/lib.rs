@@ -17,6 +17,7 @@ mod index;
 mod layer;
 mod policy;
 mod rule;
+mod scope;
 
 pub use aggregation::{effective_rules, has_aggregation_rule};
 pub use attributes::{
@@ -26,3 +27,4 @@ pub use attributes::{
 pub use index::{HeldRules, PolicyError, PolicyIndex, RoleRef};
 pub use policy::Policy;
 pub use rule::PolicyRule;
+pub use scope::{CLUSTER_NAME_EXTRA, SCOPES_EXTRA, as_seen_in, in_scope};

@@ -1,9 +1,15 @@
 //! Who is asking: the [`kcp_authn`] chain (client certificate, static token, service-account
 //! token, front-proxy headers, OIDC, else anonymous) plus the checks only the server can make on a
-//! service-account token: that it is used in the logical cluster that issued it, and (with
+//! service-account token: that it names a valid logical cluster and (with
 //! `--service-account-lookup`) that its ServiceAccount, and the Secret it is bound to, still exist
-//! with the UIDs it names. Every failure is the same 401: the reason goes to the log, not to the
-//! client.
+//! there with the UIDs it names. Every failure is the same 401: the reason goes to the log, not to
+//! the client.
+//!
+//! A token used in another logical cluster than its own is authenticated, as upstream kcp's: the
+//! authorizers of that cluster see a foreign identity ([`kcp_rbac::as_seen_in`]). The lookup
+//! reads this shard's store, so a token whose cluster lives on another shard is refused here
+//! (upstream asks that shard); through the front-proxy, which looks it up at its own shard, it is
+//! not.
 
 use jiff::Timestamp;
 use kcp_apimachinery::ApiError;
@@ -14,8 +20,8 @@ use rustls_pki_types::CertificateDer;
 
 pub use kcp_authn::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, UserInfo};
 
+use kcp_registry::LogicalClusterName;
 use kcp_registry::store::{Location, RestStore};
-use kcp_registry::{ClusterTarget, LogicalClusterName};
 
 /// How the server authenticates requests and issues service-account tokens.
 pub struct Authentication {
@@ -35,7 +41,6 @@ pub async fn authenticate(
     store: &RestStore,
     chain: &[CertificateDer<'_>],
     headers: &mut http::HeaderMap,
-    cluster: &ClusterTarget,
 ) -> Result<UserInfo, ApiError> {
     let now = Timestamp::now().as_second();
     let refused = |reason: &dyn std::fmt::Display| {
@@ -50,7 +55,7 @@ pub async fn authenticate(
         Ok(Authenticated::User(user, _)) => Ok(user),
         Ok(Authenticated::Anonymous) => Ok(UserInfo::anonymous()),
         Ok(Authenticated::ServiceAccount(account)) => {
-            check_service_account(authentication, store, &account, cluster)
+            check_service_account(authentication, store, &account)
                 .await
                 .map_err(|reason| refused(&reason))?;
             Ok(account.user)
@@ -59,13 +64,11 @@ pub async fn authenticate(
     }
 }
 
-/// A service-account token is good only in its own logical cluster, and (with lookup) only while
-/// what it names exists.
+/// A service-account token is good (with lookup) only while what it names exists.
 async fn check_service_account(
     authentication: &Authentication,
     store: &RestStore,
     account: &AuthenticatedServiceAccount,
-    target: &ClusterTarget,
 ) -> Result<(), String> {
     let token = &account.token;
     let Some(cluster) = LogicalClusterName::parse(&token.cluster) else {
@@ -74,9 +77,6 @@ async fn check_service_account(
             token.cluster
         ));
     };
-    if *target != ClusterTarget::One(cluster.clone()) {
-        return Err(format!("token of logical cluster {cluster} used elsewhere"));
-    }
     if !authentication.service_account_lookup {
         return Ok(());
     }

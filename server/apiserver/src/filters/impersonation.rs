@@ -7,7 +7,9 @@
 
 use http::HeaderMap;
 use kcp_apimachinery::ApiError;
-use kcp_rbac::{Attributes, MASTERS_GROUP, ResourceAttributes, service_account_groups};
+use kcp_rbac::{
+    Attributes, MASTERS_GROUP, ResourceAttributes, SCOPES_EXTRA, service_account_groups,
+};
 
 use super::UserInfo;
 use super::authentication::{
@@ -20,9 +22,6 @@ const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
-
-/// The user extra kcp records the scope of an impersonated user in.
-pub const SCOPES_EXTRA: &str = "authentication.kcp.io/scopes";
 
 /// What the impersonation headers ask for.
 #[derive(Debug, Default, PartialEq, Eq)]

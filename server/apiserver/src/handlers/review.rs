@@ -245,15 +245,7 @@ async fn token_review(r: &Resolved<'_>, spec: &Value) -> Result<Value, ApiError>
     headers.insert(http::header::AUTHORIZATION, bearer);
     let authentication = &r.scope.authentication;
     Ok(
-        match authenticate(
-            authentication,
-            r.scope.store,
-            &[],
-            &mut headers,
-            &r.request.cluster,
-        )
-        .await
-        {
+        match authenticate(authentication, r.scope.store, &[], &mut headers).await {
             Ok(user) => json!({
                 "authenticated": true,
                 "user": user_info_json(&user),

@@ -16,8 +16,8 @@ use kcp_apimachinery::duration;
 use kcp_authn::OidcConfig;
 
 use super::{
-    AuthenticationFlags, DEFAULT_SERVICE_ACCOUNT_ISSUER, OidcFlags, OptionsError, WebhookVersion,
-    non_empty, values,
+    AuthenticationFlags, DEFAULT_SERVICE_ACCOUNT_ISSUER, OidcFlags, OptionsError,
+    TokenWebhookFlags, WebhookVersion, non_empty, values,
 };
 
 /// Front-proxy request headers (`--requestheader-*`), also `kcp virtual-workspaces`'. Field docs
@@ -174,6 +174,13 @@ impl AuthenticationArgs {
                 },
                 ca_file: non_empty(self.oidc_ca_file.as_ref()),
             }),
+            token_webhook: non_empty(self.authentication_token_webhook_config_file.as_ref()).map(
+                |config_file| TokenWebhookFlags {
+                    config_file,
+                    version: self.authentication_token_webhook_version,
+                    cache_ttl: self.authentication_token_webhook_cache_ttl,
+                },
+            ),
         })
     }
 

@@ -9,10 +9,6 @@ use std::collections::BTreeSet;
 
 /// Long names (without `--`) of flags whose features are not active yet.
 pub(super) const NOT_YET_ACTIVE: &[&str] = &[
-    // authentication by a TokenReview webhook
-    "authentication-token-webhook-cache-ttl",
-    "authentication-token-webhook-config-file",
-    "authentication-token-webhook-version",
     // audit
     "audit-log-path",
     "audit-policy-file",

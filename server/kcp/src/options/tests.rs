@@ -569,6 +569,9 @@ fn every_flag_is_classified() {
     const ACTIVE: &[&str] = &[
         "anonymous-auth",
         "api-audiences",
+        "authentication-token-webhook-cache-ttl",
+        "authentication-token-webhook-config-file",
+        "authentication-token-webhook-version",
         "authorization-always-allow-paths",
         "authorization-webhook-cache-authorized-ttl",
         "authorization-webhook-cache-unauthorized-ttl",

@@ -155,13 +155,15 @@ async fn service_account_tokens() {
             "system:authenticated",
         ],
     );
-    // Only valid in the logical cluster that issued it.
-    expect_unauthorized(
-        "root's token in /clusters/other",
-        &sa.whoami_in("other").await,
-    );
+    // Elsewhere it authenticates (upstream kcp), as a foreign identity: a logical cluster that
+    // does not exist is the workspace gate's 403, not a 401.
     let list = sa.get("/clusters/other/api/v1/namespaces").await;
-    expect_unauthorized("root's token listing in /clusters/other", &list);
+    expect_forbidden(
+        "root's token listing in /clusters/other",
+        &list,
+        "system:serviceaccount:default:default",
+        &["workspace access not permitted"],
+    );
 
     // Tampered claims keep the old signature.
     let (header, claims, signature) = decode_jwt(&token);
@@ -211,21 +213,11 @@ async fn service_account_tokens() {
             .await,
     );
 
-    // The TokenRequest API in another logical cluster: valid there, not in root.
-    ensure_namespace(&admin, "sa-other", "default").await;
-    let other_sa = "/clusters/sa-other/api/v1/namespaces/default/serviceaccounts/default";
-    SETTLED
-        .wait_status("sa-other's default ServiceAccount", &admin, other_sa, 200)
-        .await;
-    let request =
-        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
-    let issued = admin.post(&format!("{other_sa}/token"), &request).await;
-    assert_eq!(issued.status, 201, "TokenRequest: {}", issued.text());
-    let other_token = issued.json()["status"]["token"]
-        .as_str()
-        .expect("status.token")
-        .to_owned();
-    let other = Caller::token(&server, &other_token);
+    // The TokenRequest API in another logical cluster.
+    let other = Caller::token(
+        &server,
+        &default_service_account_token(&admin, "sa-other").await,
+    );
     let mine = other.whoami_in("sa-other").await;
     assert_eq!(
         mine.status,
@@ -233,7 +225,20 @@ async fn service_account_tokens() {
         "sa-other's token in sa-other: {}",
         mine.text()
     );
-    expect_unauthorized("sa-other's token in root", &other.whoami_in("root").await);
+    // In root (which lets everybody authenticated in) it is still the same user.
+    let abroad = other.whoami_in("root").await;
+    assert_eq!(
+        abroad.status,
+        201,
+        "sa-other's token in root: {}",
+        abroad.text()
+    );
+    assert_eq!(
+        abroad.json()["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:default",
+        "{}",
+        abroad.text()
+    );
 
     // Deleting the ServiceAccount invalidates its tokens (--service-account-lookup).
     ensure_namespace(&admin, "", "sa-tokens").await;
@@ -243,6 +248,8 @@ async fn service_account_tokens() {
         .ensure("/api/v1/namespaces/sa-tokens/serviceaccounts", &robot)
         .await;
     let robot_path = "/api/v1/namespaces/sa-tokens/serviceaccounts/robot";
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
     let issued = admin.post(&format!("{robot_path}/token"), &request).await;
     assert_eq!(issued.status, 201, "TokenRequest robot: {}", issued.text());
     let robot_token = issued.json()["status"]["token"]
@@ -264,6 +271,173 @@ async fn service_account_tokens() {
     )
     .await;
     expect_unauthorized("deleted robot's token", &robot.whoami_in("").await);
+}
+
+/// A token issued in `cluster` for ServiceAccount `default` of namespace `default`.
+async fn default_service_account_token(admin: &Caller, cluster: &str) -> String {
+    ensure_namespace(admin, cluster, "default").await;
+    let account = format!(
+        "{}/api/v1/namespaces/default/serviceaccounts/default",
+        cluster_prefix(cluster)
+    );
+    SETTLED
+        .wait_status(
+            &format!("{cluster}'s default ServiceAccount"),
+            admin,
+            &account,
+            200,
+        )
+        .await;
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let issued = admin.post(&format!("{account}/token"), &request).await;
+    assert_eq!(issued.status, 201, "TokenRequest: {}", issued.text());
+    issued.json()["status"]["token"]
+        .as_str()
+        .expect("status.token")
+        .to_owned()
+}
+
+/// Upstream kcp's cross-workspace identities: in a logical cluster other than its own, a
+/// service account is only `system:anonymous` in `system:authenticated` and
+/// `system:cluster:<its cluster>` for the authorizers. Bindings to it, to `system:serviceaccounts`
+/// or to its namespace's group do not apply there; one to the cluster group does.
+#[tokio::test]
+async fn service_accounts_are_foreign_in_other_logical_clusters() {
+    let server = SERVER.get().await;
+    let admin = Caller::admin(&server);
+    let visitor = Caller::token(
+        &server,
+        &default_service_account_token(&admin, "sa-home").await,
+    );
+    // The local one of the same name, to tell when the bindings below are in force.
+    let local = Caller::token(
+        &server,
+        &default_service_account_token(&admin, "sa-abroad").await,
+    );
+    let configmaps = "/clusters/sa-abroad/api/v1/namespaces/default/configmaps";
+    let user = "system:serviceaccount:default:default";
+    expect_forbidden(
+        "visitor before bindings",
+        &visitor.get(configmaps).await,
+        user,
+        &[],
+    );
+
+    let bindings = "/clusters/sa-abroad/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+    let group = |name: &str| json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": name});
+    for (name, subject) in [
+        (
+            "sa-view",
+            json!({"kind": "ServiceAccount", "name": "default", "namespace": "default"}),
+        ),
+        ("serviceaccounts-view", group("system:serviceaccounts")),
+        (
+            "default-namespace-view",
+            group("system:serviceaccounts:default"),
+        ),
+    ] {
+        admin
+            .ensure(
+                bindings,
+                &binding("ClusterRoleBinding", name, "ClusterRole", "view", subject),
+            )
+            .await;
+    }
+    SETTLED
+        .wait_status(
+            "the local service account may view",
+            &local,
+            configmaps,
+            200,
+        )
+        .await;
+    expect_forbidden(
+        "visitor with bindings to service accounts",
+        &visitor.get(configmaps).await,
+        user,
+        &["cannot list resource \"configmaps\""],
+    );
+
+    let from_home = group("system:cluster:sa-home");
+    admin
+        .ensure(
+            bindings,
+            &binding(
+                "ClusterRoleBinding",
+                "sa-home-view",
+                "ClusterRole",
+                "view",
+                from_home,
+            ),
+        )
+        .await;
+    SETTLED
+        .wait_status(
+            "the visitor by its cluster's group",
+            &visitor,
+            configmaps,
+            200,
+        )
+        .await;
+}
+
+/// `--authentication-token-webhook-*` at a shard, as upstream's shards take them: tokens no
+/// other authenticator knows are reviewed by the webhook (here another server's TokenReview
+/// endpoint, whose service-account token this server cannot verify itself).
+#[tokio::test]
+async fn tokens_reviewed_by_a_webhook() {
+    let issuer = SERVER.get().await;
+    let token = default_service_account_token(&Caller::admin(&issuer), "sa-webhook").await;
+    let dir = temp_dir("auth-token-webhook");
+    let webhook = dir.path().join("token-webhook.kubeconfig");
+    write_kubeconfig(
+        &webhook,
+        &issuer.url("/clusters/root/apis/authentication.k8s.io/v1/tokenreviews"),
+        &issuer.admin().ca_pem,
+        KubeconfigUser::Certificate(
+            &issuer
+                .client_ca()
+                .client("token-reviewer", &["system:masters"]),
+        ),
+    );
+    let server = KcpProcess::start(
+        binary(),
+        "auth-token-webhook",
+        &[
+            format!(
+                "--authentication-token-webhook-config-file={}",
+                webhook.display()
+            ),
+            "--authentication-token-webhook-version=v1".to_owned(),
+            "--authentication-token-webhook-cache-ttl=30s".to_owned(),
+        ],
+    )
+    .await;
+    let reviewed = Caller::token(&server, &token);
+    let answer = reviewed.whoami_in("root").await;
+    assert_eq!(answer.status, 201, "reviewed token: {}", answer.text());
+    let user = &answer.json()["status"]["userInfo"];
+    assert_user(
+        user,
+        "system:serviceaccount:default:default",
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated",
+        ],
+    );
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/cluster-name"],
+        json!(["sa-webhook"]),
+        "{user}"
+    );
+    expect_unauthorized(
+        "a token neither server knows",
+        &Caller::token(&server, "nobody-knows-this-token")
+            .whoami_in("root")
+            .await,
+    );
 }
 
 #[tokio::test]

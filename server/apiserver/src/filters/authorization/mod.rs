@@ -74,6 +74,13 @@ impl Authorizer {
             ClusterTarget::One(name) => {
                 let policy = self.policies.policy(name).await?;
                 let layers = policy.layers();
+                // An identity of another cluster is a foreign one here, for the gate and RBAC.
+                let foreign =
+                    kcp_rbac::as_seen_in(&attributes.user, name.as_str()).map(|user| Attributes {
+                        user,
+                        ..attributes.clone()
+                    });
+                let attributes = foreign.as_ref().unwrap_or(attributes);
                 match self.content_gate(name, attributes, layers.as_slice()) {
                     access::Decision::Allow(reason) => return Ok(Decision::Allow(reason)),
                     // Refused at the gate: the same reason the front-proxy gives for a path it
