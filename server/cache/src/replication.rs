@@ -40,6 +40,7 @@ use crate::path::{CachePath, Cluster, Shard};
 mod desired;
 mod markers;
 mod rbac;
+mod stored;
 
 use desired::Desired;
 pub use markers::{MARKER_GROUP, MARKER_KIND};

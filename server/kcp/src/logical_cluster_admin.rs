@@ -31,9 +31,18 @@ pub struct LogicalClusterAdmin {
 }
 
 impl LogicalClusterAdmin {
-    pub fn from_kubeconfig(path: &Path) -> Result<LogicalClusterAdmin, ShardClientError> {
-        let client =
-            ShardClient::from_kubeconfig("logical-cluster-admin-kubeconfig", path, "base")?;
+    /// The client of the scheduler of shard `shard`, with upstream's user agent for it
+    /// (`kcp-workspace+<shard>`): the LogicalClusters it creates are managed by `kcp`.
+    pub fn from_kubeconfig(
+        path: &Path,
+        shard: &str,
+    ) -> Result<LogicalClusterAdmin, ShardClientError> {
+        let client = ShardClient::from_kubeconfig(
+            "logical-cluster-admin-kubeconfig",
+            path,
+            "base",
+            &format!("kcp-workspace+{shard}"),
+        )?;
         Ok(LogicalClusterAdmin { http: client.http })
     }
 }

@@ -27,9 +27,14 @@ pub struct RootShards {
 }
 
 impl RootShards {
-    pub fn from_kubeconfig(path: &Path) -> Result<RootShards, ShardClientError> {
-        let client =
-            ShardClient::from_kubeconfig("root-shard-kubeconfig-file", path, "shard-base")?;
+    /// The client of shard `shard`'s registration, managing its `Shard` as `kcp`.
+    pub fn from_kubeconfig(path: &Path, shard: &str) -> Result<RootShards, ShardClientError> {
+        let client = ShardClient::from_kubeconfig(
+            "root-shard-kubeconfig-file",
+            path,
+            "shard-base",
+            &format!("kcp-shard+{shard}"),
+        )?;
         Ok(RootShards {
             collection: format!(
                 "{}/clusters/root/apis/{}/{}/{}",

@@ -29,20 +29,22 @@ pub struct ShardClient {
 
 impl ShardClient {
     /// Reads the kubeconfig given with `--{flag}`; its context `preferred_context` when it has
-    /// one, else its current context (kcp-kubeconfig's `https::client`).
+    /// one, else its current context (kcp-kubeconfig's `https::client`). Requests carry the
+    /// user agent of `component` ([`user_agent`]).
     pub fn from_kubeconfig(
         flag: &'static str,
         path: &Path,
         preferred_context: &str,
+        component: &str,
     ) -> Result<ShardClient, ShardClientError> {
+        let agent = user_agent(component);
         let target =
-            kcp_kubeconfig::https::client(path, Some(preferred_context)).map_err(|source| {
-                ShardClientError {
+            kcp_kubeconfig::https::client_with_user_agent(path, Some(preferred_context), &agent)
+                .map_err(|source| ShardClientError {
                     flag,
                     path: path.to_owned(),
                     source,
-                }
-            })?;
+                })?;
         Ok(ShardClient {
             http: target.client.clone(),
             base_url: target.base_url().to_owned(),
@@ -53,6 +55,18 @@ impl ShardClient {
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
+}
+
+/// The user agent of a kcp component calling another shard, shaped as upstream's clients send
+/// it (`kcp/<version> (<os>/<arch>) .../<component>`): the shard written to records the writes
+/// under the field manager `kcp`, as upstream's shards do, instead of `unknown`.
+pub fn user_agent(component: &str) -> String {
+    format!(
+        "kcp/v{} ({}/{}) {component}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }
 
 /// Sends a request to `who`; the JSON answer on success, else an error with the remote code

@@ -162,7 +162,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         .root_shard_kubeconfig_file
     {
         Some(path) if options.shard_name != "root" => {
-            let root = RootShards::from_kubeconfig(path)?;
+            let root = RootShards::from_kubeconfig(path, &options.shard_name)?;
             let registrar = Registrar::new(root, context.tenancy.clone(), registration.clone());
             registrar.register().await?;
             (
@@ -181,7 +181,9 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         }
     };
     let cross_shard = match &options.logical_cluster_admin_kubeconfig {
-        Some(path) => Some(cross_shard(path, directory, server.stopping()).await?),
+        Some(path) => {
+            Some(cross_shard(path, &options.shard_name, directory, server.stopping()).await?)
+        }
         None => None,
     };
     // The controllers stop when the server starts shutting down, like its watches.
@@ -245,10 +247,11 @@ async fn publish_authentication_info(
 /// until `stop`.
 async fn cross_shard(
     path: &std::path::Path,
+    shard_name: &str,
     directory: std::sync::Arc<dyn ShardDirectory>,
     stop: CancellationToken,
 ) -> Result<CrossShard, StartError> {
-    let remote = LogicalClusterAdmin::from_kubeconfig(path)?;
+    let remote = LogicalClusterAdmin::from_kubeconfig(path, shard_name)?;
     let shards = std::sync::Arc::new(Shards::default());
     if let Err(error) = shards.refresh(directory.as_ref()).await {
         warn!(%error, "reading the list of shards failed, retrying in the background");

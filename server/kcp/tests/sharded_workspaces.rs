@@ -4,6 +4,8 @@
 //!
 //! - workspaces created in root land on every shard (pinned by `spec.location.selector`), each
 //!   serves objects through the shard that owns it, and another shard answers 429 for it;
+//! - what a shard writes on another (a LogicalCluster it schedules, its `Shard` in root) is
+//!   managed by `kcp`, upstream's field manager for it, never `unknown`;
 //! - shards read back from the cache what they do not own: a WorkspaceType created in
 //!   `root:on-root` (a workspace on the root shard) is usable for a workspace created through
 //!   shard-1, which finds the type's path through the LogicalCluster routing data replicated by
@@ -121,6 +123,20 @@ async fn logical_cluster_paths(caller: &Caller) -> Vec<String> {
         .collect()
 }
 
+/// The field managers of `object`'s `managedFields`, once each.
+fn managers(object: &Value) -> Vec<String> {
+    let mut managers: Vec<String> = object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["manager"].as_str())
+        .map(str::to_owned)
+        .collect();
+    managers.sort();
+    managers.dedup();
+    managers
+}
+
 /// The whole scenario on one topology started with `flags`.
 async fn workspaces_across_the_topology(label: &str, flags: &[String]) {
     let mut sharded = start(label, flags).await;
@@ -143,6 +159,15 @@ async fn workspaces_across_the_topology(label: &str, flags: &[String]) {
         assert_eq!(ready["metadata"]["annotations"]["core.kcp.io/shard"], shard);
         create_config_map(&admin(&sharded, shard), &format!("root:{name}"), "kept").await;
     }
+    // Written across shards with upstream's user agents: managed by `kcp`, as upstream's
+    // shards record them, never by `unknown`.
+    let scheduled = "/clusters/root:on-1/apis/core.kcp.io/v1alpha1/logicalclusters/cluster";
+    let registered = "/clusters/root/apis/core.kcp.io/v1alpha1/shards/shard-1";
+    let shard_1 = admin(&sharded, "shard-1");
+    for (caller, path) in [(&shard_1, scheduled), (&root, registered)] {
+        let object = caller.get(path).await.json();
+        assert_eq!(managers(&object), ["kcp"], "{path}: {object}");
+    }
     let elsewhere = root.get("/clusters/root:on-1/api/v1/namespaces").await;
     assert_eq!(elsewhere.status, 429, "{}", elsewhere.text());
 
@@ -152,7 +177,6 @@ async fn workspaces_across_the_topology(label: &str, flags: &[String]) {
         &special_type(),
     )
     .await;
-    let shard_1 = admin(&sharded, "shard-1");
     let (_, created) =
         special_through_shard_1(&shard_1, "type created", |status, _| status == 201).await;
     let created: Value = serde_json::from_str(&created).unwrap();

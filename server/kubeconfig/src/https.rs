@@ -42,6 +42,25 @@ pub enum HttpsError {
 /// A client for the kubeconfig at `path`: its context `preferred_context` when it has one, else
 /// its current context.
 pub fn client(path: &Path, preferred_context: Option<&str>) -> Result<HttpsClient, HttpsError> {
+    build(path, preferred_context, None)
+}
+
+/// Like [`client`], sending `user_agent` with every request: the API server names the field
+/// manager of a write without `fieldManager` after the agent's first `/`-separated part, as
+/// kube-apiserver does (a client without one writes as `unknown`).
+pub fn client_with_user_agent(
+    path: &Path,
+    preferred_context: Option<&str>,
+    user_agent: &str,
+) -> Result<HttpsClient, HttpsError> {
+    build(path, preferred_context, Some(user_agent))
+}
+
+fn build(
+    path: &Path,
+    preferred_context: Option<&str>,
+    user_agent: Option<&str>,
+) -> Result<HttpsClient, HttpsError> {
     let kubeconfig = Kubeconfig::read(path)?;
     let context = preferred_context.filter(|name| kubeconfig.context(name).is_some());
     let selected = kubeconfig.select(context)?;
@@ -59,6 +78,9 @@ pub fn client(path: &Path, preferred_context: Option<&str>) -> Result<HttpsClien
         cert.push(b'\n');
         cert.extend_from_slice(&key);
         builder = builder.identity(reqwest::Identity::from_pem(&cert).map_err(failed)?);
+    }
+    if let Some(user_agent) = user_agent {
+        builder = builder.user_agent(user_agent);
     }
     Ok(HttpsClient {
         client: builder.build().map_err(failed)?,

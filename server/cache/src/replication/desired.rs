@@ -19,12 +19,11 @@ use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{
-    CLUSTER_ANNOTATION, Change, ChangeType, ListRequest, ObjectRef,
-};
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest, ObjectRef};
 use kcp_tenancy::logical_cluster::{GROUP, NAME, PATH_ANNOTATION, RESOURCE, TYPE_ANNOTATION};
 use serde_json::Value;
 
+use super::stored::{self, Stored};
 use super::{ObjectId, comparable};
 
 /// One change of what the shard wants in the cache.
@@ -49,19 +48,17 @@ pub(super) async fn whole(local: &ObjectStore, prefix: &str) -> Result<Wanted, A
         .iter()
         .filter_map(|object| Some((ObjectId::of(object)?, comparable(object))))
         .collect();
-    let changes = local.watch_current(prefix, page.revision + 1).await?;
-    let changes = changes.filter_map(|change| async move {
-        match change {
-            Err(error) => Some(Err(error)),
-            Ok(change) => {
-                let id = ObjectId::of(&change.object)?;
-                Some(Ok(match change.kind {
-                    ChangeType::Deleted => Desired::Gone(id),
-                    _ => Desired::Set(id, comparable(&change.object)),
-                }))
+    let local = local.clone();
+    let changes = stored::changes(&local, prefix, page.revision + 1)
+        .await?
+        .map(move |change| {
+            let change = change?;
+            if change.deleted {
+                return Ok(Desired::Gone(change.id));
             }
-        }
-    });
+            let id = change.id.clone();
+            Ok(Desired::Set(id, comparable(&change.object(&local)?)))
+        });
     Ok((now, changes.boxed()))
 }
 
@@ -104,28 +101,23 @@ enum Of {
     Held(usize),
 }
 
-/// A change of either resource.
+/// A change of either resource: the object, whether it is gone, and what it is now when that
+/// was decoded (a held object's identity is all that counts, as is a deletion's).
 struct Seen {
     of: Of,
+    id: ObjectId,
     deleted: bool,
-    object: Value,
+    object: Option<Value>,
 }
 
 impl Seen {
-    fn change(of: Of, change: Change) -> Seen {
-        Seen {
+    fn added(of: Of, object: Value) -> Option<Seen> {
+        Some(Seen {
             of,
-            deleted: change.kind == ChangeType::Deleted,
-            object: change.object,
-        }
-    }
-
-    fn added(of: Of, object: Value) -> Seen {
-        Seen {
-            of,
+            id: ObjectId::of(&object)?,
             deleted: false,
-            object,
-        }
+            object: Some(object),
+        })
     }
 }
 
@@ -152,23 +144,26 @@ impl Holders {
 
     /// Records a change; what it changes of the wanted copies.
     fn apply(&mut self, seen: Seen) -> Vec<Desired> {
-        let Some(id) = ObjectId::of(&seen.object) else {
-            return Vec::new();
-        };
+        let Seen {
+            of,
+            id,
+            deleted,
+            object,
+        } = seen;
         let cluster = id.cluster.clone();
         let before = self.wanted(&cluster).map(|(id, _)| id.clone());
-        match seen.of {
-            Of::LogicalCluster if seen.deleted => {
+        match (of, object) {
+            (Of::LogicalCluster, _) if deleted => {
                 self.logical_clusters.remove(&cluster);
             }
-            Of::LogicalCluster if self.held.contains_key(&cluster) => {
-                let copy = routing_data(&seen.object);
+            (Of::LogicalCluster, Some(object)) if self.held.contains_key(&cluster) => {
+                let copy = routing_data(&object);
                 self.logical_clusters.insert(cluster.clone(), (id, copy));
             }
-            Of::LogicalCluster => return Vec::new(),
-            Of::Held(resource) => {
+            (Of::LogicalCluster, _) => return Vec::new(),
+            (Of::Held(resource), _) => {
                 let names = self.held.entry(cluster.clone()).or_default();
-                if seen.deleted {
+                if deleted {
                     names.remove(&(resource, id.name));
                 } else {
                     names.insert((resource, id.name));
@@ -203,23 +198,25 @@ pub(super) async fn holders(
         let page = local
             .list(ListRequest::everything(prefix), &|_| true)
             .await?;
-        for object in page.items {
-            holders.apply(Seen::added(Of::Held(index), object));
+        for seen in page
+            .items
+            .into_iter()
+            .filter_map(|o| Seen::added(Of::Held(index), o))
+        {
+            holders.apply(seen);
         }
-        let changes = local
-            .watch_current(prefix, page.revision + 1)
+        let changes = stored::changes(local, prefix, page.revision + 1)
             .await?
-            .map(move |change| change.map(|change| Seen::change(Of::Held(index), change)));
+            .map(move |change| change.map(|change| (Of::Held(index), change)));
         streams.push(changes.boxed());
     }
-    for object in clusters.items {
-        holders.apply(Seen::added(Of::LogicalCluster, object));
+    for seen in (clusters.items.into_iter()).filter_map(|o| Seen::added(Of::LogicalCluster, o)) {
+        holders.apply(seen);
     }
     let now = holders.now();
-    let cluster_changes = local
-        .watch_current(logical_clusters, clusters.revision + 1)
+    let cluster_changes = stored::changes(local, logical_clusters, clusters.revision + 1)
         .await?
-        .map(|change| change.map(|change| Seen::change(Of::LogicalCluster, change)));
+        .map(|change| change.map(|change| (Of::LogicalCluster, change)));
     streams.push(cluster_changes.boxed());
     let follow = Follow {
         holders,
@@ -270,25 +267,41 @@ struct Follow {
 }
 
 impl Follower for Follow {
-    type Change = Seen;
+    type Change = (Of, Stored);
 
-    async fn step(&mut self, seen: Seen) -> Result<Vec<Desired>, ApiError> {
-        let cluster = ObjectId::of(&seen.object).map(|id| id.cluster);
-        let mut desired = self.holders.apply(seen);
-        if let Some(cluster) = cluster
-            && self.holders.lacks_logical_cluster(&cluster)
-        {
+    async fn step(&mut self, (of, change): (Of, Stored)) -> Result<Vec<Desired>, ApiError> {
+        // A LogicalCluster is decoded only while its logical cluster holds something: a holder
+        // that appears later reads its LogicalCluster from the store.
+        let decode = of == Of::LogicalCluster
+            && !change.deleted
+            && self.holders.held.contains_key(&change.id.cluster);
+        if of == Of::LogicalCluster && !change.deleted && !decode {
+            return Ok(Vec::new());
+        }
+        let (id, deleted) = (change.id.clone(), change.deleted);
+        let object = if decode {
+            Some(change.object(&self.local)?)
+        } else {
+            None
+        };
+        let cluster = id.cluster.clone();
+        let mut desired = self.holders.apply(Seen {
+            of,
+            id,
+            deleted,
+            object,
+        });
+        if self.holders.lacks_logical_cluster(&cluster) {
             let key = format!("{}{cluster}/{}", self.logical_clusters, NAME);
             let what = ObjectRef {
                 group: GROUP,
                 resource: RESOURCE,
                 name: NAME,
             };
-            if let Some(stored) = self.local.get(&key, what).await? {
-                desired.extend(
-                    self.holders
-                        .apply(Seen::added(Of::LogicalCluster, stored.object)),
-                );
+            if let Some(seen) = self.local.get(&key, what).await?
+                && let Some(seen) = Seen::added(Of::LogicalCluster, seen.object)
+            {
+                desired.extend(self.holders.apply(seen));
             }
         }
         Ok(desired)
@@ -300,33 +313,38 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn seen(of: Of, deleted: bool, object: Value) -> Seen {
+        let added = Seen::added(of, object).unwrap();
+        Seen { deleted, ..added }
+    }
+
     fn seen_cluster(cluster: &str, deleted: bool) -> Seen {
-        Seen {
-            of: Of::LogicalCluster,
+        seen(
+            Of::LogicalCluster,
             deleted,
-            object: json!({"kind": "LogicalCluster", "metadata": {"name": "cluster",
+            json!({"kind": "LogicalCluster", "metadata": {"name": "cluster",
                 "annotations": {"kcp.io/cluster": cluster, "kcp.io/path": "root:org",
                     "kcp.io/owner": "dropped"}},
                 "status": {"phase": "Ready", "conditions": []}}),
-        }
+        )
     }
 
     fn seen_type(cluster: &str, name: &str, deleted: bool) -> Seen {
-        Seen {
-            of: Of::Held(0),
+        seen(
+            Of::Held(0),
             deleted,
-            object: json!({"kind": "WorkspaceType", "metadata": {"name": name,
+            json!({"kind": "WorkspaceType", "metadata": {"name": name,
                 "annotations": {"kcp.io/cluster": cluster}}}),
-        }
+        )
     }
 
     fn seen_export(cluster: &str, name: &str, deleted: bool) -> Seen {
-        Seen {
-            of: Of::Held(1),
+        seen(
+            Of::Held(1),
             deleted,
-            object: json!({"kind": "APIExport", "metadata": {"name": name,
+            json!({"kind": "APIExport", "metadata": {"name": name,
                 "annotations": {"kcp.io/cluster": cluster}}}),
-        }
+        )
     }
 
     #[test]

@@ -11,14 +11,14 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use kcp_apimachinery::ApiError;
 use kcp_apis::endpoints::{apiexport_url, binds_export};
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, Change, ChangeType, ListRequest};
+use kcp_registry::storage::objects::{CLUSTER_ANNOTATION, ListRequest};
 use serde_json::{Value, json};
 
 use super::desired::{Desired, Follower, Wanted, followed};
+use super::stored::{self, Stored};
 use super::{ObjectId, comparable};
 
 /// The group of the markers in the cache.
@@ -111,25 +111,34 @@ pub(super) async fn bound_exports(
         .keys()
         .map(|export| marker(export, &url))
         .collect();
-    let changes = local.watch_current(bindings, page.revision + 1).await?;
-    let follow = Follow { bound, url };
-    Ok((now, followed(follow, changes.boxed())))
+    let changes = stored::changes(local, bindings, page.revision + 1).await?;
+    let follow = Follow {
+        bound,
+        url,
+        local: local.clone(),
+    };
+    Ok((now, followed(follow, changes)))
 }
 
-/// The bindings' exports, with the URL the markers carry.
+/// The bindings' exports, with the URL the markers carry and the store changes are decoded
+/// with.
 struct Follow {
     bound: Bound,
     url: String,
+    local: ObjectStore,
 }
 
 impl Follower for Follow {
-    type Change = Change;
+    type Change = Stored;
 
-    async fn step(&mut self, change: Change) -> Result<Vec<Desired>, ApiError> {
-        let Some(id) = ObjectId::of(&change.object) else {
-            return Ok(Vec::new());
+    async fn step(&mut self, change: Stored) -> Result<Vec<Desired>, ApiError> {
+        let id = change.id.clone();
+        // A deleted binding binds nothing: not decoded.
+        let binds = if change.deleted {
+            None
+        } else {
+            export_of(&change.object(&self.local)?)
         };
-        let binds = export_of(&change.object).filter(|_| change.kind != ChangeType::Deleted);
         Ok(self
             .bound
             .set(id, binds)

@@ -24,10 +24,11 @@ use kcp_apimachinery::ApiError;
 use kcp_apis::binding::MAXIMAL_PERMISSION_POLICY_PREFIX;
 use kcp_rbac::PolicyRule;
 use kcp_registry::storage::ObjectStore;
-use kcp_registry::storage::objects::{ChangeType, ListRequest, ObjectRef};
+use kcp_registry::storage::objects::{ListRequest, ObjectRef};
 use serde_json::{Value, json};
 
 use super::desired::{Desired, Follower, Wanted, followed};
+use super::stored::{self, Stored};
 use super::{ObjectId, comparable};
 
 /// Which of the two RBAC resources a replication writes.
@@ -160,16 +161,17 @@ impl Granting {
         }
     }
 
-    /// Records a change of a ClusterRole or a ClusterRoleBinding; what to look at again.
-    fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) -> Vec<Recheck> {
-        let Some(id) = ObjectId::of(object).filter(replicable) else {
+    /// Records a change of the ClusterRole or ClusterRoleBinding `id` (`object`: as it is now,
+    /// `None`: gone); what to look at again.
+    fn apply(&mut self, of: RbacKind, id: ObjectId, object: Option<&Value>) -> Vec<Recheck> {
+        if !replicable(&id) {
             return Vec::new();
-        };
-        let now = (!deleted).then(|| object.clone());
+        }
+        let now = object.cloned();
         match of {
             RbacKind::ClusterRoles => {
                 let granted = self.granting_roles.contains(&id);
-                let grants = !deleted && grants_across_shards(object);
+                let grants = object.is_some_and(grants_across_shards);
                 if grants {
                     self.granting_roles.insert(id.clone());
                 } else {
@@ -185,8 +187,9 @@ impl Granting {
             }
             RbacKind::ClusterRoleBindings => {
                 let before = self.policy_bindings.remove(&id);
-                let after =
-                    role_of(object, &id).filter(|_| !deleted && binds_policy_subject(object));
+                let after = object
+                    .filter(|object| binds_policy_subject(object))
+                    .and_then(|object| role_of(object, &id));
                 if let Some(role) = &after {
                     self.policy_bindings.insert(id.clone(), role.clone());
                 }
@@ -229,8 +232,8 @@ impl Granting {
     }
 }
 
-/// A change of a ClusterRole or a ClusterRoleBinding: which, whether it is a deletion, the object.
-type Change = (RbacKind, bool, Value);
+/// A change of a ClusterRole or a ClusterRoleBinding: which, and the change as stored.
+type Change = (RbacKind, Stored);
 
 /// The copies of `kind` wanted now and their changes, from the ClusterRoles under `roles` and
 /// the ClusterRoleBindings under `bindings` of the shard's store.
@@ -251,15 +254,17 @@ pub(super) async fn granting(
             .list(ListRequest::everything(prefix), &|_| true)
             .await?;
         for object in &page.items {
-            granting.apply(of, false, object);
+            if let Some(id) = ObjectId::of(object) {
+                granting.apply(of, id, Some(object));
+            }
         }
         if of == kind {
             own = page.items;
         }
-        let changes = local.watch_current(prefix, page.revision + 1).await?;
+        let changes = stored::changes(local, prefix, page.revision + 1).await?;
         streams.push(
             changes
-                .map(move |change| change.map(|c| (of, c.kind == ChangeType::Deleted, c.object)))
+                .map(move |change| change.map(|change| (of, change)))
                 .boxed(),
         );
     }
@@ -293,9 +298,20 @@ struct Follow {
 impl Follower for Follow {
     type Change = Change;
 
-    async fn step(&mut self, (of, deleted, object): Change) -> Result<Vec<Desired>, ApiError> {
+    async fn step(&mut self, (of, change): Change) -> Result<Vec<Desired>, ApiError> {
+        // Nothing of a deletion but the key counts, and `system:` clusters are never replicated:
+        // neither is decoded.
+        if !replicable(&change.id) {
+            return Ok(Vec::new());
+        }
+        let id = change.id.clone();
+        let object = if change.deleted {
+            None
+        } else {
+            Some(change.object(&self.local)?)
+        };
         let mut desired = Vec::new();
-        for recheck in self.granting.apply(of, deleted, &object) {
+        for recheck in self.granting.apply(of, id, object.as_ref()) {
             match recheck {
                 Recheck::Object(id, now) => desired.extend(self.granting.settle(id, now.as_ref())),
                 Recheck::Stored(id) => {
@@ -433,7 +449,8 @@ mod tests {
             let store = &self.store;
             for granting in [&mut self.roles, &mut self.bindings] {
                 let own = granting.kind == RbacKind::ClusterRoles;
-                for recheck in granting.apply(of, deleted, object) {
+                let now = (!deleted).then_some(object);
+                for recheck in granting.apply(of, id.clone(), now) {
                     match recheck {
                         Recheck::Object(id, now) => {
                             granting.settle(id, now.as_ref());

@@ -389,6 +389,26 @@ impl ObjectStore {
             .await
     }
 
+    /// Changes under a prefix with revisions `>= from`, undecoded: for a reader whose choice of
+    /// the changes it decodes ([`Self::current_change`]) depends on state it keeps, and which
+    /// learns what it needs of most changes from the key alone (the cache replication decodes no
+    /// deletion, and no change of an object it does not replicate).
+    pub async fn watch_stored(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<
+        impl Stream<Item = Result<kcp_storage::WatchEvent, ApiError>> + Send + use<>,
+        ApiError,
+    > {
+        let events = self
+            .storage
+            .watch(prefix, from)
+            .await
+            .map_err(|e| storage_error(e, None))?;
+        Ok(events.map(|event| event.map_err(|e| storage_error(e, None))))
+    }
+
     async fn decoded_watch<W>(
         &self,
         prefix: &str,
