@@ -5,7 +5,9 @@
 //! moment a pod stops being ready or starts terminating (the pod worker marks itself terminating
 //! before any signal is sent), so new connections only go to pods that serve, while a connection
 //! already open on a pod lives as long as that pod does. A backend that refuses is skipped and the
-//! next one tried before the client sees a failure.
+//! next one tried before the client sees a failure. At debug level it logs every backend list
+//! it is given and each connection's backend, time to connect, lifetime and bytes: what shows
+//! where a client's request went when one fails while pods roll.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -99,6 +101,7 @@ impl Proxies {
                         if current == backends {
                             false
                         } else {
+                            tracing::debug!(service = %key, port, ?backends, "service backends");
                             backends.clone_into(current);
                             true
                         }
@@ -158,18 +161,30 @@ async fn serve(listener: TcpListener, backends: watch::Receiver<Vec<SocketAddr>>
 
 async fn forward(mut inbound: TcpStream, backends: Vec<SocketAddr>, start: usize) {
     let _ = inbound.set_nodelay(true);
+    let client = inbound.peer_addr().ok();
+    let began = std::time::Instant::now();
     for i in 0..backends.len() {
         let backend = backends[(start + i) % backends.len()];
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
             Ok(Ok(mut outbound)) => {
                 let _ = outbound.set_nodelay(true);
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                let connected = began.elapsed();
+                let copied = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                tracing::debug!(
+                    ?client,
+                    %backend,
+                    connect_ms = connected.as_millis() as u64,
+                    open_ms = began.elapsed().as_millis() as u64,
+                    ?copied,
+                    "service connection closed"
+                );
                 return;
             }
             Ok(Err(error)) => tracing::debug!(%backend, %error, "backend refused; trying the next"),
             Err(_) => tracing::debug!(%backend, "backend connect timed out; trying the next"),
         }
     }
+    tracing::debug!(?client, ?backends, "no backend took the connection");
 }
 
 #[cfg(test)]

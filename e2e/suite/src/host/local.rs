@@ -184,6 +184,20 @@ impl LocalHost {
         Ok(format!("{}:{port}", self.virtual_ip(namespace, service)?))
     }
 
+    /// `address:port` where this machine reaches `port` of pod `namespace/pod`: its IP on the
+    /// agent's bridge.
+    pub fn pod_address(&self, namespace: &str, pod: &str, port: u16) -> Result<String, String> {
+        let object = Cluster::new(self.kubeconfig())
+            .get(&["pod", "-n", namespace, pod])?
+            .ok_or_else(|| format!("no pod {namespace}/{pod}"))?;
+        let ip = object
+            .pointer("/status/podIP")
+            .and_then(|v| v.as_str())
+            .filter(|ip| !ip.is_empty())
+            .ok_or_else(|| format!("pod {namespace}/{pod} has no IP yet"))?;
+        Ok(format!("{ip}:{port}"))
+    }
+
     fn virtual_ip(&self, namespace: &str, service: &str) -> Result<String, String> {
         let object = Cluster::new(self.kubeconfig())
             .get(&["service", "-n", namespace, service])?

@@ -149,6 +149,17 @@ impl Host {
         }
     }
 
+    /// `address:port` where this machine reaches `port` of one pod (its IP on the local host, a
+    /// port-forward to that pod on a real cluster).
+    pub fn pod_address(&mut self, namespace: &str, pod: &str, port: u16) -> Result<String, String> {
+        match self {
+            Host::Local(host) => host.pod_address(namespace, pod, port),
+            Host::Remote(host) | Host::LocalAsRemote(_, host) => {
+                host.pod_address(namespace, pod, port)
+            }
+        }
+    }
+
     /// The operator's resident memory (MiB), when the host lets the suite see it.
     pub fn operator_memory_mib(&self) -> Option<f64> {
         match self {

@@ -61,19 +61,26 @@ impl RemoteHost {
         ))
     }
 
+    /// `127.0.0.1:<port>` forwarded to `port` of pod `namespace/pod` (that pod alone).
+    pub fn pod_address(&mut self, namespace: &str, pod: &str, port: u16) -> Result<String, String> {
+        Ok(format!(
+            "127.0.0.1:{}",
+            self.forward_to(&format!("pod/{pod}"), namespace, port)?
+        ))
+    }
+
     /// Starts `kubectl port-forward svc/<service> :<port>` and returns the local port.
     fn forward(&mut self, service: &str, namespace: &str, port: u16) -> Result<u16, String> {
+        self.forward_to(&format!("svc/{service}"), namespace, port)
+    }
+
+    /// Starts `kubectl port-forward <target> :<port>` and returns the local port.
+    fn forward_to(&mut self, target: &str, namespace: &str, port: u16) -> Result<u16, String> {
         let kubectl = std::env::var("KUBECTL")
             .unwrap_or_else(|_| format!("/usr/lib/google-cloud-sdk/bin/kubectl.{KUBECTL_VERSION}"));
         let mut child = Command::new(&kubectl)
             .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
-            .args([
-                "-n",
-                namespace,
-                "port-forward",
-                &format!("svc/{service}"),
-                &format!(":{port}"),
-            ])
+            .args(["-n", namespace, "port-forward", target, &format!(":{port}")])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

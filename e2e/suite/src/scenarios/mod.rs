@@ -43,6 +43,8 @@ pub const SECOND_SHARD: &str = "shard-2";
 pub const SHARD_KIND: &str = "shards.operator.kcp.io";
 /// Name of the FrontProxy.
 pub const FRONT_PROXY: &str = "public";
+/// The port of the FrontProxy's pods and Service.
+pub const PROXY_PORT: u16 = 6443;
 
 /// The figures the suite measures for docs/performance.md (reported, never asserted).
 #[derive(Debug, Default)]

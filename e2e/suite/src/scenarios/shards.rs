@@ -8,7 +8,10 @@
 //! - 11: deleting that Shard CR while it still holds workspaces: its finalizer waits, with a
 //!   `Deleting` condition naming how many logical clusters remain; once they are deleted (through
 //!   the FrontProxy) it deregisters the shard from root and the CR goes; the FrontProxy no longer
-//!   lists it and the other workspaces still answer through it.
+//!   lists it and the other workspaces still answer through it. Each proxy pod stops watching
+//!   it within 30 s (its own `kcp_front_proxy_index_shards`, read from that pod: upstream
+//!   kcp-operator#125 was a proxy retrying a deleted shard forever), and logs nothing about it
+//!   from then on.
 
 use std::time::Duration;
 
@@ -19,7 +22,9 @@ use super::full::{
     through_proxy, use_workspace,
 };
 use super::rootshard::{FIRST_VERSION, wait_for, wait_kind_available};
-use super::{FRONT_PROXY, NAMESPACE, POLL, ROOT_SHARD, SECOND_SHARD, SHARD, SHARD_KIND, Suite};
+use super::{
+    FRONT_PROXY, NAMESPACE, POLL, PROXY_PORT, ROOT_SHARD, SECOND_SHARD, SHARD, SHARD_KIND, Suite,
+};
 use crate::Outcome;
 use crate::cluster::{Cluster, condition, eventually};
 
@@ -214,12 +219,110 @@ pub fn delete_second(suite: &mut Suite) -> Outcome {
         &[ROOT_SHARD, SHARD],
     )?;
     lists_exactly(&admin, "rootshard", ROOT_SHARD, "shards", &[SHARD])?;
+    let pods = front_proxy_pods(&admin)?;
+    let watched = SHARDS_LEFT.len();
+    // Per pod: where it is reached, and how many lines its log had once it watched one shard less.
+    let mut seen = Vec::new();
+    for pod in &pods {
+        let address = suite.host.pod_address(NAMESPACE, pod, PROXY_PORT)?;
+        eventually(
+            &format!("front-proxy pod {pod} watches {watched} shards"),
+            Duration::from_secs(30),
+            POLL,
+            || match index_shards(&kcp, &address)? {
+                count if count == watched => Ok(()),
+                count => Err(format!("it watches {count}")),
+            },
+        )?;
+        let lines = pod_log(&admin, pod)?.lines().count();
+        seen.push((pod, address, lines));
+    }
+    suite.narrator.step(&format!(
+        "deregistered ({shards:?} remain); each front-proxy pod ({}) watches {watched} shards",
+        pods.join(", ")
+    ));
     suite.placed.retain(|(_, shard)| shard != SECOND_SHARD);
     for (workspace, shard) in &suite.placed {
         check_workspace(&kubeconfig, workspace, shard, suite.dir.path())?;
     }
-    suite.narrator.step(&format!(
-        "deregistered ({shards:?} remain); the other workspaces answer through the FrontProxy"
-    ));
+    for (pod, address, lines) in seen {
+        let log = pod_log(&admin, pod)?;
+        let about: Vec<&str> = log
+            .lines()
+            .skip(lines)
+            .filter(|line| line.contains(SECOND_SHARD))
+            .collect();
+        if !about.is_empty() {
+            return Err(format!(
+                "front-proxy pod {pod} logged about {SECOND_SHARD} after it stopped watching it:\n{}",
+                about.join("\n")
+            ));
+        }
+        let count = index_shards(&kcp, &address)?;
+        if count != watched {
+            return Err(format!(
+                "front-proxy pod {pod} watches {count} shards again"
+            ));
+        }
+    }
+    suite.narrator.step(
+        "the other workspaces answer through the FrontProxy; its pods logged nothing about the deleted shard since",
+    );
     Ok(())
+}
+
+/// The shards the FrontProxy watches once the second one is gone.
+const SHARDS_LEFT: &[&str] = &[ROOT_SHARD, SHARD];
+
+/// The names of the FrontProxy's running pods (its Deployment's selector).
+fn front_proxy_pods(admin: &Cluster) -> Result<Vec<String>, String> {
+    let deployment = format!("{FRONT_PROXY}-frontproxy");
+    let object = admin
+        .get(&["deployment", "-n", NAMESPACE, &deployment])?
+        .ok_or("no front-proxy Deployment")?;
+    let selector = object["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .ok_or("the front-proxy Deployment has no matchLabels")?
+        .iter()
+        .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let list = admin
+        .get(&["pods", "-n", NAMESPACE, "-l", &selector])?
+        .ok_or("no pods list")?;
+    let pods: Vec<String> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|pod| pod["status"]["phase"] == "Running")
+        .filter(|pod| pod["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|pod| pod["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    if pods.is_empty() {
+        return Err("no running front-proxy pod".into());
+    }
+    Ok(pods)
+}
+
+/// `kcp_front_proxy_index_shards` of the proxy pod at `address`, read with the admin credentials
+/// of `kcp` (a client of the proxy), the pod's certificate verified for its Service's name.
+fn index_shards(kcp: &Cluster, address: &str) -> Result<usize, String> {
+    let metrics = kcp.run(&[
+        "get",
+        "--raw",
+        "/metrics",
+        &format!("--server=https://{address}"),
+        &format!("--tls-server-name={FRONT_PROXY}-frontproxy.{NAMESPACE}.svc.cluster.local"),
+    ])?;
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("kcp_front_proxy_index_shards "))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .map(|value| value as usize)
+        .ok_or_else(|| "no kcp_front_proxy_index_shards in its /metrics".into())
+}
+
+/// The log of pod `pod` (all of it).
+fn pod_log(admin: &Cluster, pod: &str) -> Result<String, String> {
+    admin.run(&["logs", "-n", NAMESPACE, pod])
 }
