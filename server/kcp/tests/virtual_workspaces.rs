@@ -966,7 +966,9 @@ async fn claimed_configmaps_are_seen_exactly_where_accepted_and_selected() {
         println!("round {round}: {} -> {accepted:?}", claims[i].0);
         set_claim(&server, &claims[i].0, accepted.as_ref()).await;
         claims[i].1 = accepted;
-        observer.sees_exactly(&claims, Duration::from_secs(30)).await;
+        observer
+            .sees_exactly(&claims, Duration::from_secs(30))
+            .await;
     }
 
     // Per cluster: a claimed object is read and changed through the virtual workspace, an
