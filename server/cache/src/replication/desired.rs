@@ -270,12 +270,10 @@ impl Follower for Follow {
     type Change = (Of, Stored);
 
     async fn step(&mut self, (of, change): (Of, Stored)) -> Result<Vec<Desired>, ApiError> {
-        // A LogicalCluster is decoded only while its logical cluster holds something: a holder
-        // that appears later reads its LogicalCluster from the store.
-        let decode = of == Of::LogicalCluster
-            && !change.deleted
-            && self.holders.held.contains_key(&change.id.cluster);
-        if of == Of::LogicalCluster && !change.deleted && !decode {
+        // A LogicalCluster put counts, and is decoded, only while its logical cluster holds
+        // something: a holder that appears later reads its LogicalCluster from the store.
+        let decode = of == Of::LogicalCluster && !change.deleted;
+        if decode && !self.holders.held.contains_key(&change.id.cluster) {
             return Ok(Vec::new());
         }
         let (id, deleted) = (change.id.clone(), change.deleted);
