@@ -15,14 +15,16 @@
 //! is put right. When either stream ends or a write fails (a restart of the shard's store or of
 //! the cache server), it waits a moment and starts over with a full comparison, so nothing a
 //! restart missed stays wrong. Copies are the shard's objects as it serves them without
-//! `resourceVersion` (the cache has its own) and the key annotations.
+//! `resourceVersion` (the cache has its own) and the key annotations. One replication may write
+//! several resources (its lanes): the RBAC one writes ClusterRoles and ClusterRoleBindings from
+//! one watch of each, as whether either is copied depends on the other.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
+use futures::stream::{self, BoxStream};
 use kcp_apimachinery::{ApiError, meta};
 use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{
@@ -42,9 +44,9 @@ mod markers;
 mod rbac;
 mod stored;
 
-use desired::Desired;
+use desired::{Desired, one_lane};
 pub use markers::{MARKER_GROUP, MARKER_KIND};
-pub use rbac::{RbacKind, grants_across_shards};
+pub use rbac::grants_across_shards;
 
 /// How long to wait before starting over after a failure.
 const RETRY_AFTER: Duration = Duration::from_secs(2);
@@ -115,13 +117,15 @@ fn comparable(object: &Value) -> Value {
     object
 }
 
-/// One resource to replicate: where the shard keeps it, how the cache names it, and which
-/// copies the shard wants.
+/// One replication: where the shard keeps what it follows, how the cache names what it writes,
+/// and which copies the shard wants.
 #[derive(Debug, Clone)]
 pub struct Replicated {
     /// `<etcd-prefix>/<group>/<resource>/` in the shard's store (every logical cluster).
     pub local_prefix: String,
-    pub resource: Resource,
+    /// The resources it writes in the cache, in the order of the copies' lanes: one, or
+    /// ClusterRoles and ClusterRoleBindings for [`Copies::Granting`].
+    pub resources: Vec<Resource>,
     pub copies: Copies,
 }
 
@@ -133,34 +137,36 @@ pub enum Copies {
     /// The routing data of the LogicalClusters of the logical clusters holding an object under
     /// one of these prefixes of the shard's store (WorkspaceTypes, APIExports).
     RoutingOfHolders { held: Vec<String> },
-    /// The ClusterRoles (under `roles`) that grant what other shards authorize, or the
-    /// ClusterRoleBindings (under `bindings`) of them (see `replication/rbac.rs`).
-    Granting {
-        kind: RbacKind,
-        roles: String,
-        bindings: String,
-    },
+    /// The ClusterRoles (under `roles`) that grant what other shards authorize and the
+    /// ClusterRoleBindings (under `bindings`) of them, two lanes (see `replication/rbac.rs`).
+    Granting { roles: String, bindings: String },
     /// One marker per export the shard's APIBindings (under the local prefix) bind, with the
     /// shard's apiexport URL for it (see `replication/markers.rs`).
     BoundExportMarkers { virtual_workspace_url: String },
 }
 
 impl Replicated {
-    async fn wanted(&self, local: &ObjectStore) -> Result<desired::Wanted, ApiError> {
+    async fn wanted(&self, local: &ObjectStore) -> Result<desired::Lanes, ApiError> {
         match &self.copies {
-            Copies::Whole => desired::whole(local, &self.local_prefix).await,
-            Copies::RoutingOfHolders { held } => {
-                desired::holders(local, &self.local_prefix, held).await
-            }
-            Copies::Granting {
-                kind,
-                roles,
-                bindings,
-            } => rbac::granting(local, *kind, roles, bindings).await,
+            Copies::Whole => desired::whole(local, &self.local_prefix)
+                .await
+                .map(one_lane),
+            Copies::RoutingOfHolders { held } => desired::holders(local, &self.local_prefix, held)
+                .await
+                .map(one_lane),
+            Copies::Granting { roles, bindings } => rbac::granting(local, roles, bindings).await,
             Copies::BoundExportMarkers {
                 virtual_workspace_url,
-            } => markers::bound_exports(local, &self.local_prefix, virtual_workspace_url).await,
+            } => markers::bound_exports(local, &self.local_prefix, virtual_workspace_url)
+                .await
+                .map(one_lane),
         }
+    }
+
+    /// The resources it writes, for logs.
+    fn names(&self) -> String {
+        let names: Vec<&str> = self.resources.iter().map(|r| r.resource.as_str()).collect();
+        names.join(",")
     }
 }
 
@@ -250,57 +256,35 @@ pub fn replicated(
     let exports_prefix = find(&api_exports(), false)?;
     let roles = find(&cluster_roles(), false)?;
     let bindings = find(&cluster_role_bindings(), false)?;
-    let granting = |kind| Copies::Granting {
-        kind,
-        roles: roles.clone(),
-        bindings: bindings.clone(),
+    let whole = |local_prefix: String, resource: Resource| Replicated {
+        local_prefix,
+        resources: vec![resource],
+        copies: Copies::Whole,
     };
     Ok(vec![
         Replicated {
             local_prefix: find(&api_bindings(), false)?,
-            resource: bound_export_markers(),
+            resources: vec![bound_export_markers()],
             copies: Copies::BoundExportMarkers {
                 virtual_workspace_url: virtual_workspace_url.to_owned(),
             },
         },
         Replicated {
             local_prefix: roles.clone(),
-            resource: cluster_roles(),
-            copies: granting(RbacKind::ClusterRoles),
+            resources: vec![cluster_roles(), cluster_role_bindings()],
+            copies: Copies::Granting { roles, bindings },
         },
-        Replicated {
-            local_prefix: bindings.clone(),
-            resource: cluster_role_bindings(),
-            copies: granting(RbacKind::ClusterRoleBindings),
-        },
-        Replicated {
-            local_prefix: find(&shards(), true)?,
-            resource: shards(),
-            copies: Copies::Whole,
-        },
-        Replicated {
-            local_prefix: types_prefix.clone(),
-            resource: workspace_types(),
-            copies: Copies::Whole,
-        },
-        Replicated {
-            local_prefix: exports_prefix.clone(),
-            resource: api_exports(),
-            copies: Copies::Whole,
-        },
-        Replicated {
-            local_prefix: find(&api_resource_schemas(), false)?,
-            resource: api_resource_schemas(),
-            copies: Copies::Whole,
-        },
-        Replicated {
-            local_prefix: find(&api_conversions(), false)?,
-            resource: api_conversions(),
-            copies: Copies::Whole,
-        },
+        whole(find(&shards(), true)?, shards()),
+        whole(types_prefix.clone(), workspace_types()),
+        whole(exports_prefix.clone(), api_exports()),
+        whole(
+            find(&api_resource_schemas(), false)?,
+            api_resource_schemas(),
+        ),
+        whole(find(&api_conversions(), false)?, api_conversions()),
         Replicated {
             local_prefix: find(&logical_clusters(), false)?,
-            resource: logical_clusters(),
+            resources: vec![logical_clusters()],
             copies: Copies::RoutingOfHolders {
                 held: vec![types_prefix, exports_prefix],
             },
@@ -329,7 +313,7 @@ pub async fn run<C: CacheSide>(
         };
         if let Err(error) = outcome {
             tracing::info!(
-                resource = %replica.what.resource.resource,
+                resource = %replica.what.names(),
                 %error,
                 "replication to the cache starts over"
             );
@@ -352,61 +336,70 @@ impl<C: CacheSide> Replica<C> {
     /// One full comparison, then following both sides until one of them fails or ends.
     async fn sync_and_follow(&self) -> Result<(), ApiError> {
         let (mut local, mut local_changes) = self.what.wanted(&self.local).await?;
-        let cached = self.cache.list(&self.what.resource, &self.shard).await?;
-        let copies: BTreeMap<ObjectId, Value> = cached
-            .items
-            .iter()
-            .filter_map(|object| Some((ObjectId::of(object)?, comparable(object))))
-            .collect();
-        for (id, object) in &local {
-            if copies.get(id) != Some(object) {
-                self.push(id, object).await?;
+        let mut watches = Vec::new();
+        for (lane, resource) in self.what.resources.iter().enumerate() {
+            let wanted = local.get(lane).ok_or_else(|| {
+                ApiError::internal_error(&format!("no copies for {}", resource.resource))
+            })?;
+            let cached = self.cache.list(resource, &self.shard).await?;
+            let copies: BTreeMap<ObjectId, Value> = cached
+                .items
+                .iter()
+                .filter_map(|object| Some((ObjectId::of(object)?, comparable(object))))
+                .collect();
+            for (id, object) in wanted {
+                if copies.get(id) != Some(object) {
+                    self.cache
+                        .put(resource, &self.shard, &id.cluster, object)
+                        .await?;
+                }
             }
-        }
-        for id in copies.keys().filter(|id| !local.contains_key(*id)) {
-            self.cache
-                .remove(&self.what.resource, &self.shard, id)
+            for id in copies.keys().filter(|id| !wanted.contains_key(*id)) {
+                self.cache.remove(resource, &self.shard, id).await?;
+            }
+            let ended = stream::once(async {
+                Err(ApiError::service_unavailable("the cache's watch ended"))
+            });
+            let watch = self
+                .cache
+                .watch(resource, &self.shard, cached.revision)
                 .await?;
+            let watch = watch.map(move |event| event.map(|event| (lane, event)));
+            watches.push(watch.chain(ended).boxed());
         }
+        let mut cache_changes = stream::select_all(watches);
 
-        let mut cache_changes = self
-            .cache
-            .watch(&self.what.resource, &self.shard, cached.revision)
-            .await?;
         loop {
             tokio::select! {
                 change = local_changes.next() => {
-                    match change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))?? {
+                    let (lane, desired) = change.ok_or_else(|| ApiError::service_unavailable("the shard's watch ended"))??;
+                    let (Some(resource), Some(local)) = (self.what.resources.get(lane), local.get_mut(lane)) else { continue };
+                    match desired {
                         Desired::Gone(id) => {
                             local.remove(&id);
-                            self.cache.remove(&self.what.resource, &self.shard, &id).await?;
+                            self.cache.remove(resource, &self.shard, &id).await?;
                         }
                         Desired::Set(id, object) => {
                             if local.get(&id) != Some(&object) {
-                                self.push(&id, &object).await?;
+                                self.cache.put(resource, &self.shard, &id.cluster, &object).await?;
                                 local.insert(id, object);
                             }
                         }
                     }
                 }
                 event = cache_changes.next() => {
-                    let event = event.ok_or_else(|| ApiError::service_unavailable("the cache's watch ended"))??;
+                    let (lane, event) = event.ok_or_else(|| ApiError::service_unavailable("the cache's watch ended"))??;
+                    let (Some(resource), Some(local)) = (self.what.resources.get(lane), local.get(lane)) else { continue };
                     let Some(id) = ObjectId::of(&event.object) else { continue };
                     let copy = (event.kind != ChangeType::Deleted.as_str()).then(|| comparable(&event.object));
                     match (local.get(&id), copy) {
-                        (Some(object), copy) if copy.as_ref() != Some(object) => self.push(&id, object).await?,
-                        (None, Some(_)) => self.cache.remove(&self.what.resource, &self.shard, &id).await?,
+                        (Some(object), copy) if copy.as_ref() != Some(object) => self.cache.put(resource, &self.shard, &id.cluster, object).await?,
+                        (None, Some(_)) => self.cache.remove(resource, &self.shard, &id).await?,
                         _ => {}
                     }
                 }
             }
         }
-    }
-
-    async fn push(&self, id: &ObjectId, object: &Value) -> Result<(), ApiError> {
-        self.cache
-            .put(&self.what.resource, &self.shard, &id.cluster, object)
-            .await
     }
 }
 

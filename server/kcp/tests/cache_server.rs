@@ -5,7 +5,9 @@
 //! certificate outside `system:masters`, 400/404 for bad paths; its data survives a restart, it
 //! runs on etcd too, and kubectl reads it with `get --raw`. Shards whose cache server is down
 //! when they start start anyway, say so in their logs, and replicate into it and read back from
-//! it once it is up, again after it goes away mid-run and returns.
+//! it once it is up, again after it goes away mid-run and returns. The root shard replicates
+//! both RBAC kinds another shard authorizes with (a granting ClusterRole and its binding), each
+//! put back when deleted behind its back and gone when the role stops granting.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -653,4 +655,87 @@ async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() 
     create_root_type(&in_root, "meanwhile").await;
     cache.start_again().await;
     wait_usable(&in_shard_1, "meanwhile").await;
+}
+
+fn rbac_in_cache(resource: &str) -> String {
+    format!(
+        "/services/cache/shards/root/clusters/root/apis/rbac.authorization.k8s.io/v1/{resource}"
+    )
+}
+
+fn rbac_in_root(resource: &str) -> String {
+    format!("/clusters/root/apis/rbac.authorization.k8s.io/v1/{resource}")
+}
+
+/// Waits until the list at `path` holds every name of `present` and none of `absent`.
+async fn wait_for_some(admin: &Caller, path: &str, present: &[&str], absent: &[&str]) {
+    let what = format!("{path} holds {present:?} and none of {absent:?}");
+    PATIENCE
+        .eventually(&what, || async move {
+            let found = names(&admin.get(path).await.json());
+            let has = |name: &&str| found.iter().any(|f| f == name);
+            match present.iter().all(has) && !absent.iter().any(has) {
+                true => Ok(()),
+                false => Err(format!("{found:?}")),
+            }
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn the_root_shard_replicates_granting_roles_and_their_bindings_into_its_cache() {
+    let root = KcpProcess::start(binary(), "cache-replication-rbac", &[]).await;
+    let admin = Caller::admin(&root);
+    let (roles, bindings) = ("clusterroles", "clusterrolebindings");
+    let role = |name: &str, resource: &str, verb: &str| {
+        json!({"metadata": {"name": name}, "rules": [{"apiGroups": ["apis.kcp.io"],
+            "resources": [resource], "verbs": [verb]}]})
+    };
+    let binding = |name: &str| {
+        json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]})
+    };
+    // `bind` on exports is what another shard authorizes; `get` is not.
+    admin
+        .create(
+            &rbac_in_root(roles),
+            &role("bind-exports", "apiexports", "bind"),
+        )
+        .await;
+    admin
+        .create(
+            &rbac_in_root(roles),
+            &role("read-exports", "apiexports", "get"),
+        )
+        .await;
+    for name in ["bind-exports", "read-exports"] {
+        admin.create(&rbac_in_root(bindings), &binding(name)).await;
+    }
+    let (granting, other) = (&["bind-exports"][..], &["read-exports"][..]);
+    wait_for_some(&admin, &rbac_in_cache(roles), granting, other).await;
+    wait_for_some(&admin, &rbac_in_cache(bindings), granting, other).await;
+
+    // A copy of either kind deleted behind the shard's back is put back.
+    for resource in [roles, bindings] {
+        let copy = format!("{}/bind-exports", rbac_in_cache(resource));
+        assert_eq!(admin.delete(&copy).await.status, 200, "{copy}");
+        wait_for_some(&admin, &rbac_in_cache(resource), granting, other).await;
+    }
+
+    // The role stops granting: its copy and its binding's go; it grants again: both return.
+    let url = format!("{}/bind-exports", rbac_in_root(roles));
+    let mut current = admin.get(&url).await.json();
+    current["rules"][0]["verbs"] = json!(["get"]);
+    let updated = admin.put(&url, &current).await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    let none = ["bind-exports", "read-exports"];
+    wait_for_some(&admin, &rbac_in_cache(roles), &[], &none).await;
+    wait_for_some(&admin, &rbac_in_cache(bindings), &[], &none).await;
+    let mut current = updated.json();
+    current["rules"][0]["verbs"] = json!(["bind"]);
+    let updated = admin.put(&url, &current).await;
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    wait_for_some(&admin, &rbac_in_cache(roles), granting, other).await;
+    wait_for_some(&admin, &rbac_in_cache(bindings), granting, other).await;
 }

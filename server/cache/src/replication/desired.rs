@@ -38,6 +38,19 @@ pub(super) type Wanted = (
     BoxStream<'static, Result<Desired, ApiError>>,
 );
 
+/// The copies wanted now and their changes for a replication that writes several resources
+/// (its lanes): the copies of each lane, and each change with its lane.
+pub(super) type Lanes = (
+    Vec<BTreeMap<ObjectId, Value>>,
+    BoxStream<'static, Result<(usize, Desired), ApiError>>,
+);
+
+/// A replication of one resource as one lane.
+pub(super) fn one_lane((now, changes): Wanted) -> Lanes {
+    let changes = changes.map(|change| change.map(|desired| (0, desired)));
+    (vec![now], changes.boxed())
+}
+
 /// Every object under `prefix`, whole.
 pub(super) async fn whole(local: &ObjectStore, prefix: &str) -> Result<Wanted, ApiError> {
     let page = local
@@ -230,17 +243,19 @@ pub(super) async fn holders(
 /// shard's store when it must).
 pub(super) trait Follower: Send + 'static {
     type Change: Send + 'static;
+    /// A change of the wanted copies ([`Desired`], or one with its lane).
+    type Output: Send + 'static;
     fn step(
         &mut self,
         change: Self::Change,
-    ) -> impl Future<Output = Result<Vec<Desired>, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Vec<Self::Output>, ApiError>> + Send;
 }
 
 /// The changes of the wanted copies: each of `changes` through `follower`, in order.
 pub(super) fn followed<F: Follower>(
     follower: F,
     changes: BoxStream<'static, Result<F::Change, ApiError>>,
-) -> BoxStream<'static, Result<Desired, ApiError>> {
+) -> BoxStream<'static, Result<F::Output, ApiError>> {
     stream::unfold(
         (follower, changes),
         |(mut follower, mut changes)| async move {
@@ -268,6 +283,7 @@ struct Follow {
 
 impl Follower for Follow {
     type Change = (Of, Stored);
+    type Output = Desired;
 
     async fn step(&mut self, (of, change): (Of, Stored)) -> Result<Vec<Desired>, ApiError> {
         // A LogicalCluster put counts, and is decoded, only while its logical cluster holds

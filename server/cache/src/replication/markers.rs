@@ -130,6 +130,7 @@ struct Follow {
 
 impl Follower for Follow {
     type Change = Stored;
+    type Output = Desired;
 
     async fn step(&mut self, change: Stored) -> Result<Vec<Desired>, ApiError> {
         let id = change.id.clone();

@@ -15,6 +15,10 @@
 //! and then its ClusterRole too, so that another shard serving resources bound from an export
 //! of this shard enforces the policy. `system:` clusters are left out (their policy is every
 //! shard's own). Upstream's `access` roles of replicated clusters are not replicated.
+//!
+//! Both kinds are replicated by one follower: whether a role is copied depends on the bindings
+//! and a binding on its role, so one watch of each resource and one decode of each change feed
+//! the facts and the copies of both (upstream's informers also decode each object once).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,25 +31,39 @@ use kcp_registry::storage::ObjectStore;
 use kcp_registry::storage::objects::{ListRequest, ObjectRef};
 use serde_json::{Value, json};
 
-use super::desired::{Desired, Follower, Wanted, followed};
+use super::desired::{Desired, Follower, Lanes, followed};
 use super::stored::{self, Stored};
 use super::{ObjectId, comparable};
 
-/// Which of the two RBAC resources a replication writes.
+/// One of the two RBAC resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RbacKind {
+enum RbacKind {
     ClusterRoles,
     ClusterRoleBindings,
 }
 
 impl RbacKind {
+    /// Both, in the order of their lanes.
+    const BOTH: [RbacKind; 2] = [RbacKind::ClusterRoles, RbacKind::ClusterRoleBindings];
+
     fn kind(self) -> &'static str {
         match self {
             RbacKind::ClusterRoles => "ClusterRole",
             RbacKind::ClusterRoleBindings => "ClusterRoleBinding",
         }
     }
+
+    /// The lane of the replication's changes that carries this kind's copies.
+    fn lane(self) -> usize {
+        match self {
+            RbacKind::ClusterRoles => 0,
+            RbacKind::ClusterRoleBindings => 1,
+        }
+    }
 }
+
+/// How many lanes the RBAC replication has: ClusterRoles, then ClusterRoleBindings.
+const LANES: usize = RbacKind::BOTH.len();
 
 /// Whether one of the role's rules grants what another shard authorizes (see the module doc).
 pub fn grants_across_shards(role: &Value) -> bool {
@@ -117,40 +135,30 @@ fn role_of(binding: &Value, id: &ObjectId) -> Option<ObjectId> {
 
 /// What the shard's RBAC objects make wanted. Only the few objects that matter are remembered:
 /// the ClusterRoles that grant across shards, the ClusterRoleBindings of policy subjects, and the
-/// copies of the replicated kind; every other binding (the `workspace-admin` binding of each
-/// workspace) costs nothing here. When a role starts granting, its cluster's bindings are read
-/// from the store.
+/// copies; every other binding (the `workspace-admin` binding of each workspace) costs nothing
+/// here. When a role starts granting, its cluster's bindings are read from the store.
+#[derive(Default)]
 struct Granting {
-    kind: RbacKind,
     /// The ClusterRoles that grant across shards.
     granting_roles: BTreeSet<ObjectId>,
     /// The ClusterRoleBindings of policy subjects, and the role each binds.
     policy_bindings: BTreeMap<ObjectId, ObjectId>,
-    /// The wanted copies of `kind`.
-    copies: BTreeMap<ObjectId, Value>,
+    /// The wanted copies of each kind, by lane.
+    copies: [BTreeMap<ObjectId, Value>; LANES],
 }
 
-/// What a change asks to look at again: objects of the replicated kind as they are now (`None`:
-/// gone), or a role whose bindings must be read from the store.
+/// What a change asks to look at again: an object as it is now (`None`: gone), a ClusterRole
+/// to be read from the store, or a role whose bindings must be read from the store.
 enum Recheck {
-    Object(ObjectId, Option<Value>),
-    Stored(ObjectId),
+    Object(RbacKind, ObjectId, Option<Value>),
+    StoredRole(ObjectId),
     BindingsOf(ObjectId),
 }
 
 impl Granting {
-    fn new(kind: RbacKind) -> Granting {
-        Granting {
-            kind,
-            granting_roles: BTreeSet::new(),
-            policy_bindings: BTreeMap::new(),
-            copies: BTreeMap::new(),
-        }
-    }
-
-    /// Whether `object` (`id`, of the replicated kind) is wanted in the cache.
-    fn wants(&self, id: &ObjectId, object: &Value) -> bool {
-        match self.kind {
+    /// Whether `object` (`id`, of `kind`) is wanted in the cache.
+    fn wants(&self, kind: RbacKind, id: &ObjectId, object: &Value) -> bool {
+        match kind {
             RbacKind::ClusterRoles => {
                 self.granting_roles.contains(id) || self.policy_bindings.values().any(|r| r == id)
             }
@@ -177,13 +185,10 @@ impl Granting {
                 } else {
                     self.granting_roles.remove(&id);
                 }
-                match self.kind {
-                    RbacKind::ClusterRoles => vec![Recheck::Object(id, now)],
-                    RbacKind::ClusterRoleBindings if granted != grants => {
-                        vec![Recheck::BindingsOf(id)]
-                    }
-                    RbacKind::ClusterRoleBindings => Vec::new(),
-                }
+                let bindings = (granted != grants).then(|| Recheck::BindingsOf(id.clone()));
+                std::iter::once(Recheck::Object(of, id, now))
+                    .chain(bindings)
+                    .collect()
             }
             RbacKind::ClusterRoleBindings => {
                 let before = self.policy_bindings.remove(&id);
@@ -193,38 +198,44 @@ impl Granting {
                 if let Some(role) = &after {
                     self.policy_bindings.insert(id.clone(), role.clone());
                 }
-                match self.kind {
-                    RbacKind::ClusterRoleBindings => vec![Recheck::Object(id, now)],
-                    RbacKind::ClusterRoles if before != after => before
-                        .into_iter()
-                        .chain(after)
-                        .map(Recheck::Stored)
-                        .collect(),
-                    RbacKind::ClusterRoles => Vec::new(),
-                }
+                let roles = match before != after {
+                    true => before.into_iter().chain(after).collect(),
+                    false => Vec::new(),
+                };
+                std::iter::once(Recheck::Object(of, id, now))
+                    .chain(roles.into_iter().map(Recheck::StoredRole))
+                    .collect()
             }
         }
     }
 
-    /// Records whether `id` (`object`: as it is now, `None`: gone) is wanted and its copy; the
-    /// resulting change, if any.
-    fn settle(&mut self, id: ObjectId, object: Option<&Value>) -> Option<Desired> {
-        match object.filter(|object| self.wants(&id, object)) {
-            None => self.copies.remove(&id).map(|_| Desired::Gone(id)),
+    /// Records whether `id` of `kind` (`object`: as it is now, `None`: gone) is wanted and its
+    /// copy; the resulting change of its lane, if any.
+    fn settle(
+        &mut self,
+        kind: RbacKind,
+        id: ObjectId,
+        object: Option<&Value>,
+    ) -> Option<(usize, Desired)> {
+        let wanted = object.filter(|object| self.wants(kind, &id, object));
+        let copies = &mut self.copies[kind.lane()];
+        let desired = match wanted {
+            None => copies.remove(&id).map(|_| Desired::Gone(id)),
             Some(object) => {
-                let copy = copy(object, self.kind);
-                if self.copies.get(&id) == Some(&copy) {
+                let copy = copy(object, kind);
+                if copies.get(&id) == Some(&copy) {
                     return None;
                 }
-                self.copies.insert(id.clone(), copy.clone());
+                copies.insert(id.clone(), copy.clone());
                 Some(Desired::Set(id, copy))
             }
-        }
+        };
+        desired.map(|desired| (kind.lane(), desired))
     }
 
     /// The copies held of the bindings of `role` (when it stops granting, they may go).
     fn copied_bindings_of(&self, role: &ObjectId) -> Vec<ObjectId> {
-        self.copies
+        self.copies[RbacKind::ClusterRoleBindings.lane()]
             .iter()
             .filter(|(id, copy)| role_of(copy, id).as_ref() == Some(role))
             .map(|(id, _)| id.clone())
@@ -235,21 +246,18 @@ impl Granting {
 /// A change of a ClusterRole or a ClusterRoleBinding: which, and the change as stored.
 type Change = (RbacKind, Stored);
 
-/// The copies of `kind` wanted now and their changes, from the ClusterRoles under `roles` and
-/// the ClusterRoleBindings under `bindings` of the shard's store.
+/// The copies of both kinds wanted now (lane 0 ClusterRoles, lane 1 ClusterRoleBindings) and
+/// their changes, from the ClusterRoles under `roles` and the ClusterRoleBindings under
+/// `bindings` of the shard's store.
 pub(super) async fn granting(
     local: &ObjectStore,
-    kind: RbacKind,
     roles: &str,
     bindings: &str,
-) -> Result<Wanted, ApiError> {
-    let mut granting = Granting::new(kind);
+) -> Result<Lanes, ApiError> {
+    let mut granting = Granting::default();
     let mut streams: Vec<BoxStream<'static, Result<Change, ApiError>>> = Vec::new();
-    let mut own = Vec::new();
-    for (of, prefix) in [
-        (RbacKind::ClusterRoles, roles),
-        (RbacKind::ClusterRoleBindings, bindings),
-    ] {
+    let mut listed = Vec::new();
+    for (of, prefix) in RbacKind::BOTH.into_iter().zip([roles, bindings]) {
         let page = local
             .list(ListRequest::everything(prefix), &|_| true)
             .await?;
@@ -258,30 +266,27 @@ pub(super) async fn granting(
                 granting.apply(of, id, Some(object));
             }
         }
-        if of == kind {
-            own = page.items;
-        }
         let changes = stored::changes(local, prefix, page.revision + 1).await?;
         streams.push(
             changes
                 .map(move |change| change.map(|change| (of, change)))
                 .boxed(),
         );
+        listed.push((of, page.items));
     }
-    for object in &own {
-        if let Some(id) = ObjectId::of(object).filter(replicable) {
-            granting.settle(id, Some(object));
+    for (of, objects) in listed {
+        for object in &objects {
+            if let Some(id) = ObjectId::of(object).filter(replicable) {
+                granting.settle(of, id, Some(object));
+            }
         }
     }
-    drop(own);
-    let now = granting.copies.clone();
+    let now = granting.copies.to_vec();
     let follow = Follow {
         granting,
         local: local.clone(),
-        prefix: match kind {
-            RbacKind::ClusterRoles => roles.to_owned(),
-            RbacKind::ClusterRoleBindings => bindings.to_owned(),
-        },
+        roles: roles.to_owned(),
+        bindings: bindings.to_owned(),
     };
     Ok((now, followed(follow, stream::select_all(streams).boxed())))
 }
@@ -291,14 +296,16 @@ pub(super) async fn granting(
 struct Follow {
     granting: Granting,
     local: ObjectStore,
-    /// The key prefix of the replicated kind (every logical cluster).
-    prefix: String,
+    /// The key prefixes of ClusterRoles and ClusterRoleBindings (every logical cluster).
+    roles: String,
+    bindings: String,
 }
 
 impl Follower for Follow {
     type Change = Change;
+    type Output = (usize, Desired);
 
-    async fn step(&mut self, (of, change): Change) -> Result<Vec<Desired>, ApiError> {
+    async fn step(&mut self, (of, change): Change) -> Result<Vec<(usize, Desired)>, ApiError> {
         // Nothing of a deletion but the key counts, and `system:` clusters are never replicated:
         // neither is decoded.
         if !replicable(&change.id) {
@@ -311,15 +318,19 @@ impl Follower for Follow {
             Some(change.object(&self.local)?)
         };
         let mut desired = Vec::new();
+        let bindings = RbacKind::ClusterRoleBindings;
         for recheck in self.granting.apply(of, id, object.as_ref()) {
             match recheck {
-                Recheck::Object(id, now) => desired.extend(self.granting.settle(id, now.as_ref())),
-                Recheck::Stored(id) => {
-                    let stored = read(&self.local, &self.prefix, self.granting.kind, &id).await?;
-                    desired.extend(self.granting.settle(id, stored.as_ref()));
+                Recheck::Object(kind, id, now) => {
+                    desired.extend(self.granting.settle(kind, id, now.as_ref()));
+                }
+                Recheck::StoredRole(id) => {
+                    let stored = read_role(&self.local, &self.roles, &id).await?;
+                    let kind = RbacKind::ClusterRoles;
+                    desired.extend(self.granting.settle(kind, id, stored.as_ref()));
                 }
                 Recheck::BindingsOf(role) => {
-                    let scope = format!("{}{}/", self.prefix, role.cluster);
+                    let scope = format!("{}{}/", self.bindings, role.cluster);
                     let page = self
                         .local
                         .list(ListRequest::everything(&scope), &|_| true)
@@ -330,12 +341,12 @@ impl Follower for Follow {
                             && role_of(binding, &id).as_ref() == Some(&role)
                         {
                             seen.insert(id.clone());
-                            desired.extend(self.granting.settle(id, Some(binding)));
+                            desired.extend(self.granting.settle(bindings, id, Some(binding)));
                         }
                     }
                     for id in self.granting.copied_bindings_of(&role) {
                         if !seen.contains(&id) {
-                            desired.extend(self.granting.settle(id, None));
+                            desired.extend(self.granting.settle(bindings, id, None));
                         }
                     }
                 }
@@ -345,20 +356,15 @@ impl Follower for Follow {
     }
 }
 
-/// The stored object `id` of `kind` (under `prefix`, every logical cluster), if it exists.
-async fn read(
+/// The stored ClusterRole `id` (under `prefix`, every logical cluster), if it exists.
+async fn read_role(
     local: &ObjectStore,
     prefix: &str,
-    kind: RbacKind,
     id: &ObjectId,
 ) -> Result<Option<Value>, ApiError> {
-    let resource = match kind {
-        RbacKind::ClusterRoles => "clusterroles",
-        RbacKind::ClusterRoleBindings => "clusterrolebindings",
-    };
     let what = ObjectRef {
         group: "rbac.authorization.k8s.io",
-        resource,
+        resource: "clusterroles",
         name: &id.name,
     };
     let key = format!("{prefix}{}/{}", id.cluster, id.name);
@@ -422,20 +428,16 @@ mod tests {
         json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
     }
 
-    /// Both replications of a shard as `granting` follows them, over an in-memory store.
+    /// The replication of a shard's RBAC as `granting` follows it, over an in-memory store.
+    #[derive(Default)]
     struct Both {
         store: BTreeMap<(bool, ObjectId), Value>,
-        roles: Granting,
-        bindings: Granting,
+        granting: Granting,
     }
 
     impl Both {
         fn new() -> Both {
-            Both {
-                store: BTreeMap::new(),
-                roles: Granting::new(RbacKind::ClusterRoles),
-                bindings: Granting::new(RbacKind::ClusterRoleBindings),
-            }
+            Both::default()
         }
 
         fn apply(&mut self, of: RbacKind, deleted: bool, object: &Value) {
@@ -446,33 +448,31 @@ mod tests {
             } else {
                 self.store.insert(key, object.clone());
             }
-            let store = &self.store;
-            for granting in [&mut self.roles, &mut self.bindings] {
-                let own = granting.kind == RbacKind::ClusterRoles;
-                let now = (!deleted).then_some(object);
-                for recheck in granting.apply(of, id.clone(), now) {
-                    match recheck {
-                        Recheck::Object(id, now) => {
-                            granting.settle(id, now.as_ref());
+            let (store, granting) = (&self.store, &mut self.granting);
+            let now = (!deleted).then_some(object);
+            for recheck in granting.apply(of, id, now) {
+                match recheck {
+                    Recheck::Object(kind, id, now) => {
+                        granting.settle(kind, id, now.as_ref());
+                    }
+                    Recheck::StoredRole(id) => {
+                        let stored = store.get(&(true, id.clone())).cloned();
+                        granting.settle(RbacKind::ClusterRoles, id, stored.as_ref());
+                    }
+                    Recheck::BindingsOf(role) => {
+                        let of_role: Vec<(ObjectId, Value)> = store
+                            .iter()
+                            .filter(|((is_role, id), b)| {
+                                !is_role && role_of(b, id).as_ref() == Some(&role)
+                            })
+                            .map(|((_, id), b)| (id.clone(), b.clone()))
+                            .collect();
+                        let bindings = RbacKind::ClusterRoleBindings;
+                        for id in granting.copied_bindings_of(&role) {
+                            granting.settle(bindings, id, None);
                         }
-                        Recheck::Stored(id) => {
-                            let stored = store.get(&(own, id.clone())).cloned();
-                            granting.settle(id, stored.as_ref());
-                        }
-                        Recheck::BindingsOf(role) => {
-                            let of_role: Vec<(ObjectId, Value)> = store
-                                .iter()
-                                .filter(|((is_role, id), b)| {
-                                    !is_role && role_of(b, id).as_ref() == Some(&role)
-                                })
-                                .map(|((_, id), b)| (id.clone(), b.clone()))
-                                .collect();
-                            for id in granting.copied_bindings_of(&role) {
-                                granting.settle(id, None);
-                            }
-                            for (id, binding) in of_role {
-                                granting.settle(id, Some(&binding));
-                            }
+                        for (id, binding) in of_role {
+                            granting.settle(bindings, id, Some(&binding));
                         }
                     }
                 }
@@ -480,12 +480,7 @@ mod tests {
         }
 
         fn copies(&self, kind: RbacKind) -> Vec<String> {
-            let granting = match kind {
-                RbacKind::ClusterRoles => &self.roles,
-                RbacKind::ClusterRoleBindings => &self.bindings,
-            };
-            granting
-                .copies
+            self.granting.copies[kind.lane()]
                 .iter()
                 .map(|(id, copy)| format!("{}/{} {}", id.cluster, id.name, copy["kind"]))
                 .collect()

@@ -2,10 +2,10 @@
 //! from the key, and is decoded only when the follower needs the object itself.
 //!
 //! Upstream's replication controllers read their changes from informers, which decode every
-//! object once per process. Here each replicated resource is followed by its own task with its
-//! own storage watch, so decoding every change would parse, for instance, each deleted
-//! ClusterRoleBinding of a deleted workspace once per RBAC task and each LogicalCluster update
-//! for a holder check that needs the logical cluster's name only. Most decisions need the
+//! object once per process. Here each replication task has its own storage watches (the RBAC
+//! one a single watch of each of its two resources), so decoding every change would parse, for
+//! instance, each deleted ClusterRoleBinding of a deleted workspace and each LogicalCluster
+//! update for a holder check that needs the logical cluster's name only. Most decisions need the
 //! object's identity and whether it was deleted, both in the key: a deletion is never decoded,
 //! and a follower decodes only the changes of objects it may replicate.
 
