@@ -11,6 +11,11 @@
 //! the LogicalClusters owned by a Workspace on this shard, what the Workspace mirrors
 //! (metadata, owner, status). Subscribers hear of each change after the cache has it, as with
 //! the tenancy index, so the Workspace controller is woken by owner.
+//!
+//! The root shard holds one such entry for each of its workspaces placed elsewhere (two thirds
+//! of them over three shards), so an entry is kept as JSON text, parsed when read: as a
+//! `serde_json::Value` (ordered maps, a string per key and value) the same trimmed object takes
+//! about ten times the memory (docs/performance.md, "Root shard memory").
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
@@ -96,7 +101,7 @@ pub struct RemoteLogicalClusters {
     remote: Arc<dyn RemoteShards>,
     shards: Arc<Shards>,
     index: Arc<TenancyIndex>,
-    known: RwLock<HashMap<Key, Arc<Value>>>,
+    known: RwLock<HashMap<Key, Remembered>>,
     /// Shards with a watch running.
     watched: Mutex<HashSet<String>>,
     subscribers: Subscribers<Value>,
@@ -131,6 +136,24 @@ fn trimmed(object: &Value) -> Value {
     })
 }
 
+/// A trimmed LogicalCluster as kept: its resourceVersion, which orders the states seen, and the
+/// object as JSON text.
+struct Remembered {
+    revision: Option<u64>,
+    json: Box<str>,
+}
+
+impl Remembered {
+    fn of(trimmed: &Value, revision: Option<u64>) -> Option<Remembered> {
+        let json = serde_json::to_string(trimmed).ok()?.into_boxed_str();
+        Some(Remembered { revision, json })
+    }
+
+    fn object(&self) -> Option<Value> {
+        serde_json::from_str(&self.json).ok()
+    }
+}
+
 impl RemoteLogicalClusters {
     /// Watches end with `stop`.
     pub fn new(
@@ -154,13 +177,13 @@ impl RemoteLogicalClusters {
         self.remote.as_ref()
     }
 
-    /// The LogicalCluster of `cluster` on `shard`, as last seen.
-    pub fn get(&self, shard: &str, cluster: &LogicalClusterName) -> Option<Arc<Value>> {
+    /// The LogicalCluster of `cluster` on `shard`, as last seen (trimmed).
+    pub fn get(&self, shard: &str, cluster: &LogicalClusterName) -> Option<Value> {
         self.known
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(shard.to_string(), cluster.clone()))
-            .cloned()
+            .and_then(Remembered::object)
     }
 
     /// LogicalClusters as the cache records them, from now on (a removed one comes as its last
@@ -191,38 +214,43 @@ impl RemoteLogicalClusters {
         let changed = {
             let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
             if deleted {
-                known.remove(&key)
+                known.remove(&key).and_then(|gone| gone.object())
             } else {
-                let old = known.get(&key);
-                if let (Some(new), Some(old)) = (revision(object), old.and_then(|o| revision(o)))
+                let new = revision(object);
+                let old = known.get(&key).and_then(|old| old.revision);
+                if let (Some(new), Some(old)) = (new, old)
                     && new <= old
                 {
                     return;
                 }
-                let object = Arc::new(trimmed(object));
-                known.insert(key, object.clone());
+                let object = trimmed(object);
+                let Some(remembered) = Remembered::of(&object, new) else {
+                    return;
+                };
+                known.insert(key, remembered);
                 Some(object)
             }
         };
         if let Some(changed) = changed {
-            self.subscribers.notify(changed);
+            self.subscribers.notify(Arc::new(changed));
         }
     }
 
     /// Replaces everything known of `shard` with a fresh list: what is gone is reported gone.
     fn replace(&self, shard: &str, items: &[Value]) {
         let listed: HashSet<LogicalClusterName> = items.iter().filter_map(cluster_of).collect();
-        let gone: Vec<Arc<Value>> = {
+        let gone: Vec<Value> = {
             let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
             let stale: Vec<Key> = known
                 .keys()
                 .filter(|(s, c)| s == shard && !listed.contains(c))
                 .cloned()
                 .collect();
-            stale.iter().filter_map(|key| known.remove(key)).collect()
+            let removed = stale.iter().filter_map(|key| known.remove(key));
+            removed.filter_map(|gone| gone.object()).collect()
         };
         for object in gone {
-            self.subscribers.notify(object);
+            self.subscribers.notify(Arc::new(object));
         }
         for object in items {
             self.record(shard, object, false);

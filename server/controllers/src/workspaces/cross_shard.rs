@@ -265,7 +265,7 @@ impl Workspaces {
                 Err(e) => return Ok(waiting_for(shard, &e)),
             }
         }
-        self.mirror(cluster, name, current, logical_cluster.as_deref())
+        self.mirror(cluster, name, current, logical_cluster.as_ref())
             .await?;
         if logical_cluster.is_none() && unconfirmed {
             return Ok(Pass::After(UNCONFIRMED_RETRY_AFTER));
