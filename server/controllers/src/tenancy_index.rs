@@ -14,6 +14,11 @@
 //! read the index before the index had the change, decide nothing changed, and never be woken
 //! again (a Workspace left Initializing while its LogicalCluster was Ready). Updates are kept in
 //! resourceVersion order, so a late watch event never takes the index back to an older state.
+//!
+//! Every shard holds one entry per logical cluster it serves, so an entry is the LogicalCluster
+//! without its `managedFields`: no decision reads them, and as a `serde_json::Value` the entry
+//! of a LogicalCluster created through another shard's API (upstream creates all of them so)
+//! costs several KiB more with them (docs/performance.md, "Root shard memory").
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -320,7 +325,12 @@ impl TenancyIndex {
                 }
             }
             match object {
-                Some(object) => {
+                Some(mut object) => {
+                    if let Some(metadata) =
+                        object.get_mut("metadata").and_then(Value::as_object_mut)
+                    {
+                        metadata.remove("managedFields");
+                    }
                     let object = Arc::new(object);
                     inner
                         .paths
@@ -517,6 +527,21 @@ mod tests {
         assert_eq!(phase(&index, &abc).as_deref(), Some("Unavailable"));
         index.apply(ChangeType::Deleted, at("abc", "Unavailable", 9));
         assert_eq!(phase(&index, &abc), None);
+    }
+
+    #[test]
+    fn an_entry_is_kept_without_managed_fields() {
+        let index = TenancyIndex::default();
+        let abc = LogicalClusterName::parse("abc").unwrap();
+        let mut object = at("abc", "Ready", 3);
+        object["metadata"]["managedFields"] = json!([{"manager": "kcp", "operation": "Update",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:owner": {}}}}]);
+        index.set_logical_cluster(&abc, Some(object));
+        let kept = index.logical_cluster(&abc).unwrap();
+        assert!(kept.pointer("/metadata/managedFields").is_none(), "{kept}");
+        assert_eq!(kept["metadata"]["resourceVersion"], "3");
+        assert_eq!(index.path(&abc), "root:org");
+        assert_eq!(phase(&index, &abc).as_deref(), Some("Ready"));
     }
 
     #[test]
