@@ -14,7 +14,10 @@
 //! the two connections are spliced until either side closes.
 
 use bytes::Bytes;
-use http::header::{CONNECTION, HOST, UPGRADE};
+use http::header::{
+    CONNECTION, HOST, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING,
+    UPGRADE,
+};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, Uri, Version};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty};
@@ -34,38 +37,35 @@ pub fn own(response: Response<kcp_apiserver::response::Body>) -> Response<ProxyB
     response.map(|body| body.map_err(|never| match never {}).boxed())
 }
 
-/// Headers that describe one connection, never forwarded.
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "proxy-connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+/// Headers that describe one connection, never forwarded. Names, not strings: removing by a
+/// string parses it first, which was most of what stripping cost per request.
+const HOP_BY_HOP: [HeaderName; 9] = [
+    CONNECTION,
+    HeaderName::from_static("proxy-connection"),
+    HeaderName::from_static("keep-alive"),
+    PROXY_AUTHENTICATE,
+    PROXY_AUTHORIZATION,
+    TE,
+    TRAILER,
+    TRANSFER_ENCODING,
+    UPGRADE,
 ];
 
 /// Removes the hop-by-hop headers and every header `Connection` names.
 pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    if !headers.contains_key(CONNECTION) {
-        for name in HOP_BY_HOP {
+    if headers.contains_key(CONNECTION) {
+        let named: Vec<HeaderName> = headers
+            .get_all(CONNECTION)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+            .collect();
+        for name in named {
             headers.remove(name);
         }
-        return;
     }
-    let named: Vec<HeaderName> = headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in named {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
+    for name in &HOP_BY_HOP {
         headers.remove(name);
     }
 }
