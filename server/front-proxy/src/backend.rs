@@ -1,10 +1,15 @@
-//! The connections to one mapping's backends: pooled, HTTP/2 where the backend offers it (every
-//! kcp-rs shard does, by ALPN), verified against the mapping's `backend_server_ca` and
-//! authenticated with its `proxy_client_cert` (the requestheader client certificate shards
-//! accept identity headers from, CN `kcp-front-proxy` in kcp-operator's PKI).
+//! The connections to one mapping's backends, pooled, verified against the mapping's
+//! `backend_server_ca` and authenticated with its `proxy_client_cert` (the requestheader client
+//! certificate shards accept identity headers from, CN `kcp-front-proxy` in kcp-operator's PKI).
 //!
-//! Upgrades (`kubectl exec`, `port-forward`, `attach`: SPDY or WebSocket over HTTP/1.1) cannot
-//! travel over HTTP/2, so each backend has a second, HTTP/1.1-only client for them.
+//! Two clients: requests that end soon go over HTTP/1.1 keep-alive connections, whose client
+//! costs the proxy a third fewer instructions per request than an HTTP/2 stream's (no HPACK, no
+//! stream bookkeeping or flow-control frames; about a tenth of the whole request's,
+//! docs/performance.md "Front-proxy latency");
+//! watches and followed logs, which hold their connection for as long as they last, are
+//! multiplexed over HTTP/2 where the backend offers it (every kcp-rs shard does, by ALPN), as
+//! upstream's proxy reaches its shards. Upgrades (`kubectl exec`, `port-forward`, `attach`:
+//! SPDY or WebSocket) cannot travel over HTTP/2 and take the HTTP/1.1 client too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,10 +56,10 @@ pub type HttpsClient = Client<HttpsConnector<HttpConnector>, Incoming>;
 /// The clients of one mapping.
 #[derive(Clone)]
 pub struct Backend {
-    /// HTTP/2 or HTTP/1.1 by ALPN, pooled: every request but upgrades.
-    pub pooled: HttpsClient,
-    /// HTTP/1.1 only: upgrades.
-    pub upgrades: HttpsClient,
+    /// HTTP/2 or HTTP/1.1 by ALPN: long-running requests (watches, followed logs).
+    pub streams: HttpsClient,
+    /// HTTP/1.1 only, keep-alive: every other request, upgrades included.
+    pub http1: HttpsClient,
 }
 
 impl Backend {
@@ -67,12 +72,12 @@ impl Backend {
             http.set_nodelay(true);
             http
         };
-        let pooled = HttpsConnectorBuilder::new()
+        let streams = HttpsConnectorBuilder::new()
             .with_tls_config(tls.clone())
             .https_or_http()
             .enable_all_versions()
             .wrap_connector(connector());
-        let upgrades = HttpsConnectorBuilder::new()
+        let http1 = HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
@@ -83,8 +88,8 @@ impl Backend {
                 .build(connector)
         };
         Ok(Backend {
-            pooled: client(pooled),
-            upgrades: client(upgrades),
+            streams: client(streams),
+            http1: client(http1),
         })
     }
 }

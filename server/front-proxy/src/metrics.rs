@@ -95,12 +95,7 @@ impl Default for ProxyMetrics {
 /// The verb of a request as a label: the method, `WATCH` for `?watch=true`, and `OTHER` for a
 /// method HTTP does not define (so that clients cannot mint label values).
 pub fn verb(method: &Method, query: Option<&str>) -> &'static str {
-    let watch = query.is_some_and(|query| {
-        query
-            .split('&')
-            .any(|pair| matches!(pair, "watch=true" | "watch=1" | "watch"))
-    });
-    if watch {
+    if crate::forward::query_flag(query, "watch") {
         return "WATCH";
     }
     match *method {
