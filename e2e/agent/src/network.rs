@@ -8,6 +8,14 @@
 //! derived from its IP, so when a StatefulSet pod comes back with its old address the neighbours'
 //! ARP caches are still right.
 //!
+//! The bridge gets a fixed MAC too (derived from its name). A Linux bridge whose address was never
+//! set takes the lowest MAC of its ports, and the host ends of the veths have random ones: a pod
+//! starting or stopping could change the bridge's address, and every pod's ARP entry for the
+//! gateway and the Service virtual IPs (all the bridge's) then pointed at a MAC nobody answered
+//! to. Connections from pods to Services stalled until the pods' neighbour entries were probed
+//! again, 20 to 40 s later (TCP retransmitting meanwhile): the requests lost through the
+//! FrontProxy while its pods or the shards' rolled (e2e/README.md, issue 24).
+//!
 //! Forwarding is switched off for packets arriving on the bridge, so pod traffic to addresses
 //! outside the host never leaves the machine (it fails at once with "no route to host").
 //!
@@ -89,6 +97,12 @@ impl Network {
         format!("{}{:x}", self.veth_prefix(), self.subnet.offset(ip))
     }
 
+    /// The bridge's own MAC: locally administered, from the bridge name (pods' are `02:4b:<IP>`).
+    pub fn bridge_mac(&self) -> String {
+        let [a, b, c, d] = fnv32a(self.bridge.as_bytes()).to_be_bytes();
+        format!("02:62:{a:02x}:{b:02x}:{c:02x}:{d:02x}")
+    }
+
     fn bridge_exists(&self) -> bool {
         ip(&["link", "show", "dev", &self.bridge]).is_ok()
     }
@@ -102,6 +116,15 @@ impl Network {
             ip(&["link", "add", &self.bridge, "type", "bridge"])?;
             true
         };
+        // Set on an existing bridge too: one an older agent made still follows its ports.
+        ip(&[
+            "link",
+            "set",
+            "dev",
+            &self.bridge,
+            "address",
+            &self.bridge_mac(),
+        ])?;
         let address = format!("{}/{}", self.subnet.gateway(), self.subnet.prefix());
         ip(&["addr", "replace", &address, "dev", &self.bridge])?;
         ip(&["link", "set", &self.bridge, "up"])?;
@@ -286,5 +309,16 @@ mod tests {
         assert!(c.veth_name(Ipv4Addr::new(10, 255, 255, 254)).len() <= 15);
         assert!(Network::new("a-name-that-is-too-long", subnet).is_err());
         assert!(Network::new("bad name", subnet).is_err());
+    }
+
+    #[test]
+    fn the_bridge_mac_is_fixed_per_bridge_and_unlike_a_pods() {
+        let subnet = Subnet::parse("10.213.3.0/24").expect("subnet");
+        let a = Network::new("kcpe2e3", subnet).expect("a");
+        let b = Network::new("kcpe2e4", subnet).expect("b");
+        assert_eq!(a.bridge_mac(), a.bridge_mac());
+        assert_ne!(a.bridge_mac(), b.bridge_mac());
+        assert!(a.bridge_mac().starts_with("02:62:"), "{}", a.bridge_mac());
+        assert_eq!(a.bridge_mac().len(), 17);
     }
 }
