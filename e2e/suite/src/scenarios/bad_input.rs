@@ -178,6 +178,16 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
     through_external_ca(suite, &admin, &ca_cert)?;
 
     suite.narrator.step("clean up");
+    // The Shard holds a workspace made through the FrontProxy: without the annotation its
+    // finalizer would wait for it.
+    admin.run(&[
+        "annotate",
+        SHARD_KIND,
+        "-n",
+        NAMESPACE,
+        "orphan",
+        "operator.kcp.io/force-delete=true",
+    ])?;
     // Shards and FrontProxies first: their RootShard must still be there to deregister from.
     for kind in [SHARD_KIND, "frontproxy", "rootshard"] {
         admin.run(&[
