@@ -5,7 +5,8 @@
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kcp_operator::api::RootShard;
 use kcp_operator::etcd::{self, ClusterState, Observed};
-use kcp_operator::pki::catalog;
+use kcp_operator::naming::Certificate;
+use kcp_operator::pki::{Usage, catalog};
 use kcp_operator::render::children::Child;
 use kcp_operator::validate::{self, Etcd, ManagedEtcd, ServerConfig};
 
@@ -177,4 +178,23 @@ fn a_joining_member_reads_the_grown_membership_as_an_existing_cluster() {
     assert_eq!(data["initial-cluster-state"], "existing");
     let set = etcd::objects::statefulset(&config.owner, managed(&config), plan.replicas, "r");
     assert_eq!(set.spec.and_then(|s| s.replicas), Some(2));
+}
+
+/// etcd's gRPC gateway connects to its own member with the serving certificate, which the member
+/// then verifies as a client certificate.
+#[test]
+fn the_serving_certificate_also_authenticates_the_members_own_gateway() {
+    let config = config("{replicas: 1, storage: {size: 1Gi}}");
+    let certificates = catalog::managed_etcd(config.names());
+    for certificate in [Certificate::EtcdServer, Certificate::EtcdPeer] {
+        let spec = certificates
+            .iter()
+            .find(|spec| spec.certificate == certificate)
+            .expect("issued");
+        assert_eq!(
+            spec.request.usages,
+            vec![Usage::ServerAuth, Usage::ClientAuth],
+            "{certificate:?}"
+        );
+    }
 }

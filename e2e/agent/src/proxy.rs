@@ -8,9 +8,16 @@
 //! next one tried before the client sees a failure. At debug level it logs every backend list
 //! it is given and each connection's backend, time to connect, lifetime and bytes: what shows
 //! where a client's request went when one fails while pods roll.
+//!
+//! Both sockets of a forwarded connection carry `TCP_USER_TIMEOUT` ([`UNACKNOWLEDGED_LIMIT`]):
+//! when a pod is deleted its network namespace goes with it, and data the proxy still had to send
+//! there would otherwise be retransmitted until TCP gives up (about 15 minutes with Linux's
+//! default `tcp_retries2`), holding the connection, its task and the client's half open. kube-proxy
+//! has no such socket (it NATs in the kernel, whose conntrack entry goes with the endpoint).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,6 +29,8 @@ use tokio::task::JoinHandle;
 use crate::network::Network;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long sent data may stay unacknowledged before the kernel closes a forwarded connection.
+const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(30);
 
 struct PortProxy {
     backends: watch::Sender<Vec<SocketAddr>>,
@@ -160,14 +169,14 @@ async fn serve(listener: TcpListener, backends: watch::Receiver<Vec<SocketAddr>>
 }
 
 async fn forward(mut inbound: TcpStream, backends: Vec<SocketAddr>, start: usize) {
-    let _ = inbound.set_nodelay(true);
+    tune(&inbound);
     let client = inbound.peer_addr().ok();
     let began = std::time::Instant::now();
     for i in 0..backends.len() {
         let backend = backends[(start + i) % backends.len()];
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
             Ok(Ok(mut outbound)) => {
-                let _ = outbound.set_nodelay(true);
+                tune(&outbound);
                 let connected = began.elapsed();
                 let copied = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                 tracing::debug!(
@@ -185,6 +194,39 @@ async fn forward(mut inbound: TcpStream, backends: Vec<SocketAddr>, start: usize
         }
     }
     tracing::debug!(?client, ?backends, "no backend took the connection");
+}
+
+/// No Nagle delay, and [`UNACKNOWLEDGED_LIMIT`] as `TCP_USER_TIMEOUT`; a socket that refuses
+/// either still forwards (logged at debug level).
+fn tune(stream: &TcpStream) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "TCP_NODELAY not set");
+    }
+    if let Err(error) = set_user_timeout(stream, UNACKNOWLEDGED_LIMIT) {
+        tracing::debug!(%error, "TCP_USER_TIMEOUT not set");
+    }
+}
+
+fn set_user_timeout(stream: &TcpStream, limit: Duration) -> std::io::Result<()> {
+    let millis = libc::c_uint::try_from(limit.as_millis()).unwrap_or(libc::c_uint::MAX);
+    let length = libc::socklen_t::try_from(std::mem::size_of::<libc::c_uint>())
+        .unwrap_or(libc::socklen_t::MAX);
+    // SAFETY: the descriptor is the open socket `stream` owns for the whole call; the option
+    // value points at a live `c_uint` whose size is passed alongside it.
+    let done = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&raw const millis).cast(),
+            length,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 #[cfg(test)]
@@ -227,5 +269,44 @@ mod tests {
         }
         // 0 -> a, 1 -> dead then b, 2 -> b.
         assert_eq!(seen, vec![b'a', b'b', b'b']);
+    }
+
+    /// The `TCP_USER_TIMEOUT` of `stream`, in milliseconds, as the kernel reports it.
+    fn user_timeout_ms(stream: &TcpStream) -> libc::c_uint {
+        let mut millis: libc::c_uint = 0;
+        let mut length =
+            libc::socklen_t::try_from(std::mem::size_of::<libc::c_uint>()).expect("socklen_t");
+        // SAFETY: `stream` owns the open descriptor; both pointers are to live locals and
+        // `length` holds the size of `millis`.
+        let done = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&raw mut millis).cast(),
+                &raw mut length,
+            )
+        };
+        assert_eq!(done, 0, "{}", std::io::Error::last_os_error());
+        millis
+    }
+
+    #[tokio::test]
+    async fn tuned_sockets_give_up_on_unacknowledged_data_after_the_limit() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let stream = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        assert_eq!(
+            user_timeout_ms(&stream),
+            0,
+            "the kernel's default is no limit"
+        );
+        tune(&stream);
+        assert_eq!(
+            u128::from(user_timeout_ms(&stream)),
+            UNACKNOWLEDGED_LIMIT.as_millis()
+        );
+        assert!(stream.nodelay().expect("nodelay"));
     }
 }

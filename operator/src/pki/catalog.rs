@@ -310,6 +310,10 @@ pub fn managed_etcd(owner: &Names) -> Vec<CertificateSpec> {
     let mut peer = CertificateRequest::server(owner.etcd(), member_names.clone());
     peer.usages = vec![Usage::ServerAuth, Usage::ClientAuth];
     let mut server = CertificateRequest::server(owner.etcd(), member_names);
+    // etcd's gRPC gateway dials its own client port presenting this certificate: without client
+    // authentication among its usages every member logs "rejected connection ... incompatible
+    // key usage" for its own gateway.
+    server.usages = vec![Usage::ServerAuth, Usage::ClientAuth];
     server
         .ip_addresses
         .push(std::net::Ipv4Addr::LOCALHOST.into());

@@ -7,6 +7,7 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::pem::parse_x509_pem;
 
 use super::Error;
+use super::request::Usage;
 
 /// The fields of a certificate that decide whether it still matches its request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,6 +17,8 @@ pub struct CertificateSummary {
     pub is_ca: bool,
     pub dns_names: Vec<String>,
     pub ip_addresses: Vec<IpAddr>,
+    /// The extended key usages among those this operator issues, in [`Usage`] order.
+    pub usages: Vec<Usage>,
     pub not_before: Timestamp,
     pub not_after: Timestamp,
 }
@@ -43,6 +46,15 @@ pub fn summarize(cert_pem: &str) -> Result<CertificateSummary, Error> {
     }
     dns_names.sort();
     ip_addresses.sort();
+    let mut usages = Vec::new();
+    if let Ok(Some(extended)) = certificate.extended_key_usage() {
+        if extended.value.server_auth {
+            usages.push(Usage::ServerAuth);
+        }
+        if extended.value.client_auth {
+            usages.push(Usage::ClientAuth);
+        }
+    }
     let timestamp = |time: x509_parser::time::ASN1Time| {
         Timestamp::from_second(time.timestamp()).map_err(|_| Error::UnreadableCertificate)
     };
@@ -56,6 +68,7 @@ pub fn summarize(cert_pem: &str) -> Result<CertificateSummary, Error> {
         is_ca: certificate.is_ca(),
         dns_names,
         ip_addresses,
+        usages,
         not_before: timestamp(certificate.validity().not_before)?,
         not_after: timestamp(certificate.validity().not_after)?,
     })

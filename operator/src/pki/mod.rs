@@ -319,6 +319,18 @@ mod tests {
             renewal::leaf_issue_reason(Some(&leaf), &moved, ca.cert_pem(), now()),
             Some(IssueReason::RequestChanged)
         );
+        let mut serving_and_client = request.clone();
+        serving_and_client.usages = vec![Usage::ServerAuth, Usage::ClientAuth];
+        assert_eq!(
+            renewal::leaf_issue_reason(Some(&leaf), &serving_and_client, ca.cert_pem(), now()),
+            Some(IssueReason::RequestChanged),
+            "a certificate without client authentication does not serve a request for it"
+        );
+        let both = ca.issue(&serving_and_client, now()).expect("leaf");
+        assert_eq!(
+            renewal::leaf_issue_reason(Some(&both), &serving_and_client, ca.cert_pem(), now()),
+            None
+        );
         assert_eq!(
             renewal::leaf_issue_reason(Some(&leaf), &request, other_ca.cert_pem(), now()),
             Some(IssueReason::IssuerChanged)

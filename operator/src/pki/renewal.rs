@@ -8,7 +8,7 @@ use jiff::Timestamp;
 
 use super::inspect::summarize;
 use super::material::TlsMaterial;
-use super::request::CertificateRequest;
+use super::request::{CertificateRequest, Usage};
 
 /// Why a leaf certificate is (re-)issued; shown in events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +28,7 @@ impl std::fmt::Display for IssueReason {
             IssueReason::Unreadable => "stored certificate is unreadable",
             IssueReason::RenewalDue => "certificate is due for renewal",
             IssueReason::IssuerChanged => "issuing CA changed",
-            IssueReason::RequestChanged => "subject or names changed",
+            IssueReason::RequestChanged => "subject, names or usages changed",
             IssueReason::ValidityShortened => "certificate outlives the shortened validity",
         })
     }
@@ -37,6 +37,16 @@ impl std::fmt::Display for IssueReason {
 /// How much longer than the requested validity a certificate may live before it counts as
 /// outliving it (clock skew between issuing and checking, the backdated `notBefore`).
 const VALIDITY_SLACK: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
+
+/// The usages of `usages` a certificate carries as extended key usages (signing-only
+/// certificates carry none).
+fn extended_usages(usages: &[Usage]) -> Vec<Usage> {
+    usages
+        .iter()
+        .copied()
+        .filter(|usage| *usage != Usage::Signing)
+        .collect()
+}
 
 /// `None` when `existing` still serves `request` under `issuer_pem` at `now`.
 pub fn leaf_issue_reason(
@@ -60,6 +70,7 @@ pub fn leaf_issue_reason(
         || summary.dns_names != wanted.dns_names
         || summary.ip_addresses != wanted.ip_addresses
         || summary.is_ca != wanted.is_ca
+        || summary.usages != extended_usages(&wanted.usages)
     {
         return Some(IssueReason::RequestChanged);
     }

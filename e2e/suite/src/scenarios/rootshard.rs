@@ -232,6 +232,17 @@ pub fn kubeconfig_manifest(
     groups: &[&str],
     cluster_roles: &[&str],
 ) -> String {
+    kubeconfig_manifest_in(NAMESPACE, name, target, groups, cluster_roles)
+}
+
+/// [`kubeconfig_manifest`] in `namespace` (its target in the same namespace).
+pub fn kubeconfig_manifest_in(
+    namespace: &str,
+    name: &str,
+    target: Target<'_>,
+    groups: &[&str],
+    cluster_roles: &[&str],
+) -> String {
     let (field, reference) = target.field();
     let authorization = if cluster_roles.is_empty() {
         String::new()
@@ -245,7 +256,7 @@ pub fn kubeconfig_manifest(
 kind: Kubeconfig
 metadata:
   name: {name}
-  namespace: {NAMESPACE}
+  namespace: {namespace}
 spec:
   target:
     {field}:
@@ -267,6 +278,16 @@ pub fn admin_kubeconfig(
     name: &str,
     target: Target<'_>,
 ) -> Result<PathBuf, String> {
+    admin_kubeconfig_in(suite, NAMESPACE, name, target)
+}
+
+/// [`admin_kubeconfig`] in `namespace` (its target in the same namespace).
+pub fn admin_kubeconfig_in(
+    suite: &mut Suite,
+    namespace: &str,
+    name: &str,
+    target: Target<'_>,
+) -> Result<PathBuf, String> {
     suite
         .narrator
         .step(&format!("Kubeconfig {name} for {target:?}"));
@@ -274,9 +295,10 @@ pub fn admin_kubeconfig(
         Target::FrontProxy(_) => "system:kcp:admin",
         Target::RootShard(_) | Target::Shard(_) => "system:masters",
     };
-    let path = issue_kubeconfig(
+    let path = issue_kubeconfig_in(
         suite,
-        &kubeconfig_manifest(name, target, &[group], &[]),
+        namespace,
+        &kubeconfig_manifest_in(namespace, name, target, &[group], &[]),
         name,
     )?;
     let kcp = Cluster::new(&path);
@@ -292,7 +314,17 @@ pub fn admin_kubeconfig(
 /// Applies the `Kubeconfig` `manifest` (named `name`, Secret `<name>-kubeconfig`) and returns
 /// the kubeconfig it yields as a file reachable from here.
 pub fn issue_kubeconfig(suite: &mut Suite, manifest: &str, name: &str) -> Result<PathBuf, String> {
-    let text = kubeconfig_text(suite, manifest, name)?;
+    issue_kubeconfig_in(suite, NAMESPACE, manifest, name)
+}
+
+/// [`issue_kubeconfig`] for a `Kubeconfig` in `namespace`.
+fn issue_kubeconfig_in(
+    suite: &mut Suite,
+    namespace: &str,
+    manifest: &str,
+    name: &str,
+) -> Result<PathBuf, String> {
+    let text = kubeconfig_text_in(suite, namespace, manifest, name)?;
     let dir = suite.dir.path().to_owned();
     suite
         .host
@@ -302,6 +334,16 @@ pub fn issue_kubeconfig(suite: &mut Suite, manifest: &str, name: &str) -> Result
 /// Applies the `Kubeconfig` `manifest` (named `name`, Secret `<name>-kubeconfig`) and returns
 /// the kubeconfig it yields as the operator wrote it (in-cluster addresses).
 pub fn kubeconfig_text(suite: &mut Suite, manifest: &str, name: &str) -> Result<String, String> {
+    kubeconfig_text_in(suite, NAMESPACE, manifest, name)
+}
+
+/// [`kubeconfig_text`] for a `Kubeconfig` in `namespace`.
+fn kubeconfig_text_in(
+    suite: &mut Suite,
+    namespace: &str,
+    manifest: &str,
+    name: &str,
+) -> Result<String, String> {
     let admin = suite.host.admin();
     admin.apply(manifest)?;
     eventually(
@@ -310,7 +352,7 @@ pub fn kubeconfig_text(suite: &mut Suite, manifest: &str, name: &str) -> Result<
         POLL,
         || {
             let secret = admin
-                .get(&["secret", "-n", NAMESPACE, &format!("{name}-kubeconfig")])?
+                .get(&["secret", "-n", namespace, &format!("{name}-kubeconfig")])?
                 .ok_or("no Secret yet")?;
             let data = secret["data"]["kubeconfig"]
                 .as_str()
