@@ -1,16 +1,20 @@
 //! PersistentVolumeClaims: the agent is the node's local-path provisioner.
 //!
 //! Every claim is bound at once (`status.phase: Bound`, capacity = the request, the requested
-//! access modes) to a directory `<state>/volumes/<namespace>_<claim>`, which a pod mounting the
-//! claim gets and which survives pod restarts, rolling updates and scale-downs. The directory is
-//! removed once its claim is deleted and no pod of this node uses it any more.
+//! access modes) to a directory `<state>/volumes/<namespace>_<claim>_<uid>`, which a pod mounting
+//! the claim gets and which survives pod restarts, rolling updates and scale-downs. The directory is
+//! removed once its claim is deleted and no pod of this node uses it any more. The claim's UID is
+//! in the name as a provisioner gives each claim a volume of its own: a claim deleted and created
+//! again under the same name (a StatefulSet's, while its old pod still stops) starts empty, never
+//! with the data of its predecessor.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
+use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 
 use crate::context::Ctx;
@@ -35,8 +39,31 @@ pub fn bound_status(claim: &PersistentVolumeClaim) -> Option<serde_json::Value> 
     }))
 }
 
+/// The directory name of `claim`'s volume: `<namespace>_<name>_<uid>`.
+pub fn dir_name(claim: &PersistentVolumeClaim) -> String {
+    format!(
+        "{}_{}_{}",
+        claim.metadata.namespace.as_deref().unwrap_or_default(),
+        claim.metadata.name.as_deref().unwrap_or_default(),
+        claim.metadata.uid.as_deref().unwrap_or_default()
+    )
+}
+
+/// The volume directory of the claim `namespace/name`, if that claim exists and is not being
+/// deleted (a pod waits for its claim, as the kubelet does).
+pub fn live_dir(ctx: &Ctx, namespace: &str, name: &str) -> Option<PathBuf> {
+    let claim = ctx
+        .cache
+        .claims
+        .get(&ObjectRef::new(name).within(namespace))?;
+    if claim.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    Some(ctx.settings.claims_dir().join(dir_name(&claim)))
+}
+
 /// Binds unbound claims and removes directories of deleted claims not in use (`in_use`: the
-/// `<ns>_<claim>` directory names mounted by pods of this node).
+/// `<ns>_<claim>_<uid>` directory names mounted by pods of this node).
 pub async fn sync(ctx: &Arc<Ctx>, in_use: &HashSet<String>) {
     let claims = ctx.cache.claims.state();
     for claim in &claims {
@@ -56,16 +83,7 @@ pub async fn sync(ctx: &Arc<Ctx>, in_use: &HashSet<String>) {
             }
         }
     }
-    let known: HashSet<String> = claims
-        .iter()
-        .map(|c| {
-            format!(
-                "{}_{}",
-                c.metadata.namespace.as_deref().unwrap_or_default(),
-                c.metadata.name.as_deref().unwrap_or_default()
-            )
-        })
-        .collect();
+    let known: HashSet<String> = claims.iter().map(|c| dir_name(c)).collect();
     remove_unclaimed(&ctx.settings.claims_dir(), &known, in_use).await;
 }
 
@@ -135,5 +153,20 @@ mod tests {
         assert!(dir.path().join("ns_kept").exists());
         assert!(dir.path().join("ns_used").exists());
         assert!(!dir.path().join("ns_gone").exists());
+    }
+
+    #[test]
+    fn a_claim_created_again_under_its_name_gets_another_directory() {
+        let claim = |uid: &str| PersistentVolumeClaim {
+            metadata: kube::api::ObjectMeta {
+                namespace: Some("kcp".into()),
+                name: Some("data-etcd-0".into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(dir_name(&claim("u1")), "kcp_data-etcd-0_u1");
+        assert_ne!(dir_name(&claim("u1")), dir_name(&claim("u2")));
     }
 }

@@ -42,7 +42,7 @@ impl Settings {
             .join(format!("{namespace}_{name}"))
     }
 
-    /// `<state>/volumes`: one directory per PersistentVolumeClaim (`<ns>_<claim>`).
+    /// `<state>/volumes`: one directory per PersistentVolumeClaim (`<ns>_<claim>_<uid>`).
     pub fn claims_dir(&self) -> PathBuf {
         self.state_dir.join("volumes")
     }

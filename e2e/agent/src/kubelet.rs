@@ -13,6 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, Preconditions};
+use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -154,7 +155,13 @@ impl Kubelet {
             .iter()
             .flat_map(|s| s.volumes.iter().flatten())
             .filter_map(|v| v.persistent_volume_claim.as_ref())
-            .map(|c| format!("{namespace}_{}", c.claim_name))
+            .filter_map(|c| {
+                let claim = ctx
+                    .cache
+                    .claims
+                    .get(&ObjectRef::new(&c.claim_name).within(&namespace))?;
+                Some(crate::claims::dir_name(&claim))
+            })
             .collect();
         Ok(Worker {
             shared,

@@ -263,7 +263,9 @@ async fn set_up(
     loop {
         let result = async {
             let automount = automount(ctx, pod).await?;
-            let volumes = PodVolumes::prepare(pod, pod_dir, &ctx.settings.claims_dir(), automount)?;
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+            let claim_dir = |name: &str| crate::claims::live_dir(ctx, namespace, name);
+            let volumes = PodVolumes::prepare(pod, pod_dir, &claim_dir, automount)?;
             let facts = PodFacts {
                 pod,
                 pod_ip: Some(ip),

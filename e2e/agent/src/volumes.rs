@@ -6,7 +6,7 @@
 //! update writes a new directory and swaps `..data` with one rename, so a container never sees a
 //! half-written certificate, and updates reach running containers (except through `subPath`,
 //! exactly as in Kubernetes). `emptyDir` lives in the pod directory and goes with the pod;
-//! `persistentVolumeClaim` is a directory keyed by namespace and claim under the state directory
+//! `persistentVolumeClaim` is a directory keyed by namespace, claim and UID under the state directory
 //! and outlives pods; `hostPath` is the host path itself.
 
 use std::collections::BTreeMap;
@@ -295,12 +295,13 @@ pub struct Sources<'a> {
 }
 
 impl PodVolumes {
-    /// Lays out the volumes of `pod` under `pod_dir` (claims under `claims_dir`); unsupported
+    /// Lays out the volumes of `pod` under `pod_dir` (a claim's directory is what `claim_dir`
+    /// says for its name; a claim it does not know is an error the pod waits on); unsupported
     /// volume types are an error naming them. `automount` adds the service-account volume.
     pub fn prepare(
         pod: &Pod,
         pod_dir: &Path,
-        claims_dir: &Path,
+        claim_dir: &dyn Fn(&str) -> Option<PathBuf>,
         automount: bool,
     ) -> Result<PodVolumes> {
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
@@ -313,7 +314,12 @@ impl PodVolumes {
                 std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
                 dir
             } else if let Some(claim) = &volume.persistent_volume_claim {
-                let dir = claims_dir.join(format!("{namespace}_{}", claim.claim_name));
+                let dir = claim_dir(&claim.claim_name).ok_or_else(|| {
+                    Error::Pod(format!(
+                        "persistentvolumeclaim {namespace}/{} not found",
+                        claim.claim_name
+                    ))
+                })?;
                 std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
                 dir
             } else if let Some(host) = &volume.host_path {
