@@ -882,10 +882,16 @@ async fn check_statefulset(host: &Host) {
     .await;
     let after = addresses(&host.pods(NS, "app=db").await);
     assert_eq!(before, after, "StatefulSet pods keep their addresses");
+    let claim = host
+        .get(&format!(
+            "/api/v1/namespaces/{NS}/persistentvolumeclaims/data-db-0"
+        ))
+        .await;
+    let uid = claim["metadata"]["uid"].as_str().expect("claim uid");
     let log = std::fs::read_to_string(
         host.state()
             .join("volumes")
-            .join(format!("{NS}_data-db-0"))
+            .join(format!("{NS}_data-db-0_{uid}"))
             .join("log"),
     )
     .expect("claim data");
