@@ -22,7 +22,7 @@ pub mod services;
 pub mod standalone;
 mod tls;
 
-pub use filters::authentication::{Authentication, rbac_user};
+pub use filters::authentication::{Authentication, ForeignServiceAccounts, rbac_user};
 pub use filters::authorization::webhook::WebhookConfig;
 pub use filters::authorization::{
     attributes as authorization_attributes, workspace_access_not_permitted,

@@ -10,11 +10,13 @@
 mod chain;
 mod error;
 mod jwt;
+mod kept_answers;
 mod keys;
 mod oidc;
 mod pem;
 mod request_header;
 mod service_account;
+mod service_account_lookup;
 mod token_file;
 mod token_review;
 mod user;
@@ -27,6 +29,7 @@ pub use chain::{Authenticated, Authenticators, Via};
 pub use error::AuthnError;
 pub use jwt::{JwtError, unverified_claims, verify};
 pub use kcp_der::DerError;
+pub use kept_answers::KeptAnswers;
 pub use keys::{KeyError, SigningKey, VerifyingKey};
 pub use oidc::{OidcAuthenticator, OidcConfig, OidcError};
 pub use pem::PemError;
@@ -35,6 +38,9 @@ pub use service_account::{
     AuthenticatedServiceAccount, BoundObject, BoundObjectKind, CREDENTIAL_ID_EXTRA, POD_NAME_EXTRA,
     POD_UID_EXTRA, SERVICE_ACCOUNTS_GROUP, ServiceAccountAuthenticator, ServiceAccountToken,
     TokenIssuer, service_account_username, unverified_cluster,
+};
+pub use service_account_lookup::{
+    LookupError, REFUSAL_TTL, SUCCESS_TTL, ServiceAccountLookup, cluster_url,
 };
 pub use token_file::{TokenFile, TokenFileError};
 pub use token_review::TokenReviewAuthenticator;

@@ -7,13 +7,12 @@
 //! Two halves meet in [`route`]: the index (which shard holds which logical cluster, learnt from
 //! watches of every shard) answers [`route::Resolve`], and the proxy asks it once per request.
 //! The proxy's half: [`mapping`] (the mapping file), [`identity`] and [`groups`] (what it
-//! vouches for), [`service_accounts`] (whether a service-account token's objects still exist;
-//! [`answers`] keeps such answers for a while),
+//! vouches for; whether a service-account token's objects still exist is
+//! [`kcp_authn::ServiceAccountLookup`]'s question, asked at the shard the index names),
 //! [`request_path`] (what a path names), [`backend`] and [`forward`] (the
 //! connections and the relaying), [`metrics`] and [`metrics_access`] (who may read them), [`services`] (where virtual-workspace requests
 //! go with several shards), and [`proxy`], the handler that puts them in order.
 
-pub mod answers;
 pub mod backend;
 pub mod forward;
 pub mod groups;
@@ -25,7 +24,6 @@ pub mod metrics_access;
 pub mod proxy;
 pub mod request_path;
 pub mod route;
-pub mod service_accounts;
 pub mod services;
 
 pub use proxy::{FrontProxy, ProxyConfig, ProxyError};

@@ -10,11 +10,9 @@
 
 use std::time::Duration;
 
-use kcp_authn::UserInfo;
+use kcp_authn::{KeptAnswers, UserInfo};
 use serde::Deserialize;
 use serde_json::json;
-
-use crate::answers::KeptAnswers;
 
 /// How long an allowed answer is kept (upstream's `AllowCacheTTL` default).
 pub const ALLOW_TTL: Duration = Duration::from_secs(5 * 60);

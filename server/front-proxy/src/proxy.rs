@@ -34,7 +34,10 @@ use kcp_apimachinery::ApiError;
 use kcp_apiserver::listener::Handler;
 use kcp_apiserver::response;
 use kcp_apiserver::{no_such_resource, workspace_access_not_permitted};
-use kcp_authn::{Authenticated, Authenticators, AuthnError, UserInfo};
+use kcp_authn::{
+    Authenticated, Authenticators, AuthnError, LookupError, ServiceAccountLookup, UserInfo,
+    cluster_url,
+};
 use rustls_pki_types::CertificateDer;
 
 use crate::backend::{Backend, BackendError};
@@ -47,7 +50,6 @@ use crate::metrics::{self, OPENMETRICS, ProxyMetrics};
 use crate::metrics_access::MetricsAccess;
 use crate::request_path::{expand_home, in_cluster_rewrite, split_cluster};
 use crate::route::{Resolve, Unroutable};
-use crate::service_accounts::{LookupError, ServiceAccountLookup};
 use crate::services;
 
 /// What the proxy is made of.
@@ -259,9 +261,12 @@ impl FrontProxy {
             Authenticated::Anonymous => return Ok(None),
             Authenticated::ServiceAccount(account) => {
                 if let Some(lookup) = &self.shared.service_account_lookup {
-                    lookup
-                        .check(&account.token, self.shared.resolver.as_ref())
-                        .await?;
+                    // At the shard that holds the token's logical cluster.
+                    let at_its_shard = || {
+                        let route = self.shared.resolver.resolve(&account.token.cluster).ok()?;
+                        Some(cluster_url(&route.base_url, &route.cluster))
+                    };
+                    lookup.check(&account.token, at_its_shard).await?;
                 }
                 account.user
             }

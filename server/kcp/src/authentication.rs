@@ -7,11 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use kcp_apiserver::Authentication;
+use kcp_apiserver::{Authentication, ForeignServiceAccounts};
 use kcp_authn::{
     Authenticators, CertificateAuthenticator, OidcAuthenticator, OidcConfig,
-    RequestHeaderAuthenticator, RequestHeaderConfig, ServiceAccountAuthenticator, SigningKey,
-    TokenFile, TokenIssuer, TokenReviewAuthenticator, VerifyingKey,
+    RequestHeaderAuthenticator, RequestHeaderConfig, ServiceAccountAuthenticator,
+    ServiceAccountLookup, SigningKey, TokenFile, TokenIssuer, TokenReviewAuthenticator,
+    VerifyingKey,
 };
 use kcp_kubeconfig::https;
 
@@ -53,7 +54,29 @@ pub fn build(
         token_issuer: Some(token_issuer),
         api_audiences: api_audiences(flags),
         service_account_lookup: flags.service_account_lookup,
+        foreign_service_accounts: foreign_service_accounts(options)?,
     })
+}
+
+/// With `--service-account-lookup`, the lookup of service accounts in logical clusters other
+/// shards hold, through `--external-logical-cluster-admin-kubeconfig` (its current context).
+fn foreign_service_accounts(
+    options: &ValidatedOptions,
+) -> Result<Option<ForeignServiceAccounts>, AuthenticationSetupError> {
+    const FLAG: &str = "external-logical-cluster-admin-kubeconfig";
+    let Some(path) = &options.external_logical_cluster_admin_kubeconfig else {
+        return Ok(None);
+    };
+    if !options.authentication.service_account_lookup {
+        return Ok(None);
+    }
+    let agent = crate::shard_client::user_agent("service-account-lookup");
+    let target =
+        https::client_with_user_agent(path, None, &agent).map_err(|e| invalid(FLAG)(&e))?;
+    Ok(Some(ForeignServiceAccounts {
+        base_url: target.base_url().to_owned(),
+        lookup: ServiceAccountLookup::new(target.client.clone()),
+    }))
 }
 
 /// The authenticators the shared flags configure (`kcp start` and `kcp front-proxy`): client

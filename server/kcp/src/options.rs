@@ -276,7 +276,8 @@ pub struct StartOptions {
     /// Kubeconfig the workspace scheduler uses to create logical clusters on target shards.
     #[arg(long, value_parser = values::path, help_heading = "Sharding")]
     pub logical_cluster_admin_kubeconfig: Option<PathBuf>,
-    /// Kubeconfig pointing at the front-proxy for cross-shard operations.
+    /// Kubeconfig pointing at the front-proxy for cross-shard operations: reading the service
+    /// accounts of tokens whose logical cluster is on another shard.
     #[arg(long, value_parser = values::path, help_heading = "Sharding")]
     pub external_logical_cluster_admin_kubeconfig: Option<PathBuf>,
     /// Client certificate for re-entering the front-proxy for mounted workspaces.
@@ -476,6 +477,9 @@ impl StartOptions {
             cache_kubeconfig: non_empty(self.cache_kubeconfig.as_ref()),
             logical_cluster_admin_kubeconfig: non_empty(
                 self.logical_cluster_admin_kubeconfig.as_ref(),
+            ),
+            external_logical_cluster_admin_kubeconfig: non_empty(
+                self.external_logical_cluster_admin_kubeconfig.as_ref(),
             ),
             external_hostname: self.external_hostname,
             batteries,
@@ -707,6 +711,9 @@ pub struct ValidatedOptions {
     /// `--logical-cluster-admin-kubeconfig`: how the workspace scheduler reaches other shards
     /// (`None`: it places workspaces on this shard only).
     pub logical_cluster_admin_kubeconfig: Option<PathBuf>,
+    /// `--external-logical-cluster-admin-kubeconfig`: how this shard reads service accounts of
+    /// logical clusters it does not hold (through the front-proxy; `None`: it cannot).
+    pub external_logical_cluster_admin_kubeconfig: Option<PathBuf>,
     /// `--external-hostname`, host only.
     pub external_hostname: Option<String>,
     /// `--batteries-included`, resolved.

@@ -275,6 +275,7 @@ fn write_kubeconfig(
     let user = match file.user {
         KubeconfigUser::ShardAdmin => &pki.admin,
         KubeconfigUser::LogicalClusterAdmin => &pki.logical_cluster_admin,
+        KubeconfigUser::ExternalLogicalClusterAdmin => &pki.external_logical_cluster_admin,
     };
     kubeconfig::write_endpoints(&file.path, &pki.server_ca_pem, user, &file.endpoints, proxy)
 }

@@ -7,14 +7,16 @@
 //!
 //! A token used in another logical cluster than its own is authenticated, as upstream kcp's: the
 //! authorizers of that cluster see a foreign identity ([`kcp_rbac::as_seen_in`]). The lookup
-//! reads this shard's store, so a token whose cluster lives on another shard is refused here
-//! (upstream asks that shard); through the front-proxy, which looks it up at its own shard, it is
-//! not.
+//! reads this shard's store when the shard holds the token's logical cluster; for one it does
+//! not hold it asks through `--external-logical-cluster-admin-kubeconfig` (the front-proxy, which
+//! routes to the shard that holds it), as upstream's shard does, with kept answers
+//! ([`kcp_authn::ServiceAccountLookup`]); without that kubeconfig such a token is refused.
 
 use jiff::Timestamp;
 use kcp_apimachinery::ApiError;
 use kcp_authn::{
-    Authenticated, AuthenticatedServiceAccount, Authenticators, BoundObjectKind, TokenIssuer,
+    Authenticated, AuthenticatedServiceAccount, Authenticators, BoundObjectKind,
+    ServiceAccountLookup, TokenIssuer, cluster_url,
 };
 use rustls_pki_types::CertificateDer;
 
@@ -33,6 +35,16 @@ pub struct Authentication {
     pub api_audiences: Vec<String>,
     /// `--service-account-lookup`.
     pub service_account_lookup: bool,
+    /// Where the lookup asks for logical clusters this shard does not hold.
+    pub foreign_service_accounts: Option<ForeignServiceAccounts>,
+}
+
+/// The lookup of service accounts of logical clusters held elsewhere
+/// (`--external-logical-cluster-admin-kubeconfig`).
+pub struct ForeignServiceAccounts {
+    pub lookup: ServiceAccountLookup,
+    /// The base URL that kubeconfig names (the front-proxy's).
+    pub base_url: String,
 }
 
 /// The user of a request, or 401.
@@ -100,13 +112,45 @@ async fn check_service_account(
             Err(e) => Err(format!("looking up {plural}/{name}: {}", e.message)),
         }
     };
-    exists("serviceaccounts", token.name.clone(), token.uid.clone()).await?;
+    let local = exists("serviceaccounts", token.name.clone(), token.uid.clone()).await;
+    if local.is_err()
+        && let Some(foreign) = &authentication.foreign_service_accounts
+        && !holds(store, &cluster).await
+    {
+        let at_its_shard = || Some(cluster_url(&foreign.base_url, &token.cluster));
+        return foreign
+            .lookup
+            .check(token, at_its_shard)
+            .await
+            .map_err(|error| error.to_string());
+    }
+    local?;
     if let Some(bound) = &token.bound_object
         && bound.kind == BoundObjectKind::Secret
     {
         exists("secrets", bound.name.clone(), bound.uid.clone()).await?;
     }
     Ok(())
+}
+
+/// Whether this shard holds `cluster` (its LogicalCluster object is here).
+async fn holds(store: &RestStore, cluster: &LogicalClusterName) -> bool {
+    let registry = store.registry();
+    let Some(rt) = registry.builtin_type(
+        kcp_tenancy::logical_cluster::GROUP,
+        "v1alpha1",
+        kcp_tenancy::logical_cluster::RESOURCE,
+    ) else {
+        return false;
+    };
+    let at = Location {
+        cluster,
+        namespace: None,
+    };
+    store
+        .get(&rt, at, kcp_tenancy::logical_cluster::NAME)
+        .await
+        .is_ok()
 }
 
 /// The user as the authorizers see it.

@@ -26,7 +26,6 @@ pub(super) const NOT_YET_ACTIVE: &[&str] = &[
     "audit-webhook-truncate-max-event-size",
     "audit-webhook-version",
     // sharding, cache server, virtual workspaces, mounts
-    "external-logical-cluster-admin-kubeconfig",
     "mount-proxy-client-cert-file",
     "mount-proxy-client-key-file",
     "shard-client-cert-file",

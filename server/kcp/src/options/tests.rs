@@ -589,6 +589,7 @@ fn every_flag_is_classified() {
         "etcd-prefix",
         "etcd-servers",
         "external-hostname",
+        "external-logical-cluster-admin-kubeconfig",
         "kubeconfig-path",
         "kubelet-certificate-authority",
         "kubelet-client-certificate",

@@ -5,7 +5,8 @@
 //! `127.0.0.1` and `::1`) and trusts the same client CA, which also signs one admin client
 //! certificate in `system:masters` (for the shards directly), one for `kcp-admin` in
 //! `system:kcp:admin` (for the front-proxy, which drops `system:masters` as upstream's does) and
-//! one for the workspace scheduler in `system:kcp:logical-cluster-admin`; the
+//! one for the workspace scheduler in `system:kcp:logical-cluster-admin` and one for the shards
+//! towards the front-proxy in `system:kcp:external-logical-cluster-admin`; the
 //! shards also share one service-account signing key, so they all accept the tokens any of them
 //! issues (upstream's shards share theirs too). A separate request-header CA signs the
 //! front-proxy's client certificate (CN `kcp-front-proxy`), the only identity the shards accept
@@ -51,6 +52,16 @@ const LOGICAL_CLUSTER_ADMIN: ClientIdentity = ClientIdentity {
     user: "logical-cluster-admin",
     groups: &[kcp_rbac::bootstrap::LOGICAL_CLUSTER_ADMIN],
     what: "logical-cluster-admin client certificate",
+};
+
+/// The shards through the front-proxy (`--external-logical-cluster-admin-kubeconfig`):
+/// upstream's `system:kcp:external-logical-cluster-admin`, which the proxy passes on and whose
+/// bootstrap policy lets it read service accounts and their token secrets in every workspace.
+const EXTERNAL_LOGICAL_CLUSTER_ADMIN_FILE_STEM: &str = "external-logical-cluster-admin";
+const EXTERNAL_LOGICAL_CLUSTER_ADMIN: ClientIdentity = ClientIdentity {
+    user: "external-logical-cluster-admin",
+    groups: &[kcp_rbac::bootstrap::EXTERNAL_LOGICAL_CLUSTER_ADMIN],
+    what: "external-logical-cluster-admin client certificate",
 };
 
 /// Where the shared PKI's files are (the directory's layout, known before anything is generated).
@@ -104,6 +115,9 @@ pub struct SharedPki {
     /// CN `logical-cluster-admin`, O `system:kcp:logical-cluster-admin`
     /// (`logical-cluster-admin.crt`, `logical-cluster-admin.key`).
     pub logical_cluster_admin: PemPair,
+    /// CN `external-logical-cluster-admin`, O `system:kcp:external-logical-cluster-admin`
+    /// (`external-logical-cluster-admin.crt`, `.key`).
+    pub external_logical_cluster_admin: PemPair,
 }
 
 /// Generates the shared PKI in `dir`, or reuses what is there and still fits.
@@ -131,6 +145,11 @@ pub fn ensure(dir: &Path) -> Result<SharedPki, PkiError> {
         LOGICAL_CLUSTER_ADMIN_FILE_STEM,
         &LeafProfile::Client(LOGICAL_CLUSTER_ADMIN),
     )?;
+    let external_logical_cluster_admin = store.leaf(
+        &client_ca,
+        EXTERNAL_LOGICAL_CLUSTER_ADMIN_FILE_STEM,
+        &LeafProfile::Client(EXTERNAL_LOGICAL_CLUSTER_ADMIN),
+    )?;
     let request_header_ca = store.authority(REQUEST_HEADER_CA)?;
     store.leaf(
         &request_header_ca,
@@ -143,6 +162,7 @@ pub fn ensure(dir: &Path) -> Result<SharedPki, PkiError> {
         admin,
         kcp_admin,
         logical_cluster_admin,
+        external_logical_cluster_admin,
     })
 }
 
@@ -222,6 +242,18 @@ mod tests {
             (
                 vec!["logical-cluster-admin".to_owned()],
                 vec!["system:kcp:logical-cluster-admin".to_owned()]
+            )
+        );
+        verify_client(
+            &read(&files.client_ca),
+            &pki.external_logical_cluster_admin.cert_pem,
+        )
+        .unwrap();
+        assert_eq!(
+            subject(&pki.external_logical_cluster_admin.cert_pem),
+            (
+                vec!["external-logical-cluster-admin".to_owned()],
+                vec!["system:kcp:external-logical-cluster-admin".to_owned()]
             )
         );
     }

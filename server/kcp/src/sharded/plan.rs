@@ -164,6 +164,9 @@ pub enum KubeconfigUser {
     /// Upstream's `system:kcp:logical-cluster-admin`: the workspace scheduler towards other
     /// shards, which needs nothing more (its bootstrap policy).
     LogicalClusterAdmin,
+    /// Upstream's `system:kcp:external-logical-cluster-admin`: the shards through the
+    /// front-proxy (service accounts of workspaces on other shards).
+    ExternalLogicalClusterAdmin,
 }
 
 /// One entry of the front-proxy's mapping file (upstream's `PathMapping`, snake_case keys).
@@ -286,6 +289,14 @@ impl Plan {
             &root_url,
             KubeconfigUser::LogicalClusterAdmin,
         );
+        // The shards through the proxy, as upstream's sharded-test-server writes it; only
+        // written with a front-proxy.
+        let external_logical_cluster_admin = single(
+            "external-logical-cluster-admin.kubeconfig",
+            "base",
+            &front_proxy_url,
+            KubeconfigUser::ExternalLogicalClusterAdmin,
+        );
 
         let serving = |name: &str, port: u16| {
             vec![
@@ -351,6 +362,12 @@ impl Plan {
                     "shard-virtual-workspace-url",
                     kcp_front_proxy::services::shard_url(&front_proxy_url, &name),
                 ));
+                // Service-account tokens of workspaces on other shards are looked up there
+                // through the proxy.
+                args.push(flag(
+                    "external-logical-cluster-admin-kubeconfig",
+                    &external_logical_cluster_admin.path,
+                ));
             }
             // Without it the root shard serves the cache in-process.
             if index > 0 || layout.cache == CacheMode::Standalone {
@@ -413,7 +430,10 @@ impl Plan {
         Plan {
             pki_dir,
             mapping,
-            kubeconfigs: vec![cache_kubeconfig, root_kubeconfig, logical_cluster_admin],
+            kubeconfigs: [cache_kubeconfig, root_kubeconfig, logical_cluster_admin]
+                .into_iter()
+                .chain(layout.front_proxy.then_some(external_logical_cluster_admin))
+                .collect(),
             processes,
             cache_url,
             admin_kubeconfig,
@@ -523,6 +543,7 @@ mod tests {
                 "--requestheader-group-headers=X-Remote-Group",
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 "--shard-virtual-workspace-url=https://127.0.0.1:6447/shards/shard-2",
+                "--external-logical-cluster-admin-kubeconfig=/t/external-logical-cluster-admin.kubeconfig",
                 "--cache-kubeconfig=/t/cache.kubeconfig",
                 "--root-shard-kubeconfig-file=/t/root.kubeconfig",
             ]
@@ -697,6 +718,11 @@ mod tests {
                     PathBuf::from("/t/logical-cluster-admin.kubeconfig"),
                     vec![endpoint("base", 6443)],
                     KubeconfigUser::LogicalClusterAdmin
+                ),
+                (
+                    PathBuf::from("/t/external-logical-cluster-admin.kubeconfig"),
+                    vec![endpoint("base", 6447)],
+                    KubeconfigUser::ExternalLogicalClusterAdmin
                 ),
                 (
                     PathBuf::from("/t/admin.kubeconfig"),

@@ -1,7 +1,7 @@
 //! Answers kept for a while, as kube keeps authentication and authorization answers (its token
-//! cache, its delegating authorizer's cache): the proxy asks a shard whether a service account
-//! still exists and whether a user may read `/metrics`, and a scraper or a controller asks
-//! again every few seconds. Keyed by text; each answer has its own lifetime (allowed and
+//! cache, its delegating authorizer's cache): a front-proxy or a shard asks another shard whether
+//! a service account still exists ([`crate::ServiceAccountLookup`]), the proxy asks whether a
+//! user may read `/metrics`, and a scraper or a controller asks again every few seconds. Keyed by text; each answer has its own lifetime (allowed and
 //! denied answers are kept for different times); bounded: past the bound, expired answers go,
 //! and if none did, all.
 
