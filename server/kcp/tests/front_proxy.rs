@@ -602,30 +602,14 @@ async fn a_service_account_token_dies_with_its_service_account() {
     let topology = Topology::start().await;
     team_workspace(&topology).await;
     let admin = Caller::admin(&topology.shard);
+    let token = admin.service_account_token(TEAM, "robot").await;
     let accounts = format!("/clusters/{TEAM}/api/v1/namespaces/default/serviceaccounts");
-    admin
-        .create(
-            &accounts,
-            &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
-        )
-        .await;
     admin
         .create(
             &format!("/clusters/{TEAM}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
             &robot_binding(),
         )
         .await;
-    let issued = admin
-        .post(
-            &format!("{accounts}/robot/token"),
-            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
-        )
-        .await;
-    assert_eq!(issued.status, 201, "{}", issued.text());
-    let token = issued.json()["status"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
 
     let namespaces = format!("/clusters/{TEAM}/api/v1/namespaces");
     let direct = topology.shard_caller(None, "robot").bearer(&token);

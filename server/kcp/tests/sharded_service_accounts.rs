@@ -71,32 +71,11 @@ async fn a_service_account_token_is_the_same_user_at_every_shard_and_through_the
         .await;
     assert_eq!(held.status, 200, "shard-1 holds {path}: {}", held.text());
 
+    let token = admin.service_account_token(&path, "robot").await;
     let accounts = format!("/clusters/{path}/api/v1/namespaces/default/serviceaccounts");
-    admin
-        .create(
-            &accounts,
-            &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
-        )
-        .await;
-    let issued = admin
-        .post(
-            &format!("{accounts}/robot/token"),
-            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
-        )
-        .await;
-    assert_eq!(issued.status, 201, "{}", issued.text());
-    let token = issued.json()["status"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
 
     let door = |credentials: kcp_testing::AdminCredentials, name: &str| {
-        Caller::at(
-            &credentials.server.clone(),
-            credentials.anonymous_client(),
-            name,
-        )
-        .bearer(&token)
+        Caller::at(&credentials.server, credentials.anonymous_client(), name).bearer(&token)
     };
     let through_proxy = door(proxy.clone(), "robot via the proxy");
     let at_root = door(sharded.admin("root"), "robot at root");

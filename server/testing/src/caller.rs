@@ -207,6 +207,27 @@ impl Caller {
         );
     }
 
+    /// Creates ServiceAccount `name` in namespace `default` of logical cluster `cluster` and
+    /// returns a token a TokenRequest issues for it (no audience, the default lifetime).
+    pub async fn service_account_token(&self, cluster: &str, name: &str) -> String {
+        let accounts = format!(
+            "{}/api/v1/namespaces/default/serviceaccounts",
+            cluster_prefix(cluster)
+        );
+        let account =
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}});
+        self.create(&accounts, &account).await;
+        let request =
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+        let issued = self
+            .create(&format!("{accounts}/{name}/token"), &request)
+            .await;
+        issued["status"]["token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a TokenRequest answer without a token: {issued}"))
+            .to_owned()
+    }
+
     /// POSTs a SelfSubjectReview in logical cluster `cluster` (`""` for the default one).
     pub async fn whoami_in(&self, cluster: &str) -> Response {
         let prefix = cluster_prefix(cluster);
