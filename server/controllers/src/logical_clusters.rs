@@ -382,8 +382,11 @@ impl LogicalClusters {
     /// Whether every default API binding of the cluster's types names one of kcp's own exports
     /// (false when the types do not resolve: the initializer reports that).
     fn binds_only_kcps_own_exports(&self, logical_cluster: &Value) -> bool {
+        let workspace_type = meta::annotations(logical_cluster)
+            .get(lc::TYPE_ANNOTATION)
+            .cloned();
         self.index
-            .default_api_bindings(logical_cluster)
+            .default_api_bindings(workspace_type.as_deref())
             .is_ok_and(|defaults| kcp_apis::default_bindings::to_make(defaults).is_empty())
     }
 

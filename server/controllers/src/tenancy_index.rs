@@ -15,10 +15,10 @@
 //! again (a Workspace left Initializing while its LogicalCluster was Ready). Updates are kept in
 //! resourceVersion order, so a late watch event never takes the index back to an older state.
 //!
-//! Every shard holds one entry per logical cluster it serves, so an entry is the LogicalCluster
-//! without its `managedFields`: no decision reads them, and as a `serde_json::Value` the entry
-//! of a LogicalCluster created through another shard's API (upstream creates all of them so)
-//! costs several KiB more with them (docs/performance.md, "Root shard memory").
+//! Every shard holds one entry per logical cluster it serves, so an entry is not the
+//! LogicalCluster but the few fields the decisions read ([`IndexedLogicalCluster`]): kept whole
+//! as a `serde_json::Value` it cost about 8 KB per logical cluster (docs/performance.md, "Root
+//! shard memory, continued").
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -27,7 +27,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::select_all;
 use kcp_apimachinery::{ApiError, meta};
-use kcp_tenancy::logical_cluster::{PATH_ANNOTATION, TYPE_ANNOTATION};
+use kcp_tenancy::logical_cluster::PATH_ANNOTATION;
 use kcp_tenancy::paths::rewrite_home;
 use kcp_tenancy::types::{self, DefaultApiBinding, ResolvedType, TypeError};
 use kcp_tenancy::{Path, TypeRef};
@@ -44,14 +44,16 @@ use kcp_registry::store::RestStore;
 use crate::subscribers::Subscribers;
 
 mod copies;
+mod entry;
 
 pub use copies::CopiedKind;
 use copies::Copies;
+pub use entry::IndexedLogicalCluster;
 
 #[derive(Default)]
 struct Inner {
     /// The LogicalCluster of each cluster that has one.
-    clusters: HashMap<LogicalClusterName, Arc<Value>>,
+    clusters: HashMap<LogicalClusterName, Arc<IndexedLogicalCluster>>,
     /// Canonical path (`kcp.io/path`) to cluster.
     paths: HashMap<String, LogicalClusterName>,
     /// WorkspaceTypes by cluster and name.
@@ -66,7 +68,7 @@ pub struct TenancyIndex {
     inner: RwLock<Inner>,
     /// Who hears of every LogicalCluster the index records (the object, or the last one known
     /// when it is gone), after the index has it.
-    subscribers: Subscribers<Value>,
+    subscribers: Subscribers<IndexedLogicalCluster>,
     /// Who hears of the logical clusters whose copies from other shards change.
     copy_subscribers: Subscribers<LogicalClusterName>,
 }
@@ -95,13 +97,6 @@ pub(crate) fn path_of(logical_cluster: &Value, cluster: &LogicalClusterName) -> 
         .filter(|p| !p.is_empty())
         .cloned()
         .unwrap_or_else(|| cluster.to_string())
-}
-
-/// An object's resourceVersion as a number (0 when it has none, e.g. before it was stored).
-fn revision(object: &Value) -> u64 {
-    meta::resource_version(object)
-        .and_then(|rv| rv.parse().ok())
-        .unwrap_or(0)
 }
 
 fn cluster_of(object: &Value) -> Option<LogicalClusterName> {
@@ -138,7 +133,10 @@ impl TenancyIndex {
     }
 
     /// The LogicalCluster of a cluster, if it has one.
-    pub fn logical_cluster(&self, cluster: &LogicalClusterName) -> Option<Arc<Value>> {
+    pub fn logical_cluster(
+        &self,
+        cluster: &LogicalClusterName,
+    ) -> Option<Arc<IndexedLogicalCluster>> {
         self.read().clusters.get(cluster).cloned()
     }
 
@@ -157,7 +155,7 @@ impl TenancyIndex {
     /// The canonical path of a cluster (its name when it has no LogicalCluster or path).
     pub fn path(&self, cluster: &LogicalClusterName) -> String {
         match self.read().clusters.get(cluster) {
-            Some(logical_cluster) => path_of(logical_cluster, cluster),
+            Some(logical_cluster) => logical_cluster.path(),
             None => cluster.to_string(),
         }
     }
@@ -174,7 +172,7 @@ impl TenancyIndex {
             let path = inner
                 .clusters
                 .get(&cluster)
-                .map_or_else(|| cluster.to_string(), |lc| path_of(lc, &cluster));
+                .map_or_else(|| cluster.to_string(), |lc| lc.path());
             Some((object.clone(), path))
         });
         let (object, path) = local.or_else(|| {
@@ -200,19 +198,19 @@ impl TenancyIndex {
     }
 
     /// The exports a logical cluster binds while it initializes: `spec.defaultAPIBindings` of its
-    /// type (the `internal.tenancy.kcp.io/type` annotation) and of every type that extends;
-    /// none for a cluster without a type.
+    /// type (`workspace_type`, the `internal.tenancy.kcp.io/type` annotation) and of every type
+    /// that extends; none for a cluster without a type.
     pub fn default_api_bindings(
         &self,
-        logical_cluster: &Value,
+        workspace_type: Option<&str>,
     ) -> Result<Vec<DefaultApiBinding>, TypeError> {
-        let annotations = meta::annotations(logical_cluster);
-        let Some(annotation) = annotations.get(TYPE_ANNOTATION).filter(|a| !a.is_empty()) else {
+        let Some(annotation) = workspace_type.filter(|a| !a.is_empty()) else {
             return Ok(Vec::new());
         };
         let reference = TypeRef::parse(annotation);
         let lookup = |r: &TypeRef| self.workspace_type(r);
-        let object = lookup(&reference).ok_or_else(|| TypeError::NotFound(annotation.clone()))?;
+        let object =
+            lookup(&reference).ok_or_else(|| TypeError::NotFound(annotation.to_string()))?;
         let aliases = types::resolve_aliases(&ResolvedType::new(object, &reference), &lookup)?;
         Ok(types::default_api_bindings(&aliases))
     }
@@ -301,7 +299,7 @@ impl TenancyIndex {
 
     /// LogicalClusters as the index records them, from now on: each change, after the index has
     /// it (a removed cluster comes as its last known object). Ends when the index is dropped.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Value>> {
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<IndexedLogicalCluster>> {
         self.subscribers.subscribe()
     }
 
@@ -311,32 +309,26 @@ impl TenancyIndex {
     pub fn set_logical_cluster(&self, cluster: &LogicalClusterName, object: Option<Value>) {
         let changed = {
             let mut inner = self.write();
-            if let (Some(new), Some(old)) = (&object, inner.clusters.get(cluster))
-                && revision(new) != 0
-                && revision(new) <= revision(old)
+            let new = object.map(|object| IndexedLogicalCluster::new(cluster, &object));
+            if let (Some(new), Some(old)) = (&new, inner.clusters.get(cluster))
+                && new.revision() != 0
+                && new.revision() <= old.revision()
             {
                 return;
             }
             let old = remove_and_shrink(&mut inner.clusters, cluster);
             if let Some(old) = &old {
-                let path = path_of(old, cluster);
+                let path = old.path();
                 if inner.paths.get(&path) == Some(cluster) {
                     remove_and_shrink(&mut inner.paths, &path);
                 }
             }
-            match object {
-                Some(mut object) => {
-                    if let Some(metadata) =
-                        object.get_mut("metadata").and_then(Value::as_object_mut)
-                    {
-                        metadata.remove("managedFields");
-                    }
-                    let object = Arc::new(object);
-                    inner
-                        .paths
-                        .insert(path_of(&object, cluster), cluster.clone());
-                    inner.clusters.insert(cluster.clone(), object.clone());
-                    Some(object)
+            match new {
+                Some(new) => {
+                    let new = Arc::new(new);
+                    inner.paths.insert(new.path(), cluster.clone());
+                    inner.clusters.insert(cluster.clone(), new.clone());
+                    Some(new)
                 }
                 None => old,
             }
@@ -511,7 +503,7 @@ mod tests {
     fn phase(index: &TenancyIndex, cluster: &LogicalClusterName) -> Option<String> {
         index
             .logical_cluster(cluster)
-            .and_then(|lc| lc.pointer("/status/phase")?.as_str().map(str::to_string))
+            .map(|lc| lc.raw_phase().to_string())
     }
 
     #[test]
@@ -530,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_kept_without_managed_fields() {
+    fn an_entry_keeps_what_is_read_and_nothing_else() {
         let index = TenancyIndex::default();
         let abc = LogicalClusterName::parse("abc").unwrap();
         let mut object = at("abc", "Ready", 3);
@@ -538,8 +530,11 @@ mod tests {
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:owner": {}}}}]);
         index.set_logical_cluster(&abc, Some(object));
         let kept = index.logical_cluster(&abc).unwrap();
-        assert!(kept.pointer("/metadata/managedFields").is_none(), "{kept}");
-        assert_eq!(kept["metadata"]["resourceVersion"], "3");
+        assert_eq!(
+            *kept,
+            IndexedLogicalCluster::new(&abc, &at("abc", "Ready", 3))
+        );
+        assert_eq!(kept.revision(), 3);
         assert_eq!(index.path(&abc), "root:org");
         assert_eq!(phase(&index, &abc).as_deref(), Some("Ready"));
     }
@@ -558,16 +553,9 @@ mod tests {
         index.apply(ChangeType::Deleted, at("abc", "Ready", 5));
         let mut heard = Vec::new();
         while let Ok(change) = changes.try_recv() {
-            heard.push(change.pointer("/status/phase").cloned());
+            heard.push(change.raw_phase().to_string());
         }
-        assert_eq!(
-            heard,
-            [
-                Some(json!("Initializing")),
-                Some(json!("Ready")),
-                Some(json!("Ready"))
-            ]
-        );
+        assert_eq!(heard, ["Initializing", "Ready", "Ready"]);
         drop(changes);
         // A subscriber that went away is forgotten at the next change.
         index.set_logical_cluster(&abc, Some(at("abc", "Ready", 6)));

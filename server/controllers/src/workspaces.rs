@@ -196,7 +196,7 @@ impl Controller for Workspaces {
                     None => break,
                 },
                 logical_cluster = logical_clusters.recv() => match logical_cluster {
-                    Some(logical_cluster) => owner_of(&logical_cluster),
+                    Some(logical_cluster) => logical_cluster.owner(),
                     None => break,
                 },
                 Some(logical_cluster) = next_remote(&mut remote) => owner_of(&logical_cluster),
@@ -533,7 +533,8 @@ impl Workspaces {
                 .await;
         }
         let logical_cluster = self.index.logical_cluster(&target);
-        self.mirror(cluster, name, current, logical_cluster.as_deref())
+        let logical_cluster = logical_cluster.map(|lc| lc.object());
+        self.mirror(cluster, name, current, logical_cluster.as_ref())
             .await?;
         Ok(Pass::Done)
     }
@@ -588,7 +589,8 @@ impl Workspaces {
             // Still there (its content is being removed): the LogicalCluster's removal brings
             // this Workspace back.
             let logical_cluster = self.index.logical_cluster(&target);
-            self.mirror(cluster, name, current, logical_cluster.as_deref())
+            let logical_cluster = logical_cluster.map(|lc| lc.object());
+            self.mirror(cluster, name, current, logical_cluster.as_ref())
                 .await?;
             return Ok(Pass::Done);
         }

@@ -10,7 +10,6 @@
 //! which tells a client that the workspace exists); the reasons here are for audit and logs.
 
 use kcp_apimachinery::gofmt::quote;
-use serde_json::Value;
 
 use crate::paths::SYSTEM_PREFIX;
 use crate::workspace::Phase;
@@ -42,8 +41,9 @@ pub enum Decision {
 pub struct Request<'a> {
     /// The target logical cluster's name; empty for requests without one (and for `*`).
     pub cluster: &'a str,
-    /// Its LogicalCluster, `None` when it does not exist.
-    pub logical_cluster: Option<&'a Value>,
+    /// Its LogicalCluster's `status.phase` as written (empty when unset), `None` when the
+    /// LogicalCluster does not exist (the only field of it the decision reads).
+    pub phase: Option<&'a str>,
     pub groups: &'a [String],
     /// A service account whose token was issued in `cluster`.
     pub local_service_account: bool,
@@ -83,10 +83,10 @@ pub fn authorize(request: &Request<'_>, rbac_allows_access: impl FnOnce() -> boo
     {
         return Decision::Delegate("logical cluster admin access".into());
     }
-    let Some(logical_cluster) = request.logical_cluster else {
+    let Some(raw) = request.phase else {
         return Decision::Deny("LogicalCluster not found".into());
     };
-    let phase = Phase::of(logical_cluster);
+    let phase = Phase::parse(raw);
     match phase {
         Some(
             Phase::Initializing
@@ -96,10 +96,6 @@ pub fn authorize(request: &Request<'_>, rbac_allows_access: impl FnOnce() -> boo
             | Phase::Deleting,
         ) => {}
         _ => {
-            let raw = logical_cluster
-                .pointer("/status/phase")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
             return Decision::NoOpinion(format!("not permitted due to phase {}", quote(raw)));
         }
     }
@@ -124,7 +120,7 @@ pub fn authorize(request: &Request<'_>, rbac_allows_access: impl FnOnce() -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn lc(phase: &str) -> Value {
         json!({"metadata": {"name": "cluster"}, "status": {"phase": phase}})
@@ -141,7 +137,11 @@ mod tests {
     ) -> Request<'a> {
         Request {
             cluster,
-            logical_cluster,
+            phase: logical_cluster.map(|lc| {
+                lc.pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            }),
             groups,
             local_service_account: false,
             deep_subject_access_review: false,

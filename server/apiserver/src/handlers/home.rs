@@ -66,8 +66,9 @@ async fn home(scope: &Scope<'_>, user: &UserInfo) -> Result<Value, ApiError> {
     let deadline = tokio::time::Instant::now() + READY_WITHIN;
     loop {
         if let Some(logical_cluster) = scope.tenancy.logical_cluster(&cluster)
-            && Phase::of(&logical_cluster) == Some(Phase::Ready)
+            && logical_cluster.phase() == Some(Phase::Ready)
         {
+            let logical_cluster = logical_cluster.object();
             return Ok(home_workspace(&logical_cluster, cluster.as_str()));
         }
         if tokio::time::Instant::now() >= deadline {

@@ -31,6 +31,7 @@ use super::{cluster_of, local_or_copy, stored_type};
 use crate::TenancyIndex;
 use crate::cleanup;
 use crate::runner::{self, Controller, Pass, Queue};
+use crate::tenancy_index::IndexedLogicalCluster;
 
 /// How long a workspace whose export is missing waits before it looks again.
 const MISSING_EXPORT_RETRY: Duration = Duration::from_secs(2);
@@ -76,10 +77,10 @@ struct DefaultBindings {
 }
 
 /// Whether a LogicalCluster waits for this initializer.
-fn waits(logical_cluster: &Value) -> bool {
-    Phase::of(logical_cluster) == Some(Phase::Initializing)
-        && lc::initializers(logical_cluster)
-            .iter()
+fn waits(logical_cluster: &IndexedLogicalCluster) -> bool {
+    logical_cluster.phase() == Some(Phase::Initializing)
+        && logical_cluster
+            .initializers()
             .any(|i| i == API_BINDINGS_INITIALIZER)
 }
 
@@ -89,7 +90,7 @@ impl DefaultBindings {
     }
 
     /// Records whether `cluster` waits; whether it does.
-    fn track(&self, cluster: &LogicalClusterName, logical_cluster: &Value) -> bool {
+    fn track(&self, cluster: &LogicalClusterName, logical_cluster: &IndexedLogicalCluster) -> bool {
         let waits = waits(logical_cluster);
         if waits {
             self.waiting().insert(cluster.clone());
@@ -193,7 +194,7 @@ impl Controller for DefaultBindings {
             .await?;
         for object in &page.items {
             if let Some(cluster) = cluster_of(object)
-                && self.track(&cluster, object)
+                && self.track(&cluster, &IndexedLogicalCluster::new(&cluster, object))
             {
                 queue.add(cluster);
             }
@@ -223,10 +224,9 @@ impl Controller for DefaultBindings {
                 },
                 logical_cluster = logical_clusters.recv() => match logical_cluster {
                     Some(logical_cluster) => {
-                        if let Some(cluster) = cluster_of(&logical_cluster)
-                            && self.track(&cluster, &logical_cluster)
-                        {
-                            queue.add(cluster);
+                        let cluster = logical_cluster.cluster();
+                        if self.track(cluster, &logical_cluster) {
+                            queue.add(cluster.clone());
                         }
                     }
                     None => break,
@@ -244,7 +244,10 @@ impl Controller for DefaultBindings {
         if !self.track(cluster, &logical_cluster) {
             return Ok(Pass::Done);
         }
-        let defaults = match self.tenancy.default_api_bindings(&logical_cluster) {
+        let defaults = match self
+            .tenancy
+            .default_api_bindings(logical_cluster.workspace_type())
+        {
             Ok(defaults) => default_bindings::to_make(defaults),
             Err(error) => {
                 let condition = default_bindings::types_invalid(&error.to_string());

@@ -154,7 +154,7 @@ impl Authorizer {
                 .is_some_and(|clusters| clusters.iter().any(|c| c == cluster.as_str()));
         let request = access::Request {
             cluster: cluster.as_str(),
-            logical_cluster: logical_cluster.as_deref(),
+            phase: logical_cluster.as_deref().map(|lc| lc.raw_phase()),
             groups: &user.groups,
             local_service_account,
             deep_subject_access_review: false,

@@ -103,7 +103,7 @@ impl WorkspaceWrite {
                 ),
             ));
         };
-        if Phase::of(&parent) != Some(Phase::Ready) && Phase::of(&parent) != Some(Phase::Inactive) {
+        if parent.phase() != Some(Phase::Ready) && parent.phase() != Some(Phase::Inactive) {
             return Err(ApiError::forbidden(
                 workspace::GROUP,
                 workspace::RESOURCE,
@@ -111,12 +111,13 @@ impl WorkspaceWrite {
                 &format!(
                     "cannot create a workspace in workspace {:?} before it is Ready (phase {:?})",
                     index.path(&self.cluster),
-                    Phase::of(&parent).map(Phase::as_str).unwrap_or_default()
+                    parent.phase().map(Phase::as_str).unwrap_or_default()
                 ),
             ));
         }
         let user = &r.request.user;
         let creator = creator(user);
+        let parent = parent.object();
         let request = CreateRequest {
             creator: &creator,
             privileged: self.privileged,
