@@ -186,6 +186,80 @@ spec:
     assert_eq!(etcd_cert.source_name(), Some("beta-shard-etcd-client"));
 }
 
+/// Upstream kcp-operator#165 (shards silently used the root shard's cache) and #205 (a
+/// CacheServer effectively mandatory): each combination gets the cache it names. A Shard uses
+/// its own `cache.ref`, else its RootShard's CacheServer, else the root shard's embedded cache.
+#[test]
+fn every_cache_combination_reaches_the_cache_it_names() {
+    let shard_with = |cache: &str| -> Shard {
+        parse(&format!(
+            "metadata: {{name: beta, namespace: kcp, uid: u2}}\nspec:\n  rootShard: {{ref: {{name: root}}}}\n  etcd: {{endpoints: [\"http://e:2379\"]}}\n{cache}"
+        ))
+    };
+    let cache_of = |config: &validate::ServerConfig| {
+        let fragment = deployment::server_fragment(config);
+        let flag = fragment
+            .args
+            .iter()
+            .find(|a| a.starts_with("--cache-kubeconfig="))
+            .cloned();
+        let mount = fragment
+            .mounts
+            .iter()
+            .find(|m| m.volume == "cache-server-kubeconfig")
+            .and_then(|m| m.source_name().map(str::to_owned));
+        (flag, mount)
+    };
+    let own_cache = "--cache-kubeconfig=/etc/cache-server/kubeconfig/kubeconfig".to_owned();
+    let root_kubeconfig = "--cache-kubeconfig=/etc/kcp/client-kubeconfig/kubeconfig".to_owned();
+    let with_cache_server = root("  cache: {ref: {name: c}}\n");
+    let embedded = root("");
+    let cases = [
+        (
+            "root with a CacheServer",
+            validate::root_shard(&with_cache_server).expect("valid"),
+            (
+                Some(own_cache.clone()),
+                Some("c-cacheserver-client-kubeconfig"),
+            ),
+        ),
+        (
+            "root with its embedded cache",
+            validate::root_shard(&embedded).expect("valid"),
+            (None, None),
+        ),
+        (
+            "shard of a root with a CacheServer",
+            validate::shard(&shard_with(""), Some(&with_cache_server)).expect("valid"),
+            (
+                Some(own_cache.clone()),
+                Some("c-cacheserver-client-kubeconfig"),
+            ),
+        ),
+        (
+            "shard of a root with its embedded cache",
+            validate::shard(&shard_with(""), Some(&embedded)).expect("valid"),
+            (Some(root_kubeconfig), None),
+        ),
+        (
+            "shard with its own cache.ref",
+            validate::shard(
+                &shard_with("  cache: {ref: {name: d}}\n"),
+                Some(&with_cache_server),
+            )
+            .expect("valid"),
+            (Some(own_cache), Some("d-cacheserver-client-kubeconfig")),
+        ),
+    ];
+    for (case, config, (flag, mount)) in cases {
+        assert_eq!(
+            cache_of(&config),
+            (flag, mount.map(str::to_owned)),
+            "{case}"
+        );
+    }
+}
+
 #[test]
 fn shard_without_its_root_shard_is_a_reference_error() {
     let shard: Shard = parse(
