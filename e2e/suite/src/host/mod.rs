@@ -181,6 +181,14 @@ impl Host {
         }
     }
 
+    /// The CPU time (seconds) the operator has used so far, when the host lets the suite see it.
+    pub fn operator_cpu_seconds(&self) -> Option<f64> {
+        match self {
+            Host::Local(host) | Host::LocalAsRemote(host, _) => host.operator_cpu_seconds(),
+            Host::Remote(_) => None,
+        }
+    }
+
     /// What helps to understand a failure: logs of the host's pieces, pods.
     pub fn diagnostics(&self) -> String {
         let pods = self
