@@ -11,6 +11,7 @@ mod kubeconfigs;
 pub mod olm;
 mod poller;
 mod proxy_rotation;
+mod resumed_watch;
 mod rootshard;
 mod rotation;
 mod scale;
