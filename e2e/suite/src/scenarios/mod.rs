@@ -65,7 +65,7 @@ pub struct Figures {
     /// The operator's requests to its host cluster per minute, by verb, while the full
     /// deployment is idle (its `kcp_operator_api_requests_total` over a minute).
     pub operator_idle_requests: Option<Vec<(String, f64)>>,
-    /// The operator's CPU over the same idle minute, in percent of one core (the local hosts).
+    /// The operator's CPU over the same idle minute, in percent of one core (the local host).
     pub operator_idle_cpu_percent: Option<f64>,
     /// Connections the kubeconfig host's Service stand-ins sent again to another pod because the
     /// first closed them before answering (none of them had carried a request).

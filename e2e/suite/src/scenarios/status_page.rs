@@ -4,8 +4,9 @@
 //! RootShard, Shard and FrontProxy with the phase its status reports, and the screenshot is
 //! kept as an artifact under the target directory (`<target>/<profile>/e2e-artifacts/`). Then
 //! the operator's requests to its cluster are counted over a minute of idleness (its
-//! `kcp_operator_api_requests_total` on the same port), and on the local hosts the CPU time its
-//! process used over that minute: figures, issue 24's "no hot loop".
+//! `kcp_operator_api_requests_total` on the same port), and on the local host (where the suite
+//! sees the operator's process, as for its RSS) the CPU time it used over that minute: figures,
+//! issue 24's "no hot loop".
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
