@@ -418,6 +418,14 @@ pub fn uses() -> Vec<Use> {
             "the version a component's Deployment runs",
         ),
         entry(
+            "controller/server.rs",
+            "Api<CacheServer>",
+            vec![GroupResource::of::<CacheServer>()],
+            get,
+            Cluster,
+            "the CacheServer a RootShard or Shard uses exists (else a condition)",
+        ),
+        entry(
             "controller/upgrade.rs",
             "Api<CacheServer>",
             vec![GroupResource::of::<CacheServer>()],

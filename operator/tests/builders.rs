@@ -5,6 +5,7 @@
 use kcp_operator::api::{CacheServer, FrontProxy, RootShard, Shard};
 use kcp_operator::naming::Certificate;
 use kcp_operator::pki::catalog;
+use kcp_operator::render::children::{self, Child};
 use kcp_operator::render::{config_map, deployment, service};
 use kcp_operator::validate::{self, Error};
 
@@ -186,6 +187,80 @@ spec:
     assert_eq!(etcd_cert.source_name(), Some("beta-shard-etcd-client"));
 }
 
+/// Upstream kcp-operator#165 (shards silently used the root shard's cache) and #205 (a
+/// CacheServer effectively mandatory): each combination gets the cache it names. A Shard uses
+/// its own `cache.ref`, else its RootShard's CacheServer, else the root shard's embedded cache.
+#[test]
+fn every_cache_combination_reaches_the_cache_it_names() {
+    let shard_with = |cache: &str| -> Shard {
+        parse(&format!(
+            "metadata: {{name: beta, namespace: kcp, uid: u2}}\nspec:\n  rootShard: {{ref: {{name: root}}}}\n  etcd: {{endpoints: [\"http://e:2379\"]}}\n{cache}"
+        ))
+    };
+    let cache_of = |config: &validate::ServerConfig| {
+        let fragment = deployment::server_fragment(config);
+        let flag = fragment
+            .args
+            .iter()
+            .find(|a| a.starts_with("--cache-kubeconfig="))
+            .cloned();
+        let mount = fragment
+            .mounts
+            .iter()
+            .find(|m| m.volume == "cache-server-kubeconfig")
+            .and_then(|m| m.source_name().map(str::to_owned));
+        (flag, mount)
+    };
+    let own_cache = "--cache-kubeconfig=/etc/cache-server/kubeconfig/kubeconfig".to_owned();
+    let root_kubeconfig = "--cache-kubeconfig=/etc/kcp/client-kubeconfig/kubeconfig".to_owned();
+    let with_cache_server = root("  cache: {ref: {name: c}}\n");
+    let embedded = root("");
+    let cases = [
+        (
+            "root with a CacheServer",
+            validate::root_shard(&with_cache_server).expect("valid"),
+            (
+                Some(own_cache.clone()),
+                Some("c-cacheserver-client-kubeconfig"),
+            ),
+        ),
+        (
+            "root with its embedded cache",
+            validate::root_shard(&embedded).expect("valid"),
+            (None, None),
+        ),
+        (
+            "shard of a root with a CacheServer",
+            validate::shard(&shard_with(""), Some(&with_cache_server)).expect("valid"),
+            (
+                Some(own_cache.clone()),
+                Some("c-cacheserver-client-kubeconfig"),
+            ),
+        ),
+        (
+            "shard of a root with its embedded cache",
+            validate::shard(&shard_with(""), Some(&embedded)).expect("valid"),
+            (Some(root_kubeconfig), None),
+        ),
+        (
+            "shard with its own cache.ref",
+            validate::shard(
+                &shard_with("  cache: {ref: {name: d}}\n"),
+                Some(&with_cache_server),
+            )
+            .expect("valid"),
+            (Some(own_cache), Some("d-cacheserver-client-kubeconfig")),
+        ),
+    ];
+    for (case, config, (flag, mount)) in cases {
+        assert_eq!(
+            cache_of(&config),
+            (flag, mount.map(str::to_owned)),
+            "{case}"
+        );
+    }
+}
+
 #[test]
 fn shard_without_its_root_shard_is_a_reference_error() {
     let shard: Shard = parse(
@@ -329,4 +404,94 @@ fn pod_template_keeps_image_pull_secrets_when_adding_host_aliases() {
         .expect("pod");
     assert_eq!(pod.image_pull_secrets.expect("kept")[0].name, "regcred");
     assert!(pod.host_aliases.is_some());
+}
+
+/// The budgets of `children`: (maxUnavailable, selector labels) of each.
+fn budgets(children: &[Child]) -> Vec<(String, String)> {
+    children
+        .iter()
+        .filter_map(|child| match child {
+            Child::PodDisruptionBudget(pdb) => {
+                let spec = pdb.spec.clone().expect("spec");
+                Some((
+                    format!("{:?}", spec.max_unavailable),
+                    format!("{:?}", spec.selector.and_then(|s| s.match_labels)),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The pod labels of the Deployment among `children`.
+fn deployment_labels(children: &[Child]) -> String {
+    children
+        .iter()
+        .find_map(|child| match child {
+            Child::Deployment(deployment) => Some(format!(
+                "{:?}",
+                deployment.spec.clone().expect("spec").selector.match_labels
+            )),
+            _ => None,
+        })
+        .expect("a Deployment")
+}
+
+/// Upstream kcp-operator#176 (no disruption budget): every kind with more than one replica gets
+/// a PodDisruptionBudget of `maxUnavailable: 1` over its own pods, and none with one replica
+/// (a budget would block every drain).
+#[test]
+fn a_disruption_budget_exactly_when_there_is_more_than_one_replica() {
+    for replicas in [1, 2, 3] {
+        let line = format!("  replicas: {replicas}\n");
+        let root_config = validate::root_shard(&root(&line)).expect("valid");
+        let shard: Shard = parse(&format!(
+            "metadata: {{name: beta, namespace: kcp, uid: u2}}\nspec:\n  rootShard: {{ref: {{name: root}}}}\n  etcd: {{endpoints: [\"http://e:2379\"]}}\n{line}"
+        ));
+        let proxy: FrontProxy = parse(&format!(
+            "metadata: {{name: edge, namespace: kcp, uid: u3}}\nspec:\n  rootShard: {{ref: {{name: root}}}}\n{line}"
+        ));
+        let cache: CacheServer = parse(&format!(
+            "metadata: {{name: c, namespace: kcp, uid: u4}}\nspec:\n  etcd: {{endpoints: [\"http://e:2379\"]}}\n{line}"
+        ));
+        let rendered = [
+            (
+                "RootShard",
+                children::server(&root_config, "r").expect("rendered"),
+            ),
+            (
+                "Shard",
+                children::server(
+                    &validate::shard(&shard, Some(&root(""))).expect("valid"),
+                    "r",
+                )
+                .expect("rendered"),
+            ),
+            (
+                "FrontProxy",
+                children::front_proxy(
+                    &validate::front_proxy(&proxy, Some(&root(""))).expect("valid"),
+                    "r",
+                )
+                .expect("rendered"),
+            ),
+            (
+                "CacheServer",
+                children::cache_server(&validate::cache_server(&cache).expect("valid"), "r")
+                    .expect("rendered"),
+            ),
+        ];
+        for (kind, children) in rendered {
+            let budgets = budgets(&children);
+            if replicas == 1 {
+                assert!(budgets.is_empty(), "{kind} of one replica: {budgets:?}");
+            } else {
+                assert_eq!(
+                    budgets,
+                    [("Some(Int(1))".to_owned(), deployment_labels(&children))],
+                    "{kind} of {replicas} replicas"
+                );
+            }
+        }
+    }
 }

@@ -544,6 +544,40 @@ async fn a_root_shard_upgrade_waits_until_its_cache_server_is_rolled_out() {
     assert_eq!(status["targetVersion"], "v2");
 }
 
+/// A `cache.ref` naming no CacheServer is a condition naming it (not pods waiting silently for
+/// the cache's Secrets); created, the CacheServer lets the root shard render (kcp-operator#205).
+#[tokio::test]
+async fn a_missing_cache_server_is_a_condition_until_it_exists() {
+    let fake = FakeApi::default();
+    let mut root = upgrading_root_shard();
+    root["spec"]["image"]["tag"] = json!("v1");
+    fake.put(ROOT_PATH, root);
+    reconcile_root(&fake).await;
+    let status = &fake.get(ROOT_PATH)["status"];
+    assert_eq!(status["phase"], "Degraded", "{status}");
+    let references = condition_of(status, "ReferencesValid");
+    assert_eq!(references["status"], "False");
+    assert_eq!(references["reason"], "ReferenceNotFound");
+    let message = references["message"].as_str().expect("message");
+    assert!(
+        message.contains("CacheServer") && message.contains('c'),
+        "{message}"
+    );
+    let deployment = format!("{APPS}/deployments/root-rootshard");
+    let rendered = |fake: &FakeApi| fake.objects.lock().expect("lock").contains_key(&deployment);
+    assert!(!rendered(&fake), "rendered without its cache");
+
+    fake.put(CACHE_PATH, cache_server_at("v1", 1));
+    reconcile_root(&fake).await;
+    assert!(rendered(&fake), "not rendered once the cache exists");
+    let status = &fake.get(ROOT_PATH)["status"];
+    assert_eq!(
+        condition_of(status, "ReferencesValid")["status"],
+        "True",
+        "{status}"
+    );
+}
+
 #[tokio::test]
 async fn a_stuck_cache_server_rollout_blocks_the_root_shard() {
     let fake = FakeApi::default();

@@ -91,6 +91,7 @@ pub fn run(choice: Choice, only: Option<&[usize]>) -> ExitCode {
         .figures
         .operator_memory_mib
         .or_else(|| suite.host.operator_memory_mib());
+    suite.figures.connections_failed_over = suite.host.connections_failed_over();
     let Suite {
         host,
         narrator,
@@ -123,7 +124,7 @@ fn describe(figures: &Figures) -> String {
         d.map_or("-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()))
     };
     format!(
-        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), client through the FrontProxy during its certificate rotation {}, operator RSS {}, operator requests per minute when idle {}",
+        "operator ready after helm install {}, RootShard apply -> Available {}, Shard + FrontProxy apply -> all Available {}, ordered upgrade {}, client during upgrade {} (through the FrontProxy {}), client through the FrontProxy during its certificate rotation {}, operator RSS {}, operator requests per minute when idle {}, operator CPU when idle {}, connections sent again to another pod before any answer (kubeconfig hosts) {}",
         secs(figures.operator_ready),
         secs(figures.root_shard_available),
         secs(figures.full_deployment_available),
@@ -138,6 +139,12 @@ fn describe(figures: &Figures) -> String {
             .operator_idle_requests
             .as_ref()
             .map_or("-".to_owned(), |by_verb| per_verb(by_verb)),
+        figures
+            .operator_idle_cpu_percent
+            .map_or("-".to_owned(), |percent| format!("{percent:.2}% of a core")),
+        figures
+            .connections_failed_over
+            .map_or("-".to_owned(), |n| n.to_string()),
     )
 }
 

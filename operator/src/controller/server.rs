@@ -7,8 +7,8 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use crate::api::common::Endpoints;
-use crate::api::{CommonShardSpec, RootShard, Shard, VirtualWorkspace};
-use crate::naming::{Certificate, SHARD_FINALIZER};
+use crate::api::{CacheServer, CommonShardSpec, RootShard, Shard, VirtualWorkspace};
+use crate::naming::{Certificate, Names, SHARD_FINALIZER};
 use crate::pki::catalog::{self, CertificateSpec};
 use crate::render::{children, deployment};
 use crate::upgrade::Stage;
@@ -37,6 +37,12 @@ pub async fn reconcile_root_shard(
             let certificates = catalog::root_shard(&config).map_err(Problem::invalid)?;
             Ok((config, certificates))
         });
+    let prepared = match prepared {
+        Ok((config, certificates)) => missing_cache(&ctx, config.cache.as_ref())
+            .await?
+            .map_or(Ok((config, certificates)), Err),
+        Err(problem) => Err(problem),
+    };
     match prepared {
         Ok((config, certificates)) => {
             let earlier = Earlier {
@@ -70,6 +76,12 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
             let certificates = catalog::shard(&config).map_err(Problem::invalid)?;
             Ok((config, certificates))
         });
+    let prepared = match prepared {
+        Ok((config, certificates)) => missing_cache(ctx, config.cache.as_ref())
+            .await?
+            .map_or(Ok((config, certificates)), Err),
+        Err(problem) => Err(problem),
+    };
     match prepared {
         Ok((config, certificates)) => {
             let mut caches: Vec<String> = config.cache.iter().map(|c| c.instance.clone()).collect();
@@ -85,6 +97,24 @@ pub async fn apply_shard(shard: &Shard, ctx: &Context) -> Result<Action, Error> 
         }
         Err(problem) => component::invalid(ctx, shard, &previous, problem, version).await,
     }
+}
+
+/// `ReferenceNotFound` when the CacheServer a server uses (its own `cache.ref`, or for a Shard
+/// without one its RootShard's) does not exist: its pods would otherwise wait for the cache's
+/// kubeconfig Secret with nothing saying why. Created later, the CacheServer's watch brings the
+/// server back (upstream kcp-operator#205: every combination works or says why not).
+async fn missing_cache(ctx: &Context, cache: Option<&Names>) -> Result<Option<Problem>, Error> {
+    let Some(cache) = cache else {
+        return Ok(None);
+    };
+    let caches: Api<CacheServer> = Api::namespaced(ctx.client.clone(), &cache.namespace);
+    let found = caches.get_opt(&cache.instance).await.map_err(Error::Kube)?;
+    Ok(found.is_none().then(|| {
+        Problem::from(validate::Error::ReferenceNotFound {
+            kind: "CacheServer",
+            name: cache.instance.clone(),
+        })
+    }))
 }
 
 /// The VirtualWorkspace `spec.kcpVirtualWorkspace` names, if set and it exists.

@@ -58,37 +58,26 @@ pub fn server(config: &ServerConfig, revision: &str) -> Result<Vec<Child>, Error
     children.push(Child::Deployment(deployment::server_deployment(
         config, revision,
     )));
-    children.extend(
-        pdb::disruption_budget(
-            &config.owner,
-            config.names().workload(),
-            config.names().labels(),
-            config.replicas,
-        )
-        .map(Child::PodDisruptionBudget),
-    );
-    Ok(children)
+    Ok(with_disruption_budget(
+        children,
+        &config.owner,
+        config.replicas,
+    ))
 }
 
 /// Kubeconfig, path mapping, Service, Deployment and PodDisruptionBudget of a front-proxy.
 pub fn front_proxy(config: &FrontProxyConfig, revision: &str) -> Result<Vec<Child>, Error> {
-    let names = &config.owner.names;
-    let mut children = vec![
+    let children = vec![
         Child::Secret(kubeconfig_secret::front_proxy_kubeconfig(config)?),
         Child::ConfigMap(config_map::path_mapping_config_map(config)?),
         Child::Service(service::front_proxy_service(config)),
         Child::Deployment(deployment::front_proxy_deployment(config, revision)),
     ];
-    children.extend(
-        pdb::disruption_budget(
-            &config.owner,
-            names.workload(),
-            names.labels(),
-            config.replicas,
-        )
-        .map(Child::PodDisruptionBudget),
-    );
-    Ok(children)
+    Ok(with_disruption_budget(
+        children,
+        &config.owner,
+        config.replicas,
+    ))
 }
 
 /// Client kubeconfig, Service, Deployment and PodDisruptionBudget of a cache server.

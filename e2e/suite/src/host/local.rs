@@ -214,14 +214,8 @@ impl LocalHost {
     /// Resident memory of the operator process the agent runs (the chart's pod).
     pub fn operator_memory_mib(&self) -> Option<f64> {
         let mut total = None;
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(exe) = std::fs::read_link(entry.path().join("exe")) else {
-                continue;
-            };
-            if exe != self.operator_binary {
-                continue;
-            }
-            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+        for process in self.operator_processes() {
+            let status = std::fs::read_to_string(process.join("status")).ok()?;
             let kib: f64 = status
                 .lines()
                 .find_map(|l| l.strip_prefix("VmRSS:"))?
@@ -233,6 +227,40 @@ impl LocalHost {
             *total.get_or_insert(0.0) += kib / 1024.0;
         }
         total
+    }
+
+    /// The CPU time (user + system, seconds) the operator's processes have used so far.
+    pub fn operator_cpu_seconds(&self) -> Option<f64> {
+        let ticks_per_second: f64 = std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())?;
+        let mut total = None;
+        for process in self.operator_processes() {
+            let stat = std::fs::read_to_string(process.join("stat")).ok()?;
+            // After the command name in parentheses: state is field 3, utime 14, stime 15.
+            let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
+            let ticks: f64 =
+                fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+            *total.get_or_insert(0.0) += ticks / ticks_per_second;
+        }
+        total
+    }
+
+    /// `/proc/<pid>` of every process of the operator's binary.
+    fn operator_processes(&self) -> Vec<std::path::PathBuf> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|entry| {
+                std::fs::read_link(entry.path().join("exe"))
+                    .is_ok_and(|exe| exe == self.operator_binary)
+            })
+            .map(|entry| entry.path())
+            .collect()
     }
 
     pub fn diagnostics(&self) -> String {

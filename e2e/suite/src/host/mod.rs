@@ -6,8 +6,8 @@
 //!   get virtual IPs on the agent's bridge, so in-cluster URLs are reached by rewriting the host
 //!   name to that address (keeping it as the TLS server name).
 //! - [`remote`]: any cluster named by `E2E_KUBECONFIG` (e.g. kind with the archives of
-//!   `cargo xtask images` loaded, see `e2e/kind.sh`); in-cluster URLs are reached through
-//!   `kubectl port-forward`.
+//!   `cargo xtask images` loaded, see `e2e/kind.sh`); in-cluster URLs are reached through a local
+//!   stand-in per Service port that forwards to every ready pod ([`balancer`]).
 //!
 //! - `local-kubeconfig`: the local host, used the way the suite uses a real cluster (through its
 //!   kubeconfig, in-cluster URLs through `kubectl port-forward` served by the local host's pods/
@@ -16,6 +16,7 @@
 //!
 //! `E2E_HOST=local|kubeconfig|local-kubeconfig` chooses; `local` is the default.
 
+pub mod balancer;
 pub mod local;
 pub mod remote;
 pub mod rewrite;
@@ -164,6 +165,26 @@ impl Host {
     pub fn operator_memory_mib(&self) -> Option<f64> {
         match self {
             Host::Local(host) | Host::LocalAsRemote(host, _) => host.operator_memory_mib(),
+            Host::Remote(_) => None,
+        }
+    }
+
+    /// Connections to a Service sent again to another of its pods because the first closed them
+    /// before answering (the kubeconfig hosts' Service stand-ins; `None` on the local host, whose
+    /// Services are the agent's virtual IPs).
+    pub fn connections_failed_over(&self) -> Option<usize> {
+        match self {
+            Host::Local(_) => None,
+            Host::Remote(host) | Host::LocalAsRemote(_, host) => {
+                Some(host.connections_failed_over())
+            }
+        }
+    }
+
+    /// The CPU time (seconds) the operator has used so far, when the host lets the suite see it.
+    pub fn operator_cpu_seconds(&self) -> Option<f64> {
+        match self {
+            Host::Local(host) | Host::LocalAsRemote(host, _) => host.operator_cpu_seconds(),
             Host::Remote(_) => None,
         }
     }

@@ -1,17 +1,26 @@
 //! A real cluster named by `E2E_KUBECONFIG` (kind, or any other), with this repo's images already
-//! loaded (`e2e/kind.sh` does that). In-cluster service addresses are reached through
-//! `kubectl port-forward`, one per service port, stopped when the host is dropped.
+//! loaded (`e2e/kind.sh` does that). In-cluster service addresses are reached through a local
+//! stand-in for each Service port that follows its Endpoints and forwards to every ready pod
+//! ([`super::balancer`]); one pod alone through `kubectl port-forward pod/...`. All are stopped
+//! when the host is dropped.
 
-use std::io::{BufRead, BufReader};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::balancer::{ServiceForward, port_forward};
 use super::rewrite::{rewrite_servers, service_of};
-use crate::cluster::KUBECTL_VERSION;
 
 pub struct RemoteHost {
     kubeconfig: PathBuf,
+    /// Forwards to single pods.
     forwards: Vec<Child>,
+    /// A stand-in per Service port, by (namespace, service, port).
+    services: BTreeMap<(String, String, u16), ServiceForward>,
+    /// Connections a Service stand-in sent again to another pod (the first closed them unanswered).
+    failed_over: Arc<AtomicUsize>,
 }
 
 impl RemoteHost {
@@ -30,11 +39,19 @@ impl RemoteHost {
         Ok(RemoteHost {
             kubeconfig,
             forwards: Vec::new(),
+            services: BTreeMap::new(),
+            failed_over: Arc::default(),
         })
     }
 
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// Connections sent again to another pod of their Service because the first closed them
+    /// before answering (see [`super::balancer`]).
+    pub fn connections_failed_over(&self) -> usize {
+        self.failed_over.load(Ordering::SeqCst)
     }
 
     /// `kubeconfig` with its in-cluster servers made reachable from here.
@@ -48,7 +65,7 @@ impl RemoteHost {
         })
     }
 
-    /// `127.0.0.1:<port>` forwarded to `port` of Service `namespace/service`.
+    /// `127.0.0.1:<port>` standing for `port` of Service `namespace/service`.
     pub fn service_address(
         &mut self,
         namespace: &str,
@@ -63,45 +80,28 @@ impl RemoteHost {
 
     /// `127.0.0.1:<port>` forwarded to `port` of pod `namespace/pod` (that pod alone).
     pub fn pod_address(&mut self, namespace: &str, pod: &str, port: u16) -> Result<String, String> {
-        Ok(format!(
-            "127.0.0.1:{}",
-            self.forward_to(&format!("pod/{pod}"), namespace, port)?
-        ))
-    }
-
-    /// Starts `kubectl port-forward svc/<service> :<port>` and returns the local port.
-    fn forward(&mut self, service: &str, namespace: &str, port: u16) -> Result<u16, String> {
-        self.forward_to(&format!("svc/{service}"), namespace, port)
-    }
-
-    /// Starts `kubectl port-forward <target> :<port>` and returns the local port.
-    fn forward_to(&mut self, target: &str, namespace: &str, port: u16) -> Result<u16, String> {
-        let kubectl = std::env::var("KUBECTL")
-            .unwrap_or_else(|_| format!("/usr/lib/google-cloud-sdk/bin/kubectl.{KUBECTL_VERSION}"));
-        let mut child = Command::new(&kubectl)
-            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
-            .args(["-n", namespace, "port-forward", target, &format!(":{port}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting {kubectl} port-forward: {e}"))?;
-        let stdout = child.stdout.take().ok_or("port-forward without stdout")?;
-        let mut stdout = BufReader::new(stdout);
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .map_err(|e| format!("reading port-forward: {e}"))?;
-        // kubectl goes on writing (the IPv6 listener, "Handling connection for ..."): its output
-        // is drained for as long as it runs, or its next line would kill it with SIGPIPE.
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        let (child, local) =
+            port_forward(&self.kubeconfig, namespace, &format!("pod/{pod}"), port)?;
         self.forwards.push(child);
-        // "Forwarding from 127.0.0.1:41234 -> 6443"
-        line.split_whitespace()
-            .nth(2)
-            .and_then(|address| address.rsplit(':').next())
-            .and_then(|port| port.parse().ok())
-            .ok_or_else(|| format!("port-forward said {line:?}"))
+        Ok(format!("127.0.0.1:{local}"))
+    }
+
+    /// The local port standing for `port` of Service `namespace/service` (started once).
+    fn forward(&mut self, service: &str, namespace: &str, port: u16) -> Result<u16, String> {
+        let key = (namespace.to_owned(), service.to_owned(), port);
+        if let Some(forward) = self.services.get(&key) {
+            return Ok(forward.port());
+        }
+        let forward = ServiceForward::start(
+            &self.kubeconfig,
+            namespace,
+            service,
+            port,
+            self.failed_over.clone(),
+        )?;
+        let local = forward.port();
+        self.services.insert(key, forward);
+        Ok(local)
     }
 }
 

@@ -4,13 +4,14 @@
 //! peer and client certificates) exist, its Deployment points `--etcd-servers` at that etcd, and
 //! the cache server answers `/readyz` through its Service with the client certificate shards
 //! use. Deleted, everything the operator made for it is garbage-collected but the etcd volume,
-//! kept by design (`whenDeleted: Retain`), which the scenario then deletes itself.
+//! kept by design (`whenDeleted: Retain`), which the scenario then deletes itself. It needs only
+//! the operator: without scenario 2 it makes the `kcp` namespace itself and removes it at the end.
 
 use std::time::{Duration, Instant};
 
 use super::deletion::KINDS;
 use super::rootshard::{FIRST_VERSION, wait_kind_available};
-use super::{NAMESPACE, POLL, Suite};
+use super::{NAMESPACE, POLL, Suite, ensure_namespace};
 use crate::Outcome;
 use crate::cluster::{Cluster, eventually};
 
@@ -46,6 +47,8 @@ pub fn managed_etcd(suite: &mut Suite) -> Outcome {
     suite.narrator.step(&format!(
         "kubectl apply CacheServer {NAME} with managed etcd (1 member)"
     ));
+    // Its own namespace if scenario 2 did not run (`E2E_SCENARIOS=1,16`), removed at the end.
+    let made_namespace = ensure_namespace(&admin)?;
     let began = Instant::now();
     admin.apply(&manifest())?;
     wait_kind_available(&admin, "cacheserver", NAME, Duration::from_secs(120))?;
@@ -169,6 +172,9 @@ pub fn managed_etcd(suite: &mut Suite) -> Outcome {
         &claim,
         "--wait=false",
     ])?;
+    if made_namespace {
+        admin.run(&["delete", "namespace", NAMESPACE, "--wait=false"])?;
+    }
     Ok(())
 }
 

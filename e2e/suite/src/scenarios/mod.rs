@@ -11,6 +11,7 @@ mod kubeconfigs;
 pub mod olm;
 mod poller;
 mod proxy_rotation;
+mod resumed_watch;
 mod rootshard;
 mod rotation;
 mod scale;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+use crate::cluster::Cluster;
 use crate::host::Host;
 use crate::{Narrator, Outcome};
 
@@ -63,6 +65,11 @@ pub struct Figures {
     /// The operator's requests to its host cluster per minute, by verb, while the full
     /// deployment is idle (its `kcp_operator_api_requests_total` over a minute).
     pub operator_idle_requests: Option<Vec<(String, f64)>>,
+    /// The operator's CPU over the same idle minute, in percent of one core (the local host).
+    pub operator_idle_cpu_percent: Option<f64>,
+    /// Connections the kubeconfig host's Service stand-ins sent again to another pod because the
+    /// first closed them before answering (none of them had carried a request).
+    pub connections_failed_over: Option<usize>,
 }
 
 /// What the scenarios share: the host, where they write files, what earlier ones made.
@@ -116,6 +123,16 @@ pub fn deploy_full(suite: &mut Suite) -> Result<PathBuf, String> {
     )?;
     suite.proxy_kubeconfig = Some(kubeconfig.clone());
     Ok(kubeconfig)
+}
+
+/// Applies the deployment's namespace [`NAMESPACE`]; whether it did not exist before (then the
+/// scenario that made it removes it again).
+pub fn ensure_namespace(admin: &Cluster) -> Result<bool, String> {
+    let existed = admin.get(&["namespace", NAMESPACE])?.is_some();
+    admin.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n"
+    ))?;
+    Ok(!existed)
 }
 
 /// `http://<address>/`: the operator's status page as this machine reaches it.
@@ -229,3 +246,160 @@ pub fn all() -> Vec<Scenario> {
 
 /// How often waits look again.
 pub const POLL: Duration = Duration::from_millis(500);
+
+#[cfg(test)]
+mod tests {
+    //! `needs` checked against what each scenario's module names: a scenario that uses what an
+    //! earlier one makes (the `kcp` namespace, the RootShard, the Shard, ...) must need that one,
+    //! directly or through its own needs, or make it itself, or `E2E_SCENARIOS` with its needs
+    //! alone fails (scenario 16 once needed only 1 but ran in scenario 2's namespace). Read from
+    //! the sources, so it needs no host; what a module reaches only through another module's
+    //! helpers is not seen.
+
+    use std::collections::BTreeSet;
+
+    use super::all;
+
+    /// The module each scenario's body is in, by scenario number.
+    const SOURCES: &[(usize, &str)] = &[
+        (1, include_str!("chart.rs")),
+        (2, include_str!("rootshard.rs")),
+        (3, include_str!("upgrade.rs")),
+        (4, include_str!("scale.rs")),
+        (5, include_str!("rotation.rs")),
+        (6, include_str!("deletion.rs")),
+        (7, include_str!("bad_input.rs")),
+        (8, include_str!("full.rs")),
+        (9, include_str!("kubeconfigs.rs")),
+        (10, include_str!("shards.rs")),
+        (11, include_str!("shards.rs")),
+        (12, include_str!("status_page.rs")),
+        (13, include_str!("olm.rs")),
+        (14, include_str!("virtual_workspace.rs")),
+        (15, include_str!("proxy_rotation.rs")),
+        (16, include_str!("cache_etcd.rs")),
+    ];
+
+    /// What a module can name that a scenario makes: the name (a constant imported from this
+    /// module, or a field of `Suite`), the scenario that makes it, and the calls with which a
+    /// module makes it itself.
+    const MADE: &[(&str, usize, &[&str])] = &[
+        (
+            "NAMESPACE",
+            2,
+            &["ensure_namespace(", "rootshard::apply_and_use("],
+        ),
+        ("CACHE_SERVER", 2, &["rootshard::apply_and_use("]),
+        ("ROOT_SHARD", 2, &["rootshard::apply_and_use("]),
+        ("suite.kcp_kubeconfig", 2, &["rootshard::apply_and_use("]),
+        ("SHARD", 8, &[]),
+        ("FRONT_PROXY", 8, &[]),
+        ("PROXY_PORT", 8, &[]),
+        ("suite.proxy_kubeconfig", 8, &[]),
+        ("suite.placed", 8, &[]),
+        ("SECOND_SHARD", 10, &[]),
+    ];
+
+    /// Uses that need no prerequisite, with the reason.
+    const UNNEEDED: &[(usize, &str, &str)] = &[(
+        6,
+        "FRONT_PROXY",
+        "deleted with --ignore-not-found: scenario 6 also runs without 8",
+    )];
+
+    fn source_of(number: usize) -> &'static str {
+        SOURCES
+            .iter()
+            .find(|(n, _)| *n == number)
+            .map(|(_, source)| *source)
+            .unwrap_or_else(|| panic!("scenario {number} has no entry in SOURCES"))
+    }
+
+    /// The names a module imports from `super` (`use super::{A, B, ...};`).
+    fn imported_from_parent(source: &str) -> BTreeSet<&str> {
+        let mut names = BTreeSet::new();
+        for statement in source.split("use super::").skip(1) {
+            let statement = statement.split(';').next().unwrap_or_default();
+            names.extend(
+                statement
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|name| !name.is_empty()),
+            );
+        }
+        names
+    }
+
+    fn uses(source: &str, name: &str) -> bool {
+        if name.starts_with("suite.") {
+            source.contains(name)
+        } else {
+            imported_from_parent(source).contains(name)
+        }
+    }
+
+    /// `number` and every scenario it needs, directly or through others.
+    fn closure(number: usize) -> BTreeSet<usize> {
+        let scenarios = all();
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![number];
+        while let Some(n) = todo.pop() {
+            if seen.insert(n) {
+                let scenario = scenarios
+                    .iter()
+                    .find(|s| s.number() == n)
+                    .unwrap_or_else(|| panic!("scenario {n} is needed but does not exist"));
+                todo.extend(scenario.needs);
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn every_scenario_needs_what_it_uses() {
+        let mut wrong = Vec::new();
+        for scenario in all() {
+            let number = scenario.number();
+            let source = source_of(number);
+            let needed = closure(number);
+            for (name, maker, self_made_by) in MADE {
+                let excused = UNNEEDED.iter().any(|(n, u, _)| *n == number && u == name);
+                if uses(source, name)
+                    && !needed.contains(maker)
+                    && !self_made_by.iter().any(|call| source.contains(call))
+                    && !excused
+                {
+                    wrong.push(format!(
+                        "scenario {number} uses {name}, which scenario {maker} makes, but needs only {needed:?}"
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    #[test]
+    fn prerequisites_run_before_the_scenarios_that_need_them() {
+        let order: Vec<usize> = all().iter().map(|s| s.number()).collect();
+        for scenario in all() {
+            let at = order.iter().position(|n| *n == scenario.number());
+            for need in scenario.needs {
+                let before = order.iter().position(|n| n == need);
+                assert!(
+                    before < at && before.is_some(),
+                    "scenario {} needs {need}, which does not run before it",
+                    scenario.number()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_check_sees_a_missing_need() {
+        let source =
+            "use super::{NAMESPACE, POLL, Suite};\nfn f(suite: &mut Suite) { suite.placed.len(); }";
+        assert!(uses(source, "NAMESPACE"));
+        assert!(uses(source, "suite.placed"));
+        assert!(!uses(source, "SHARD"));
+        assert!(!closure(16).contains(&8));
+    }
+}

@@ -131,8 +131,8 @@ fn rotate(
         "pods rolled: revision {revision_before} -> {revision_after}"
     ));
     let secret = format!("{workload}-server");
-    // Asked again now that every pod is new: on a real cluster the address is a port-forward,
-    // which ends with the pod it was bound to.
+    // The Service's address (on the kubeconfig hosts a stand-in that follows its Endpoints, so
+    // it reaches the new pods as it reached the old).
     let address = suite
         .host
         .service_address(NAMESPACE, workload, PROXY_PORT)?;

@@ -9,7 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use super::{CACHE_SERVER, NAMESPACE, POLL, ROOT_SHARD, Suite};
+use super::{CACHE_SERVER, NAMESPACE, POLL, ROOT_SHARD, Suite, ensure_namespace};
 use crate::Outcome;
 use crate::cluster::{Cluster, eventually, is_true};
 
@@ -91,9 +91,7 @@ spec:
 pub fn deploy(suite: &mut Suite) -> Outcome {
     let admin = suite.host.admin();
     suite.narrator.step(&format!("namespace {NAMESPACE}"));
-    admin.apply(&format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n"
-    ))?;
+    ensure_namespace(&admin)?;
 
     suite.narrator.step(
         "kubectl apply CacheServer (embedded store) and RootShard (managed etcd, 1 member, cache.ref)",

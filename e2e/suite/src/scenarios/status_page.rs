@@ -4,7 +4,9 @@
 //! RootShard, Shard and FrontProxy with the phase its status reports, and the screenshot is
 //! kept as an artifact under the target directory (`<target>/<profile>/e2e-artifacts/`). Then
 //! the operator's requests to its cluster are counted over a minute of idleness (its
-//! `kcp_operator_api_requests_total` on the same port): a figure, issue 24's "no hot loop".
+//! `kcp_operator_api_requests_total` on the same port), and on the local host (where the suite
+//! sees the operator's process, as for its RSS) the CPU time it used over that minute: figures,
+//! issue 24's "no hot loop".
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -126,8 +128,13 @@ fn idle_requests(suite: &mut Suite) -> Result<Vec<(String, f64)>, String> {
     if before.is_empty() {
         return Err("the operator's /metrics has no kcp_operator_api_requests_total".into());
     }
+    let cpu_before = suite.host.operator_cpu_seconds();
     std::thread::sleep(IDLE_WINDOW);
     let after = api_requests(&http_get(&address, "/metrics")?);
+    if let (Some(before), Some(after)) = (cpu_before, suite.host.operator_cpu_seconds()) {
+        suite.figures.operator_idle_cpu_percent =
+            Some(100.0 * (after - before) / IDLE_WINDOW.as_secs_f64());
+    }
     let minutes = IDLE_WINDOW.as_secs_f64() / 60.0;
     Ok(after
         .iter()

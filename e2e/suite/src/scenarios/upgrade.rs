@@ -4,7 +4,9 @@
 //! `currentVersion` is recorded and must follow that order), while two clients keep reading
 //! every 100 ms: one the root shard's workspace of scenario 2 directly, one a workspace on the
 //! Shard through the FrontProxy. Every request is counted; none of either client's may fail, and
-//! the data is still there afterwards.
+//! the data is still there afterwards. A third client watches that workspace's ConfigMaps through
+//! the FrontProxy, resuming from its last resourceVersion whenever a watch ends, while a fourth
+//! creates one every second: the watch must see every one (`resumed_watch`).
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,7 @@ use super::full::{
     through_proxy,
 };
 use super::poller::{Poller, READ_CONFIG_MAPS};
+use super::resumed_watch::ResumedWatch;
 use super::rootshard::{
     WORKSPACE, cache_server_manifest, check_data, in_workspace, root_shard_manifest, wait_available,
 };
@@ -48,7 +51,11 @@ pub fn roll_out(suite: &mut Suite) -> Outcome {
         inside_path.clone(),
         &["get", "widgets", "-n", "default", "--request-timeout=10s"],
     );
-    let proxied = Poller::start(through_proxy_path, READ_CONFIG_MAPS);
+    let proxied = Poller::start(through_proxy_path.clone(), READ_CONFIG_MAPS);
+    suite.narrator.step(&format!(
+        "a client watches root:{on_shard}'s ConfigMaps through the FrontProxy, resuming from its last resourceVersion, while another creates one every second"
+    ));
+    let watch = ResumedWatch::start(through_proxy_path, &format!("root:{on_shard}"))?;
 
     suite.narrator.step(&format!(
         "image tag v0.1.0 -> {NEXT_VERSION} on the CacheServer, RootShard, Shard and FrontProxy at once"
@@ -87,6 +94,7 @@ pub fn roll_out(suite: &mut Suite) -> Outcome {
     let took = began.elapsed();
     let direct = direct.finish()?;
     let proxied = proxied.finish()?;
+    let watched = watch.finish();
     let (sent, failed) = (direct.sent, direct.failed());
     let (proxied_sent, proxied_failed) = (proxied.sent, proxied.failed());
     outcome?;
@@ -126,6 +134,13 @@ pub fn roll_out(suite: &mut Suite) -> Outcome {
     if !image.ends_with(&format!(":{NEXT_VERSION}")) {
         return Err(format!("the Deployment runs {image}, not {NEXT_VERSION}"));
     }
+    let (written, watched) = watched?;
+    suite.narrator.step(&format!(
+        "the watch through the FrontProxy saw all {} ConfigMaps created during the upgrade ({} watches, {} of them ended by a broken connection and resumed)",
+        written.len(),
+        watched.watches,
+        watched.broken
+    ));
     check_data(&Cluster::new(&inside_path))?;
     check_workspace(&proxy_kubeconfig, &on_shard, SHARD, suite.dir.path())?;
     suite.narrator.step("data of scenarios 2 and 8 intact");
