@@ -112,6 +112,16 @@ pub enum Etcd {
     Embedded,
 }
 
+impl Etcd {
+    /// The endpoints of an external etcd; none for a managed or embedded one.
+    pub fn external_endpoints(&self) -> &[String] {
+        match self {
+            Etcd::External { endpoints, .. } => endpoints,
+            Etcd::Managed(_) | Etcd::Embedded => &[],
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ManagedEtcd {
     pub replicas: i32,

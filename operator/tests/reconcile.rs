@@ -1207,10 +1207,26 @@ async fn statuses_show_endpoints_and_the_shards() {
         proxy["shards"],
         json!([{"name": "root", "url": root_url}, {"name": "s", "url": shard_url}])
     );
+    // The scene's etcd (`http://e:2379`) answers no TCP connect while the Deployment is not
+    // rolled out: the component status next to the list says so.
     assert_eq!(
         status(ROOT_PATH)["phase"],
-        "Provisioning",
+        "Degraded",
         "the component status is kept next to the list"
+    );
+    let conditions = status(ROOT_PATH)["conditions"].clone();
+    let available = conditions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Available")
+        .expect("an Available condition");
+    assert_eq!(available["reason"], "EtcdUnreachable", "{conditions}");
+    assert!(
+        available["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("http://e:2379")),
+        "{conditions}"
     );
 
     scene.host.objects.lock().expect("lock").remove(SHARD_PATH);

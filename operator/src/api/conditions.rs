@@ -24,3 +24,6 @@ pub const UPGRADING: &str = "Upgrading";
 pub const UPGRADE_BLOCKED: &str = "UpgradeBlocked";
 /// Reason of `Progressing=False` when the component's own rollout gave up.
 pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+/// Reason of `Available=False` and `Degraded=True` while a rollout waits and no endpoint of the
+/// component's external etcd accepts connections from the operator.
+pub const ETCD_UNREACHABLE: &str = "EtcdUnreachable";

@@ -59,6 +59,7 @@ pub async fn reconcile(cache: Arc<CacheServer>, ctx: Arc<Context>) -> Result<Act
             upgrade: Decision::Proceed,
             warnings: config.warnings.clone(),
             etcd: managed,
+            external_etcd: config.etcd.external_endpoints(),
             endpoints: Endpoints {
                 internal: config.owner.names.service_url(),
                 external: None,

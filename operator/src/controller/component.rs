@@ -15,8 +15,8 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource};
 
 use crate::api::common::{ComponentStatus, Endpoints};
-use crate::api::conditions::REFERENCES_VALID;
-use crate::etcd::{self, ClusterState, Observed, Step, members::Members};
+use crate::api::conditions::{DEGRADED, ETCD_UNREACHABLE, REFERENCES_VALID};
+use crate::etcd::{self, ClusterState, Observed, Step, members::Members, reachability};
 use crate::naming::Certificate;
 use crate::pki::IssueReason;
 use crate::pki::catalog::CertificateSpec;
@@ -30,8 +30,8 @@ use crate::validate::{ManagedEtcd, Owner};
 
 use super::apply::{AppliedChildren, apply_children};
 use super::certificates::{self, Certificates};
-use super::status::{self, Observation, Problem};
-use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE, Watched};
+use super::status::{self, Observation, Problem, Rollout};
+use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE, MISSING_REFERENCE_REQUEUE, Watched};
 
 /// A Secret that concatenates CA certificates (`tls.crt` of each source, in order).
 #[derive(Clone, Debug)]
@@ -54,6 +54,8 @@ pub struct Workload<'a> {
     pub warnings: Vec<String>,
     /// A managed etcd to run (its certificates are part of `certificates`).
     pub etcd: Option<&'a ManagedEtcd>,
+    /// The endpoints of an external etcd, probed while the rollout is incomplete.
+    pub external_etcd: &'a [String],
     /// Where the component is reached, for its status.
     pub endpoints: Endpoints,
     /// Renders the children for a pod revision.
@@ -118,26 +120,72 @@ where
     let applied = apply_children(client, &objects).await?;
     publish_changes(ctx, object, &applied, &certs).await;
 
+    let rollout = applied.deployment.as_ref().map(status::rollout);
+    let etcd_unreachable = match rollout {
+        Some(Rollout::InProgress { .. }) => {
+            let targets = reachability::targets(workload.external_etcd);
+            reachability::probe(&targets, reachability::PROBE_TIMEOUT)
+                .await
+                .err()
+        }
+        _ => None,
+    };
+    if let Some(message) = &etcd_unreachable {
+        publish_etcd_unreachable(ctx, object, previous, message).await;
+    }
     let observation = Observation {
         generation: object.meta().generation,
         references: Ok(()),
-        rollout: applied.deployment.as_ref().map(status::rollout),
+        rollout,
         upgrade: workload.upgrade,
         warnings: workload.warnings,
         target_version: workload.version,
         endpoints: Some(workload.endpoints),
+        etcd_unreachable,
     };
     let held = observation.upgrade != Decision::Proceed;
+    let waits_for_etcd = observation.etcd_unreachable.is_some();
     let next = status::component_status(previous, observation, now);
     status::write(client, object, previous, &next).await?;
     let action = requeue_for_renewal(certs.next_renewal, now);
     // Earlier stages are not all watched (a shard's root's cache server), so a held upgrade
-    // looks again soon.
+    // looks again soon; an etcd is not watched at all, so its recovery is looked for as often
+    // as a missing reference.
     Ok(if held {
         Action::requeue(HELD_REQUEUE)
+    } else if waits_for_etcd {
+        Action::requeue(MISSING_REFERENCE_REQUEUE)
     } else {
         action
     })
+}
+
+/// One Warning event when the etcd becomes unreachable or the reason changes, not one per
+/// reconcile: the stored `Degraded` condition already says the same.
+async fn publish_etcd_unreachable<K: Watched>(
+    ctx: &Context,
+    object: &K,
+    previous: &ComponentStatus,
+    message: &str,
+) {
+    let known = previous
+        .conditions
+        .iter()
+        .any(|c| c.type_ == DEGRADED && c.reason == ETCD_UNREACHABLE && c.message == message);
+    if known {
+        return;
+    }
+    ctx.publish(
+        object,
+        Event {
+            type_: EventType::Warning,
+            reason: ETCD_UNREACHABLE.into(),
+            note: Some(message.to_owned()),
+            action: "Probe".into(),
+            secondary: None,
+        },
+    )
+    .await;
 }
 
 /// Reconcile again when the first kept certificate becomes due, at the latest after an hour.
@@ -446,6 +494,7 @@ where
         // Kept from the last rendering: a status merge patch cannot drop a field by leaving
         // it out, so dropping it here would be a write on every reconcile.
         endpoints: previous.endpoints.clone(),
+        etcd_unreachable: None,
     };
     let next = status::component_status(previous, observation, Timestamp::now());
     let again = if problem_reason == "ReferenceNotFound" {

@@ -82,6 +82,7 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
             upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: None,
+            external_etcd: &[],
             endpoints,
             render: &render,
         },

@@ -207,6 +207,7 @@ where
             upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: managed,
+            external_etcd: config.etcd.external_endpoints(),
             endpoints,
             render: &render,
         },

@@ -12,8 +12,8 @@ use serde_json::json;
 
 use crate::api::common::{ComponentStatus, Endpoints, Phase};
 use crate::api::conditions::{
-    AVAILABLE, DEGRADED, IGNORED_FIELDS, PROGRESSING, REFERENCES_VALID, ROLLOUT_FAILED,
-    UPGRADE_BLOCKED, UPGRADING,
+    AVAILABLE, DEGRADED, ETCD_UNREACHABLE, IGNORED_FIELDS, PROGRESSING, REFERENCES_VALID,
+    ROLLOUT_FAILED, UPGRADE_BLOCKED, UPGRADING,
 };
 use crate::upgrade::Decision;
 
@@ -155,6 +155,8 @@ pub struct Observation {
     pub target_version: String,
     /// Where the component is reached (`None` before the spec was first rendered).
     pub endpoints: Option<Endpoints>,
+    /// Why no endpoint of the external etcd answers, when it was probed and none did.
+    pub etcd_unreachable: Option<String>,
 }
 
 /// The status for `observation`, starting from the stored `previous` one.
@@ -171,6 +173,7 @@ pub fn component_status(
         warnings,
         target_version,
         endpoints,
+        etcd_unreachable,
     } = observation;
     let upgrading = previous
         .current_version
@@ -209,12 +212,20 @@ pub fn component_status(
             Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
         ),
         (Ok(()), Some(Rollout::InProgress { ready, desired })) => (
-            Wanted::new(
-                AVAILABLE,
-                false,
-                "ReplicasUnavailable",
-                format!("{ready} of {desired} replicas ready"),
-            ),
+            match &etcd_unreachable {
+                Some(message) => Wanted::new(
+                    AVAILABLE,
+                    false,
+                    ETCD_UNREACHABLE,
+                    format!("{ready} of {desired} replicas ready; {message}"),
+                ),
+                None => Wanted::new(
+                    AVAILABLE,
+                    false,
+                    "ReplicasUnavailable",
+                    format!("{ready} of {desired} replicas ready"),
+                ),
+            },
             if upgrading {
                 Wanted::new(
                     PROGRESSING,
@@ -230,7 +241,10 @@ pub fn component_status(
                     format!("{ready} of {desired} replicas ready"),
                 )
             },
-            Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
+            match &etcd_unreachable {
+                Some(message) => Wanted::new(DEGRADED, true, ETCD_UNREACHABLE, message.clone()),
+                None => Wanted::new(DEGRADED, false, "AsExpected", "no problems"),
+            },
         ),
         (Ok(()), Some(Rollout::Failed(message))) => (
             Wanted::new(AVAILABLE, false, ROLLOUT_FAILED, message.clone()),
@@ -327,4 +341,86 @@ async fn patch<K: Watched>(
         .await
         .map_err(Error::Kube)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observation(rollout: Rollout, etcd_unreachable: Option<&str>) -> Observation {
+        Observation {
+            generation: Some(1),
+            references: Ok(()),
+            rollout: Some(rollout),
+            upgrade: Decision::Proceed,
+            warnings: Vec::new(),
+            target_version: "v1".into(),
+            endpoints: None,
+            etcd_unreachable: etcd_unreachable.map(String::from),
+        }
+    }
+
+    fn condition<'a>(status: &'a ComponentStatus, type_: &str) -> &'a Condition {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .expect("condition present")
+    }
+
+    #[test]
+    fn an_unreachable_etcd_names_itself_and_clears_on_its_own() {
+        let now = Timestamp::UNIX_EPOCH;
+        let message = "no etcd endpoint accepts connections from the operator: \
+                       https://etcd:2379: connection refused";
+        let waiting = Rollout::InProgress {
+            ready: 0,
+            desired: 1,
+        };
+        let stuck = component_status(
+            &ComponentStatus::default(),
+            observation(waiting.clone(), Some(message)),
+            now,
+        );
+        assert_eq!(stuck.phase, Some(Phase::Degraded));
+        let available = condition(&stuck, AVAILABLE);
+        assert_eq!(
+            (available.status.as_str(), available.reason.as_str()),
+            ("False", ETCD_UNREACHABLE)
+        );
+        assert!(available.message.contains("https://etcd:2379"));
+        assert!(available.message.contains("0 of 1 replicas ready"));
+        let degraded = condition(&stuck, DEGRADED);
+        assert_eq!(
+            (degraded.status.as_str(), degraded.reason.as_str()),
+            ("True", ETCD_UNREACHABLE)
+        );
+        assert_eq!(degraded.message, message);
+
+        // The etcd answers again: the rollout is only in progress, nothing is degraded.
+        let recovering = component_status(&stuck, observation(waiting.clone(), None), now);
+        assert_eq!(recovering.phase, Some(Phase::Provisioning));
+        assert_eq!(
+            condition(&recovering, AVAILABLE).reason,
+            "ReplicasUnavailable"
+        );
+        assert_eq!(condition(&recovering, DEGRADED).status, "False");
+
+        let done = component_status(&recovering, observation(Rollout::Complete, None), now);
+        assert_eq!(done.phase, Some(Phase::Running));
+        assert_eq!(condition(&done, AVAILABLE).status, "True");
+    }
+
+    #[test]
+    fn a_failed_rollout_outranks_an_unreachable_etcd() {
+        let status = component_status(
+            &ComponentStatus::default(),
+            observation(
+                Rollout::Failed("deadline exceeded".into()),
+                Some("etcd down"),
+            ),
+            Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(condition(&status, DEGRADED).reason, ROLLOUT_FAILED);
+    }
 }

@@ -66,6 +66,7 @@ pub async fn reconcile(vw: Arc<VirtualWorkspace>, ctx: Arc<Context>) -> Result<A
             upgrade: decision,
             warnings: config.warnings.clone(),
             etcd: None,
+            external_etcd: &[],
             endpoints: Endpoints {
                 internal: config.owner.names.service_url(),
                 external: Some(config.external_url()),

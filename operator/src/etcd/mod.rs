@@ -3,6 +3,7 @@
 
 pub mod members;
 pub mod objects;
+pub mod reachability;
 pub mod scaling;
 
 pub use scaling::{ClusterState, Member, Observed, Plan, Step, WaitReason, plan};
