@@ -1,7 +1,8 @@
 //! Scenario 7: custom resources that cannot work say why (a condition with a reason, a Warning
 //! event) and recover by themselves once the user fixes them: a RootShard references a CA Secret
 //! that does not exist yet, another names etcd endpoints that are not URLs, a Shard references a
-//! RootShard that does not exist, a FrontProxy maps a path the front-proxy would refuse.
+//! RootShard that does not exist, a FrontProxy maps a path the front-proxy would refuse, a
+//! CacheServer names an etcd endpoint nothing listens on.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,6 +45,26 @@ spec:
 }
 
 const MANAGED_ETCD: &str = "{managed: {replicas: 1, storage: {size: 1Gi}}}";
+
+/// An etcd endpoint nothing listens on, wherever the operator runs (port 1 of its loopback).
+const DEAD_ETCD: &str = "http://127.0.0.1:1";
+
+/// A CacheServer with one replica and `etcd` as the line of its spec (none: the embedded store).
+fn cache_server(name: &str, etcd: &str) -> String {
+    format!(
+        r#"apiVersion: operator.kcp.io/v1alpha1
+kind: CacheServer
+metadata:
+  name: {name}
+  namespace: {NAMESPACE}
+spec:
+  replicas: 1
+  image:
+    tag: {FIRST_VERSION}
+  {etcd}
+"#
+    )
+}
 
 /// The Secret holding the CA the suite brings (`tls.crt`, `tls.key`): `bad-ca`'s `caSecretRef`.
 const EXTERNAL_CA: &str = "bad-ca-root";
@@ -136,6 +157,26 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
 
     suite
         .narrator
+        .step("CacheServer dead-etcd: its etcd endpoint has nothing listening");
+    admin.apply(&cache_server(
+        "dead-etcd",
+        &format!("etcd: {{endpoints: [\"{DEAD_ETCD}\"]}}"),
+    ))?;
+    reported(
+        suite,
+        &admin,
+        ("cacheserver", "dead-etcd"),
+        "EtcdUnreachable",
+        DEAD_ETCD,
+    )?;
+    suite
+        .narrator
+        .step("fixed: the embedded store instead; the CacheServer recovers");
+    admin.apply(&cache_server("dead-etcd", ""))?;
+    recovered(suite, &admin, ("cacheserver", "dead-etcd"))?;
+
+    suite
+        .narrator
         .step("Shard orphan: rootShard.ref names a RootShard that does not exist");
     admin.apply(&shard_manifest_of(
         NAMESPACE,
@@ -189,7 +230,7 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
         "operator.kcp.io/force-delete=true",
     ])?;
     // Shards and FrontProxies first: their RootShard must still be there to deregister from.
-    for kind in [SHARD_KIND, "frontproxy", "rootshard"] {
+    for kind in [SHARD_KIND, "frontproxy", "rootshard", "cacheserver"] {
         admin.run(&[
             "delete",
             kind,
