@@ -359,6 +359,8 @@ pub struct ServerConfig {
     pub virtual_workspace_url: Option<String>,
     pub spec: CommonShardSpec,
     pub warnings: Vec<String>,
+    /// Why a Shard's own `cache.ref` is not its RootShard's cache (`None`: the same, or a root).
+    pub cache_mismatch: Option<String>,
 }
 
 impl ServerConfig {
@@ -406,7 +408,29 @@ pub fn root_shard(root: &RootShard) -> Result<ServerConfig, Error> {
         root: facts,
         owner,
         warnings,
+        cache_mismatch: None,
     })
+}
+
+/// Upstream kcp expects every shard to replicate into the cache its root shard uses: what a
+/// shard writes to another cache (APIExports, workspace types, RBAC for them) the other shards
+/// never see. It works for the shard itself, so it is reported, not refused.
+fn cache_mismatch(cache: &Option<Names>, root: &RootShardFacts) -> Option<String> {
+    if cache == &root.cache {
+        return None;
+    }
+    let own = cache
+        .as_ref()
+        .map_or("none", |names| names.instance.as_str());
+    let roots = root.cache.as_ref().map_or_else(
+        || "its embedded cache".to_owned(),
+        |names| format!("CacheServer {}", names.instance),
+    );
+    Some(format!(
+        "cache.ref names CacheServer {own} but RootShard {} uses {roots}: what this shard \
+         replicates (APIExports, workspace types, their RBAC) is invisible to the other shards",
+        root.names.instance
+    ))
 }
 
 /// `root` is `None` when the referenced RootShard does not exist.
@@ -432,6 +456,7 @@ pub fn shard(shard: &Shard, root: Option<&RootShard>) -> Result<ServerConfig, Er
         )),
         None => facts.cache.clone(),
     };
+    let cache_mismatch = cache_mismatch(&cache, &facts);
     let client_ca_bundles = facts
         .client_ca_bundle
         .iter()
@@ -454,6 +479,7 @@ pub fn shard(shard: &Shard, root: Option<&RootShard>) -> Result<ServerConfig, Er
         spec: spec.clone(),
         root: facts,
         warnings: cert_manager_warnings(&spec.certificate_templates),
+        cache_mismatch,
         owner,
     })
 }
@@ -687,8 +713,53 @@ fn cert_manager_warnings(templates: &CertificateTemplateMap) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_path_mappings, is_endpoint_url};
-    use crate::api::PathMappingEntry;
+    use super::{check_path_mappings, is_endpoint_url, shard};
+    use crate::api::{PathMappingEntry, RootShard, Shard};
+
+    fn parse<T: serde::de::DeserializeOwned>(yaml: &str) -> T {
+        yaml_serde::from_str(yaml).expect("test CR parses")
+    }
+
+    fn root_with(cache: &str) -> RootShard {
+        parse(&format!(
+            "apiVersion: operator.kcp.io/v1alpha1\nkind: RootShard\n\
+             metadata: {{name: root, namespace: kcp, uid: u1}}\n\
+             spec: {{external: {{hostname: kcp.example.com, port: 6443}}, \
+             etcd: {{endpoints: [\"http://etcd:2379\"]}}{cache}}}\n"
+        ))
+    }
+
+    fn shard_with(cache: &str) -> Shard {
+        parse(&format!(
+            "apiVersion: operator.kcp.io/v1alpha1\nkind: Shard\n\
+             metadata: {{name: beta, namespace: kcp, uid: u2}}\n\
+             spec: {{rootShard: {{ref: {{name: root}}}}, \
+             etcd: {{endpoints: [\"http://etcd:2379\"]}}{cache}}}\n"
+        ))
+    }
+
+    #[test]
+    fn a_shard_with_another_cache_than_its_root_shard_is_told_so() {
+        let to = |name: &str| format!(", cache: {{ref: {{name: {name}}}}}");
+        let mismatch = |root: &str, own: &str| {
+            shard(&shard_with(own), Some(&root_with(root)))
+                .expect("valid shard")
+                .cache_mismatch
+        };
+        assert_eq!(mismatch("", ""), None, "both embedded: the root's");
+        assert_eq!(mismatch(&to("c"), ""), None, "inherited");
+        assert_eq!(mismatch(&to("c"), &to("c")), None, "named the same");
+        let other = mismatch(&to("c"), &to("d")).expect("another CacheServer");
+        assert!(
+            other.contains("CacheServer d") && other.contains("uses CacheServer c"),
+            "{other}"
+        );
+        let beside_embedded = mismatch("", &to("d")).expect("root shard without cache.ref");
+        assert!(
+            beside_embedded.contains("its embedded cache"),
+            "{beside_embedded}"
+        );
+    }
 
     fn mapping(path: &str, backend: &str, key: &str) -> PathMappingEntry {
         PathMappingEntry {

@@ -1181,6 +1181,13 @@ async fn statuses_show_endpoints_and_the_shards() {
         status(ROOT_PATH)
     );
     assert_eq!(status(SHARD_PATH)["endpoints"]["internal"], shard_url);
+    let shard_conditions = status(SHARD_PATH)["conditions"].clone();
+    assert!(
+        shard_conditions.as_array().into_iter().flatten().any(|c| {
+            c["type"] == "CacheShared" && c["status"] == "True" && c["reason"] == "SameAsRootShard"
+        }),
+        "a Shard without cache.ref shares its root shard's cache: {shard_conditions}"
+    );
     assert_eq!(
         status(SHARD_PATH)["endpoints"]["external"],
         status(ROOT_PATH)["endpoints"]["external"],

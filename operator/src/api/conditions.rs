@@ -15,6 +15,8 @@ pub const DEGRADED: &str = "Degraded";
 pub const REFERENCES_VALID: &str = "ReferencesValid";
 /// A deleted object's finalizer waits (a Shard that still holds logical clusters).
 pub const DELETING: &str = "Deleting";
+/// A Shard replicates into the cache its RootShard uses (upstream requires it; only Shards carry it).
+pub const CACHE_SHARED: &str = "CacheShared";
 /// Fields accepted for compatibility that this operator ignores (cert-manager settings).
 pub const IGNORED_FIELDS: &str = "IgnoredFields";
 

@@ -60,6 +60,7 @@ pub async fn reconcile(cache: Arc<CacheServer>, ctx: Arc<Context>) -> Result<Act
             warnings: config.warnings.clone(),
             etcd: managed,
             external_etcd: config.etcd.external_endpoints(),
+            advisories: Vec::new(),
             endpoints: Endpoints {
                 internal: config.owner.names.service_url(),
                 external: None,

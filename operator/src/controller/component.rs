@@ -30,7 +30,7 @@ use crate::validate::{ManagedEtcd, Owner};
 
 use super::apply::{AppliedChildren, apply_children};
 use super::certificates::{self, Certificates};
-use super::status::{self, Observation, Problem, Rollout};
+use super::status::{self, Observation, Problem, Rollout, Wanted};
 use super::{Context, Error, HELD_REQUEUE, MAX_REQUEUE, MISSING_REFERENCE_REQUEUE, Watched};
 
 /// A Secret that concatenates CA certificates (`tls.crt` of each source, in order).
@@ -56,6 +56,8 @@ pub struct Workload<'a> {
     pub etcd: Option<&'a ManagedEtcd>,
     /// The endpoints of an external etcd, probed while the rollout is incomplete.
     pub external_etcd: &'a [String],
+    /// Conditions of this kind only; each that is False is also a Warning event when new.
+    pub advisories: Vec<Wanted>,
     /// Where the component is reached, for its status.
     pub endpoints: Endpoints,
     /// Renders the children for a pod revision.
@@ -131,7 +133,18 @@ where
         _ => None,
     };
     if let Some(message) = &etcd_unreachable {
-        publish_etcd_unreachable(ctx, object, previous, message).await;
+        publish_new_warning(ctx, object, previous, DEGRADED, ETCD_UNREACHABLE, message).await;
+    }
+    for advisory in workload.advisories.iter().filter(|a| !a.status) {
+        publish_new_warning(
+            ctx,
+            object,
+            previous,
+            advisory.type_,
+            &advisory.reason,
+            &advisory.message,
+        )
+        .await;
     }
     let observation = Observation {
         generation: object.meta().generation,
@@ -142,6 +155,7 @@ where
         target_version: workload.version,
         endpoints: Some(workload.endpoints),
         etcd_unreachable,
+        advisories: workload.advisories,
     };
     let held = observation.upgrade != Decision::Proceed;
     let waits_for_etcd = observation.etcd_unreachable.is_some();
@@ -160,18 +174,20 @@ where
     })
 }
 
-/// One Warning event when the etcd becomes unreachable or the reason changes, not one per
-/// reconcile: the stored `Degraded` condition already says the same.
-async fn publish_etcd_unreachable<K: Watched>(
+/// A Warning event for a problem the condition `type_` reports with `reason`, once when it
+/// appears or its message changes, not on every reconcile: the stored condition already says it.
+async fn publish_new_warning<K: Watched>(
     ctx: &Context,
     object: &K,
     previous: &ComponentStatus,
+    type_: &str,
+    reason: &str,
     message: &str,
 ) {
     let known = previous
         .conditions
         .iter()
-        .any(|c| c.type_ == DEGRADED && c.reason == ETCD_UNREACHABLE && c.message == message);
+        .any(|c| c.type_ == type_ && c.reason == reason && c.message == message);
     if known {
         return;
     }
@@ -179,9 +195,9 @@ async fn publish_etcd_unreachable<K: Watched>(
         object,
         Event {
             type_: EventType::Warning,
-            reason: ETCD_UNREACHABLE.into(),
+            reason: reason.into(),
             note: Some(message.to_owned()),
-            action: "Probe".into(),
+            action: "Observe".into(),
             secondary: None,
         },
     )
@@ -495,6 +511,7 @@ where
         // it out, so dropping it here would be a write on every reconcile.
         endpoints: previous.endpoints.clone(),
         etcd_unreachable: None,
+        advisories: Vec::new(),
     };
     let next = status::component_status(previous, observation, Timestamp::now());
     let again = if problem_reason == "ReferenceNotFound" {

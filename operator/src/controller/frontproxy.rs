@@ -83,6 +83,7 @@ pub async fn reconcile(proxy: Arc<FrontProxy>, ctx: Arc<Context>) -> Result<Acti
             warnings: config.warnings.clone(),
             etcd: None,
             external_etcd: &[],
+            advisories: Vec::new(),
             endpoints,
             render: &render,
         },

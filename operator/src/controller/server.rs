@@ -7,6 +7,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use crate::api::common::Endpoints;
+use crate::api::conditions::CACHE_SHARED;
 use crate::api::{CacheServer, CommonShardSpec, RootShard, Shard, VirtualWorkspace};
 use crate::naming::{Certificate, Names, SHARD_FINALIZER};
 use crate::pki::catalog::{self, CertificateSpec};
@@ -15,7 +16,7 @@ use crate::upgrade::Stage;
 use crate::validate::{self, Etcd, Image, ServerConfig, ServerRole};
 
 use super::component::{self, Bundle, Workload};
-use super::status::Problem;
+use super::status::{Problem, Wanted};
 use super::upgrade::{self, Earlier};
 use super::{Context, Error, Watched, deregister, finalizer, shard_list};
 
@@ -208,6 +209,7 @@ where
             warnings: config.warnings.clone(),
             etcd: managed,
             external_etcd: config.etcd.external_endpoints(),
+            advisories: advisories(config),
             endpoints,
             render: &render,
         },
@@ -223,4 +225,26 @@ pub async fn reconcile_shard(shard: Arc<Shard>, ctx: Arc<Context>) -> Result<Act
     }
     finalizer::add(&ctx.client, &*shard, SHARD_FINALIZER).await?;
     apply_shard(&shard, &ctx).await
+}
+
+/// A Shard's `CacheShared` condition: False while its own `cache.ref` is not its RootShard's
+/// cache (it works, but what it replicates the other shards never see); a RootShard has none.
+fn advisories(config: &ServerConfig) -> Vec<Wanted> {
+    match (&config.role, &config.cache_mismatch) {
+        (ServerRole::Root, _) => Vec::new(),
+        (ServerRole::Shard, Some(mismatch)) => {
+            vec![Wanted::new(
+                CACHE_SHARED,
+                false,
+                "CacheDiffers",
+                mismatch.clone(),
+            )]
+        }
+        (ServerRole::Shard, None) => vec![Wanted::new(
+            CACHE_SHARED,
+            true,
+            "SameAsRootShard",
+            "the shard replicates into its root shard's cache",
+        )],
+    }
 }

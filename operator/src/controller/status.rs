@@ -157,6 +157,8 @@ pub struct Observation {
     pub endpoints: Option<Endpoints>,
     /// Why no endpoint of the external etcd answers, when it was probed and none did.
     pub etcd_unreachable: Option<String>,
+    /// Conditions of one kind only (a Shard's `CacheShared`); they leave the phase alone.
+    pub advisories: Vec<Wanted>,
 }
 
 /// The status for `observation`, starting from the stored `previous` one.
@@ -174,6 +176,7 @@ pub fn component_status(
         target_version,
         endpoints,
         etcd_unreachable,
+        advisories,
     } = observation;
     let upgrading = previous
         .current_version
@@ -277,6 +280,7 @@ pub fn component_status(
     let is_available = available.status;
     let is_degraded = degraded.status;
     wanted.extend([available, progressing, degraded]);
+    wanted.extend(advisories);
     if !warnings.is_empty() {
         wanted.push(Wanted::new(
             IGNORED_FIELDS,
@@ -357,6 +361,7 @@ mod tests {
             target_version: "v1".into(),
             endpoints: None,
             etcd_unreachable: etcd_unreachable.map(String::from),
+            advisories: Vec::new(),
         }
     }
 

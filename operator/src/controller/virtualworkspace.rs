@@ -67,6 +67,7 @@ pub async fn reconcile(vw: Arc<VirtualWorkspace>, ctx: Arc<Context>) -> Result<A
             warnings: config.warnings.clone(),
             etcd: None,
             external_etcd: &[],
+            advisories: Vec::new(),
             endpoints: Endpoints {
                 internal: config.owner.names.service_url(),
                 external: Some(config.external_url()),
