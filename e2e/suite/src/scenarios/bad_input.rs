@@ -49,21 +49,19 @@ const MANAGED_ETCD: &str = "{managed: {replicas: 1, storage: {size: 1Gi}}}";
 /// An etcd endpoint nothing listens on, wherever the operator runs (port 1 of its loopback).
 const DEAD_ETCD: &str = "http://127.0.0.1:1";
 
-/// A CacheServer with one replica and `etcd` as the line of its spec (none: the embedded store).
-fn cache_server(name: &str, etcd: &str) -> String {
-    format!(
-        r#"apiVersion: operator.kcp.io/v1alpha1
-kind: CacheServer
-metadata:
-  name: {name}
-  namespace: {NAMESPACE}
-spec:
-  replicas: 1
-  image:
-    tag: {FIRST_VERSION}
-  {etcd}
-"#
-    )
+/// A CacheServer with one replica and `etcd` as its `spec.etcd` (none: the embedded store), as
+/// JSON.
+fn cache_server(name: &str, etcd: Option<Value>) -> String {
+    let mut spec = serde_json::json!({"replicas": 1, "image": {"tag": FIRST_VERSION}});
+    if let Some(etcd) = etcd {
+        spec["etcd"] = etcd;
+    }
+    serde_json::json!({
+        "apiVersion": "operator.kcp.io/v1alpha1", "kind": "CacheServer",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec
+    })
+    .to_string()
 }
 
 /// The Secret holding the CA the suite brings (`tls.crt`, `tls.key`): `bad-ca`'s `caSecretRef`.
@@ -160,7 +158,7 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
         .step("CacheServer dead-etcd: its etcd endpoint has nothing listening");
     admin.apply(&cache_server(
         "dead-etcd",
-        &format!("etcd: {{endpoints: [\"{DEAD_ETCD}\"]}}"),
+        Some(serde_json::json!({"endpoints": [DEAD_ETCD]})),
     ))?;
     reported(
         suite,
@@ -172,7 +170,7 @@ pub fn report_and_recover(suite: &mut Suite) -> Outcome {
     suite
         .narrator
         .step("fixed: the embedded store instead; the CacheServer recovers");
-    admin.apply(&cache_server("dead-etcd", ""))?;
+    admin.apply(&cache_server("dead-etcd", None))?;
     recovered(suite, &admin, ("cacheserver", "dead-etcd"))?;
 
     suite
