@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use http::uri::{Scheme, Uri};
 use tokio::net::TcpStream;
 
 /// How long one endpoint gets to accept a connection.
@@ -29,34 +30,23 @@ pub struct Target {
 }
 
 /// The host and port of every `http(s)://host[:port][/]` endpoint (validated by the spec's
-/// validation); anything else is left out.
+/// validation, parsed as a URI by `http`); anything else, a path included, is left out.
 pub fn targets(endpoints: &[String]) -> Vec<Target> {
     endpoints
         .iter()
         .filter_map(|endpoint| {
-            let rest = endpoint
-                .strip_prefix("https://")
-                .or_else(|| endpoint.strip_prefix("http://"))?;
-            let rest = rest.strip_suffix('/').unwrap_or(rest);
-            let (host, port) = match rest.strip_prefix('[') {
-                Some(bracketed) => {
-                    let (host, after) = bracketed.split_once(']')?;
-                    let port = match after.strip_prefix(':') {
-                        Some(port) => port.parse().ok()?,
-                        None if after.is_empty() => DEFAULT_CLIENT_PORT,
-                        None => return None,
-                    };
-                    (host, port)
-                }
-                None => match rest.split_once(':') {
-                    Some((host, port)) => (host, port.parse().ok()?),
-                    None => (rest, DEFAULT_CLIENT_PORT),
-                },
-            };
-            (!host.is_empty()).then(|| Target {
+            let uri: Uri = endpoint.parse().ok()?;
+            let plain = uri.scheme() == Some(&Scheme::HTTP) || uri.scheme() == Some(&Scheme::HTTPS);
+            let bare = uri.path() == "/" && uri.query().is_none();
+            let host = uri.host()?;
+            let host = host
+                .strip_prefix('[')
+                .and_then(|inner| inner.strip_suffix(']'))
+                .unwrap_or(host);
+            (plain && bare && !host.is_empty()).then(|| Target {
                 endpoint: endpoint.clone(),
                 host: host.to_owned(),
-                port,
+                port: uri.port_u16().unwrap_or(DEFAULT_CLIENT_PORT),
             })
         })
         .collect()
@@ -109,6 +99,8 @@ mod tests {
             "https://[::1]:2380",
             "https://[::1]",
             "not a url",
+            "https://etcd:2379/prefix",
+            "unix:///run/etcd.sock",
         ]
         .map(String::from)
         .to_vec();
