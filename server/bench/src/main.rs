@@ -4,7 +4,8 @@
 //! every time, so a change can be compared with the last recorded run:
 //!
 //! - `load`: drive a running server (from a kubeconfig) through ConfigMap create, get, list, update
-//!   and watch phases at a fixed open-loop rate, and report latency percentiles per phase.
+//!   and watch phases at a fixed open-loop rate, and report latency percentiles per phase (and,
+//!   with `--server-pid`, that process's CPU per request).
 //! - `run`: start a server itself (embedded store or etcd), report its startup time and memory
 //!   idle and after the same load.
 //! - `startup`: start a server N times, report start-to-`/readyz` time and idle memory.
@@ -98,6 +99,10 @@ enum Command {
         /// Context to use (default: the current context).
         #[arg(long)]
         context: Option<String>,
+        /// A process whose utime+stime per request each phase reports (the server, or a proxy
+        /// in front of it such as another front-proxy measured the same way as ours).
+        #[arg(long)]
+        server_pid: Option<u32>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -279,10 +284,11 @@ async fn run(cli: Cli) -> Result<String, BenchError> {
         Command::Load {
             kubeconfig,
             context,
+            server_pid,
             load,
         } => {
             let target = Target::from_file(&kubeconfig, context.as_deref())?;
-            let (_, report) = load_target(target, load, None, || Ok(())).await?;
+            let (_, report) = load_target(target, load, server_pid, || Ok(())).await?;
             Ok(report::render(&report, output)?)
         }
         Command::Run { server, load } => {

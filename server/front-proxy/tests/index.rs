@@ -102,9 +102,20 @@ async fn the_index_follows_workspaces_across_shards() {
         .await;
     let on_root = scheduled(&root, "root", "on-root").await;
     let on_1 = scheduled(&root, "root", "on-1").await;
-    // Nested across shards: its parent is on shard-1, it is on root.
-    shard_1
-        .create(&workspaces("root:on-1"), &pinned("back", "root"))
+    // Nested across shards: its parent is on shard-1, it is on root. Root's view of `on-1` is
+    // past scheduling before shard-1's own logical cluster may be Ready, and shard-1 refuses
+    // workspaces in it until then (403): create once shard-1 accepts.
+    PATIENCE
+        .eventually("root:on-1:back created at shard-1", || async {
+            let answer = shard_1
+                .post(&workspaces("root:on-1"), &pinned("back", "root"))
+                .await;
+            if answer.status == 201 {
+                Ok(())
+            } else {
+                Err(answer.text())
+            }
+        })
         .await;
     let back = scheduled(&shard_1, "root:on-1", "back").await;
 
