@@ -539,3 +539,72 @@ async fn a_workspace_follows_its_logical_cluster_once_the_index_has_the_change()
     index.set_logical_cluster(&target, Some(ready));
     wait_phase(&store, "late", "Ready").await;
 }
+
+/// A non-root shard (`holds_root: false`) bootstraps no `root` (no LogicalCluster, no built-in
+/// WorkspaceTypes, no namespaces) but its `system:admin` policy, as upstream's shards; the root
+/// shard's bootstrap creates both.
+#[tokio::test]
+async fn only_the_root_shard_bootstraps_root() {
+    let root = LogicalClusterName::root();
+    let logical_clusters =
+        |store: &RestStore| builtin(store, "core.kcp.io", "v1alpha1", "logicalclusters");
+    let types = |store: &RestStore| builtin(store, "tenancy.kcp.io", "v1alpha1", "workspacetypes");
+    let namespaces = |store: &RestStore| builtin(store, "", "v1", "namespaces");
+    let roles =
+        |store: &RestStore| builtin(store, "rbac.authorization.k8s.io", "v1", "clusterroles");
+    let system_admin = cluster("system:admin");
+
+    let other = store().await;
+    let options = kcp_tenancy::bootstrap::Options {
+        holds_root: false,
+        ..Default::default()
+    };
+    kcp_controllers::bootstrap::before_serving(&other, &TenancyIndex::default(), &options)
+        .await
+        .unwrap();
+    absent(
+        &other,
+        &logical_clusters(&other),
+        at(&root, None),
+        "cluster",
+    )
+    .await
+    .unwrap();
+    absent(&other, &types(&other), at(&root, None), "universal")
+        .await
+        .unwrap();
+    absent(&other, &namespaces(&other), at(&root, None), "default")
+        .await
+        .unwrap();
+    get(
+        &other,
+        &roles(&other),
+        at(&system_admin, None),
+        "cluster-admin",
+    )
+    .await
+    .unwrap();
+
+    let holder = store().await;
+    kcp_controllers::bootstrap::before_serving(
+        &holder,
+        &TenancyIndex::default(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    get(
+        &holder,
+        &logical_clusters(&holder),
+        at(&root, None),
+        "cluster",
+    )
+    .await
+    .unwrap();
+    get(&holder, &types(&holder), at(&root, None), "universal")
+        .await
+        .unwrap();
+    get(&holder, &namespaces(&holder), at(&root, None), "default")
+        .await
+        .unwrap();
+}
