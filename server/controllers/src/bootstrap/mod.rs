@@ -28,7 +28,7 @@ const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate
 
 /// Everything that must exist or be known before the first request, in order: root and its
 /// namespaces (root shard only), the bootstrap RBAC policy, root's tenancy objects (root shard
-/// only), the tenancy index, and the CRDs and APIBindings stored by earlier runs (served at once,
+/// only; the others remove those an earlier release bootstrapped there), the tenancy index, and the CRDs and APIBindings stored by earlier runs (served at once,
 /// not after the controllers' first pass).
 pub async fn before_serving(
     store: &RestStore,
@@ -41,6 +41,8 @@ pub async fn before_serving(
     ensure_bootstrap_policy(store).await?;
     if options.holds_root {
         tenancy::ensure_root(store, options).await?;
+    } else {
+        tenancy::forget_root(store).await?;
     }
     let [logical_clusters, workspace_types] = TenancyIndex::types(store)?;
     tenancy_index

@@ -542,69 +542,64 @@ async fn a_workspace_follows_its_logical_cluster_once_the_index_has_the_change()
 
 /// A non-root shard (`holds_root: false`) bootstraps no `root` (no LogicalCluster, no built-in
 /// WorkspaceTypes, no namespaces) but its `system:admin` policy, as upstream's shards; the root
-/// shard's bootstrap creates both.
+/// shard's bootstrap creates both. A store bootstrapped as a root shard and then started as a
+/// non-root shard (an upgrade from a release where every shard held a root) loses root's
+/// tenancy objects (its namespaces stay).
 #[tokio::test]
 async fn only_the_root_shard_bootstraps_root() {
     let root = LogicalClusterName::root();
-    let logical_clusters =
-        |store: &RestStore| builtin(store, "core.kcp.io", "v1alpha1", "logicalclusters");
-    let types = |store: &RestStore| builtin(store, "tenancy.kcp.io", "v1alpha1", "workspacetypes");
-    let namespaces = |store: &RestStore| builtin(store, "", "v1", "namespaces");
-    let roles =
-        |store: &RestStore| builtin(store, "rbac.authorization.k8s.io", "v1", "clusterroles");
     let system_admin = cluster("system:admin");
-
-    let other = store().await;
-    let options = kcp_tenancy::bootstrap::Options {
-        holds_root: false,
-        ..Default::default()
-    };
-    kcp_controllers::bootstrap::before_serving(&other, &TenancyIndex::default(), &options)
-        .await
-        .unwrap();
-    absent(
-        &other,
-        &logical_clusters(&other),
-        at(&root, None),
-        "cluster",
-    )
-    .await
-    .unwrap();
-    absent(&other, &types(&other), at(&root, None), "universal")
-        .await
-        .unwrap();
-    absent(&other, &namespaces(&other), at(&root, None), "default")
-        .await
-        .unwrap();
-    get(
-        &other,
-        &roles(&other),
-        at(&system_admin, None),
-        "cluster-admin",
-    )
-    .await
-    .unwrap();
-
-    let holder = store().await;
-    kcp_controllers::bootstrap::before_serving(
-        &holder,
-        &TenancyIndex::default(),
-        &Default::default(),
-    )
-    .await
-    .unwrap();
-    get(
-        &holder,
-        &logical_clusters(&holder),
-        at(&root, None),
-        "cluster",
-    )
-    .await
-    .unwrap();
-    get(&holder, &types(&holder), at(&root, None), "universal")
-        .await
-        .unwrap();
-    get(&holder, &namespaces(&holder), at(&root, None), "default")
-        .await
-        .unwrap();
+    let store = store().await;
+    for (holds_root, namespaces) in [(false, false), (true, true), (false, true)] {
+        let options = kcp_tenancy::bootstrap::Options {
+            holds_root,
+            ..Default::default()
+        };
+        kcp_controllers::bootstrap::before_serving(&store, &TenancyIndex::default(), &options)
+            .await
+            .unwrap();
+        let policy = builtin(&store, "rbac.authorization.k8s.io", "v1", "clusterroles");
+        get(&store, &policy, at(&system_admin, None), "cluster-admin")
+            .await
+            .unwrap();
+        for (group, version, plural, name, expected) in [
+            (
+                "core.kcp.io",
+                "v1alpha1",
+                "logicalclusters",
+                "cluster",
+                holds_root,
+            ),
+            (
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "workspacetypes",
+                "universal",
+                holds_root,
+            ),
+            (
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "workspacetypes",
+                "team",
+                holds_root,
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterrolebindings",
+                kcp_tenancy::bootstrap::WORKSPACE_TYPE_USE_BINDING,
+                holds_root,
+            ),
+            ("", "v1", "namespaces", "default", namespaces),
+        ] {
+            let rt = builtin(&store, group, version, plural);
+            let found = get(&store, &rt, at(&root, None), name).await;
+            assert_eq!(
+                found.is_ok(),
+                expected,
+                "holds_root {holds_root}: {plural}/{name}: {found:?}"
+            );
+        }
+    }
 }
