@@ -3,7 +3,7 @@
 //! Order matters for users: the admin kubeconfig is written only once the port is bound (so it names
 //! the real port, also with `--secure-port=0`), the root logical cluster exists (on the root shard;
 //! a non-root shard holds none and first waits until it has read root's types back from the cache,
-//! see [`crate::root_copies`]) and the shard's `Shard` object is registered, so a script that
+//! see `root_copies.rs`) and the shard's `Shard` object is registered, so a script that
 //! waits for the file can use it at once. A shard
 //! whose name another live process holds stops before serving (see `shard_registration`). The
 //! cache server's side of the shard (the root shard's in-process cache, replication into the
