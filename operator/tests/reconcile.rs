@@ -666,7 +666,7 @@ impl Scene {
     }
 }
 
-/// kcp's registration of shard `s`, holding `logical_clusters` (its own root included).
+/// kcp's registration of shard `s`, holding `logical_clusters` (a non-root shard holds no root).
 fn registration(logical_clusters: u64) -> Value {
     json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "Shard",
            "metadata": {"name": "s"},
@@ -689,8 +689,8 @@ async fn a_deleted_shard_is_deregistered_from_its_root_shard_before_it_goes() {
     assert_eq!(body["metadata"]["resourceVersion"], "7");
 
     let operator = put_root_shard(&scene.host);
-    // Only its own root: nothing to wait for.
-    scene.kcp.api.put(KCP_SHARD, registration(1));
+    // No workspaces: nothing to wait for.
+    scene.kcp.api.put(KCP_SHARD, registration(0));
     scene.delete_shard();
     scene.reconcile().await.expect("deregisters");
     assert_eq!(
@@ -730,8 +730,8 @@ async fn a_shard_that_holds_workspaces_waits_with_a_condition_naming_the_count()
     shard["status"] = json!({"conditions": [condition("Available", "True", "ReplicasUp")]});
     scene.host.put(SHARD_PATH, shard);
     put_root_shard(&scene.host);
-    // Its own root and two workspaces.
-    scene.kcp.api.put(KCP_SHARD, registration(3));
+    // Two workspaces.
+    scene.kcp.api.put(KCP_SHARD, registration(2));
     scene.delete_shard();
     scene.reconcile().await.expect("waits");
     assert_eq!(scene.kcp.api.take_log(), [format!("GET {KCP_SHARD}")]);
@@ -761,7 +761,7 @@ async fn a_shard_that_holds_workspaces_waits_with_a_condition_naming_the_count()
     );
 
     // One workspace deleted: the count follows.
-    scene.kcp.api.put(KCP_SHARD, registration(2));
+    scene.kcp.api.put(KCP_SHARD, registration(1));
     scene.reconcile().await.expect("still waits");
     let message = deleting_condition(&scene)["message"].clone();
     assert!(
@@ -774,7 +774,7 @@ async fn a_shard_that_holds_workspaces_waits_with_a_condition_naming_the_count()
 
     // The last one deleted: deregistered, released.
     scene.kcp.api.take_log();
-    scene.kcp.api.put(KCP_SHARD, registration(1));
+    scene.kcp.api.put(KCP_SHARD, registration(0));
     scene.reconcile().await.expect("deregisters");
     assert_eq!(
         scene.kcp.api.take_log(),
@@ -797,7 +797,7 @@ async fn force_delete_deregisters_a_shard_that_holds_workspaces_at_once() {
     shard["metadata"]["finalizers"] = json!(["operator.kcp.io/cleanup-shard"]);
     scene.host.put(SHARD_PATH, shard);
     put_root_shard(&scene.host);
-    scene.kcp.api.put(KCP_SHARD, registration(3));
+    scene.kcp.api.put(KCP_SHARD, registration(2));
     scene.delete_shard();
     force_delete(&scene);
     scene.reconcile().await.expect("deregisters");

@@ -5,8 +5,8 @@
 //!
 //! Upstream kcp-operator has no answer for the workspaces such a shard still holds (they are
 //! orphaned silently). Here the finalizer waits while the registration's `status.capacity`
-//! (this project's server reports it) counts logical clusters beyond the shard's own `root`
-//! (every shard bootstraps one), with a `Deleting` condition naming the count, and deregisters
+//! (this project's server reports it) counts logical clusters (a shard other than the root shard
+//! holds no `root`, as upstream's, so every one counted is a workspace's), with a `Deleting` condition naming the count, and deregisters
 //! once they are gone. A root shard that cannot be reached is retried with the usual backoff,
 //! without a limit. The annotation `operator.kcp.io/force-delete: "true"` ends the wait: the
 //! shard is deregistered whatever it holds, and a root shard that cannot be reached is then
@@ -46,7 +46,7 @@ enum Outcome {
     Deregistered,
     NotRegistered,
     RootShardGone,
-    /// Still registered with this many logical clusters besides its own root: not deleted.
+    /// Still registered with this many logical clusters: not deleted.
     Holds(u64),
 }
 
@@ -69,14 +69,13 @@ fn forced(shard: &Shard) -> bool {
         .is_some_and(|value| value == "true")
 }
 
-/// The logical clusters a registration's `status.capacity` counts besides the shard's own
-/// `root`; `None` when it reports no capacity (a server that does not count them).
+/// The logical clusters a registration's `status.capacity` counts; `None` when it reports no
+/// capacity (a server that does not count them).
 fn held(registration: &Value) -> Option<u64> {
     let count = &registration["status"]["capacity"]["logicalClusters"];
-    let count = count
+    count
         .as_u64()
-        .or_else(|| count.as_str().and_then(|text| text.parse().ok()))?;
-    Some(count.saturating_sub(1))
+        .or_else(|| count.as_str().and_then(|text| text.parse().ok()))
 }
 
 /// Deregisters a deleted Shard and removes its finalizer, or waits while it holds workspaces.

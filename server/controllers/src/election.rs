@@ -2,7 +2,7 @@
 //! operator runs two by default); requests go to all of them, but two copies of every controller
 //! would do every piece of work twice and race each other. With `--enable-leader-election` the
 //! replicas compete for a coordination.k8s.io Lease (`--leader-election-namespace`/`-name` in the
-//! root logical cluster), as kube-controller-manager does: the holder renews it every retry
+//! `system:admin` logical cluster, which every shard has, as upstream's), as kube-controller-manager does: the holder renews it every retry
 //! period and runs the controllers; a holder that cannot renew within the renew deadline stops
 //! them, and another replica takes the Lease once it has not been renewed for its duration.
 //!
@@ -16,6 +16,7 @@ use kcp_apimachinery::{ApiError, time};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use kcp_rbac::bootstrap::BOOTSTRAP_CLUSTER;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::ResourceType;
 use kcp_registry::store::{Location, RestStore};
@@ -138,6 +139,13 @@ async fn sleep_or_shutdown(period: Duration, shutdown: &CancellationToken) {
     }
 }
 
+/// Where the Lease lives: `system:admin` (upstream's `--leader-election-namespace` is a
+/// "namespace in system:admin workspace"; `root` exists on the root shard only).
+fn lease_cluster() -> Result<LogicalClusterName, ApiError> {
+    LogicalClusterName::parse(BOOTSTRAP_CLUSTER)
+        .ok_or_else(|| ApiError::internal_error("invalid bootstrap cluster name"))
+}
+
 struct Lease<'a> {
     store: &'a RestStore,
     rt: &'a ResourceType,
@@ -147,9 +155,9 @@ struct Lease<'a> {
 impl Lease<'_> {
     /// Takes or renews the Lease; `false` while another replica holds it.
     async fn try_hold(&self) -> Result<bool, ApiError> {
-        let root = LogicalClusterName::root();
+        let cluster = lease_cluster()?;
         let at = Location {
-            cluster: &root,
+            cluster: &cluster,
             namespace: Some(&self.election.namespace),
         };
         let now = time::now_micro_rfc3339();
@@ -203,9 +211,9 @@ impl Lease<'_> {
 impl Lease<'_> {
     /// Gives the Lease up, if it is still ours.
     async fn release(&self) -> Result<(), ApiError> {
-        let root = LogicalClusterName::root();
+        let cluster = lease_cluster()?;
         let at = Location {
-            cluster: &root,
+            cluster: &cluster,
             namespace: Some(&self.election.namespace),
         };
         let identity = self.election.identity.as_str();

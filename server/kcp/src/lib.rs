@@ -14,6 +14,7 @@ pub mod memory;
 pub mod options;
 pub mod pki;
 mod private_file;
+mod root_copies;
 mod root_shard;
 mod shard_client;
 pub mod sharded;

@@ -1,8 +1,10 @@
 //! `kcp start`: bring a shard up from validated options and serve until SIGTERM/SIGINT.
 //!
 //! Order matters for users: the admin kubeconfig is written only once the port is bound (so it names
-//! the real port, also with `--secure-port=0`), the root logical cluster exists and the shard's
-//! `Shard` object is registered, so a script that waits for the file can use it at once. A shard
+//! the real port, also with `--secure-port=0`), the root logical cluster exists (on the root shard;
+//! a non-root shard holds none and first waits until it has read root's types back from the cache,
+//! see `root_copies.rs`) and the shard's `Shard` object is registered, so a script that
+//! waits for the file can use it at once. A shard
 //! whose name another live process holds stops before serving (see `shard_registration`). The
 //! cache server's side of the shard (the root shard's in-process cache, replication into the
 //! cache) is in [`crate::cache`]. The shard publishes how it authenticates clients
@@ -18,7 +20,7 @@ use kcp_controllers::shard_directory::{ShardDirectory, Shards};
 use kcp_controllers::shard_registration::{LocalShards, Registrar, RegistrationError};
 use kcp_controllers::{ControllerMode, CrossShard, Election, Registration, Sharding};
 use kcp_pod_streaming::KubeletConnector;
-use kcp_tenancy::shard::Urls;
+use kcp_tenancy::shard::{ROOT_SHARD_NAME, Urls};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -31,6 +33,7 @@ use crate::memory;
 use crate::options::ValidatedOptions;
 use crate::options::batteries::Battery;
 use crate::pki::{self, PkiError};
+use crate::root_copies;
 use crate::root_shard::RootShards;
 use crate::shard_client::ShardClientError;
 use crate::virtual_workspaces;
@@ -87,16 +90,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
     let authentication = authentication::build(&options, &material)?;
     let storage = kcp_storage::open(&storage_config).await?;
 
-    let stop_background = CancellationToken::new();
-    let trimmer = tokio::spawn(memory::trim_periodically(
-        memory::TRIM_INTERVAL,
-        stop_background.clone(),
-    ));
-    let compactor = kcp_storage::compactor::spawn(
-        storage.clone(),
-        options.etcd_compaction_interval,
-        stop_background.clone(),
-    );
+    let background = Background::start(&options, &storage);
 
     let in_process_cache = cache::in_process(&options, &storage);
     let config = ServerConfig {
@@ -117,6 +111,7 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         authorization_webhook: options.authorization_webhook.clone(),
         root_ca_pem: material.root_ca_pem.clone(),
         tenancy: kcp_tenancy::bootstrap::Options {
+            holds_root: options.shard_name == ROOT_SHARD_NAME,
             workspace_types_battery: options.batteries.contains(Battery::WorkspaceTypes),
             ..kcp_tenancy::bootstrap::Options::default()
         },
@@ -155,13 +150,30 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         &registration.urls.virtual_workspace,
         &server.stopping(),
     )?;
+    // Installed before the wait below, so that a shard told to stop while it waits stops cleanly.
+    let mut signals = Box::pin(shutdown_signal().map_err(StartError::Signals)?);
+    if options.shard_name != ROOT_SHARD_NAME {
+        tokio::select! {
+            () = root_copies::wait(&context.tenancy) => {}
+            () = &mut signals => {
+                server.stopping().cancel();
+                for task in cache_links.tasks {
+                    let _ = task.await;
+                }
+                background.stop().await;
+                storage.close().await.map_err(StartError::Close)?;
+                info!("stopped before serving");
+                return Ok(());
+            }
+        }
+    }
     // The root shard keeps its Shard in its own store, the others in the root shard's; the
     // list of shards the scheduler places over comes from the root shard's store there, and
     // from the copies the root shard replicated into the cache elsewhere.
     let (heartbeat, directory): (_, std::sync::Arc<dyn ShardDirectory>) = match &options
         .root_shard_kubeconfig_file
     {
-        Some(path) if options.shard_name != "root" => {
+        Some(path) if options.shard_name != ROOT_SHARD_NAME => {
             let root = RootShards::from_kubeconfig(path, &options.shard_name)?;
             let registrar = Registrar::new(root, context.tenancy.clone(), registration.clone());
             registrar.register().await?;
@@ -205,23 +217,54 @@ pub async fn run(options: ValidatedOptions) -> Result<(), StartError> {
         )?;
     }
     info!(address = %SocketAddr::new(options.bind_address, port), "serving");
-    let signals = shutdown_signal().map_err(StartError::Signals)?;
     let result = server.run(signals).await;
     let _ = controllers.await;
     let _ = heartbeat.await;
     for task in cache_links.tasks {
         let _ = task.await;
     }
-    stop_background.cancel();
-    let _ = trimmer.await;
-    if let Some(compactor) = compactor {
-        let _ = compactor.await;
-    }
+    background.stop().await;
     let closed = storage.close().await;
     result?;
     closed.map_err(StartError::Close)?;
     info!("shutdown complete");
     Ok(())
+}
+
+/// The shard's housekeeping besides serving: returning memory to the system and compacting the
+/// store, until [`Background::stop`].
+struct Background {
+    stop: CancellationToken,
+    trimmer: tokio::task::JoinHandle<()>,
+    compactor: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Background {
+    fn start(options: &ValidatedOptions, storage: &Arc<dyn kcp_storage::Storage>) -> Background {
+        let stop = CancellationToken::new();
+        let trimmer = tokio::spawn(memory::trim_periodically(
+            memory::TRIM_INTERVAL,
+            stop.clone(),
+        ));
+        let compactor = kcp_storage::compactor::spawn(
+            storage.clone(),
+            options.etcd_compaction_interval,
+            stop.clone(),
+        );
+        Background {
+            stop,
+            trimmer,
+            compactor,
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.trimmer.await;
+        if let Some(compactor) = self.compactor {
+            let _ = compactor.await;
+        }
+    }
 }
 
 /// Publishes how this shard authenticates clients for the servers that delegate to it

@@ -540,7 +540,13 @@ async fn a_shard_replicates_into_a_standalone_cache_server_and_resyncs_after_its
             &workspace_type("stale", "gold"),
         )
         .await;
-    let root = KcpProcess::start(binary(), "cache-replication-ring", &[]).await;
+    let cache_kubeconfig = format!("--cache-kubeconfig={}", cache.kubeconfig().display());
+    let root = KcpProcess::start(
+        binary(),
+        "cache-replication-ring",
+        std::slice::from_ref(&cache_kubeconfig),
+    )
+    .await;
     let root_kubeconfig = root.kubeconfig().display().to_string();
     let shard_1 = KcpProcess::start(
         binary(),
@@ -548,19 +554,29 @@ async fn a_shard_replicates_into_a_standalone_cache_server_and_resyncs_after_its
         &[
             "--shard-name=shard-1".to_owned(),
             format!("--root-shard-kubeconfig-file={root_kubeconfig}"),
-            format!("--cache-kubeconfig={}", cache.kubeconfig().display()),
+            cache_kubeconfig,
         ],
     )
     .await;
-    // The shard's own types (bootstrap gives every shard some), and nothing else, in the cache.
+    // The shard holds no root (nor root's types); the types of its own logical clusters, and
+    // nothing else, reach the cache.
+    let in_shard_1 = Caller::admin(&shard_1);
+    for name in ["one", "two"] {
+        in_shard_1
+            .create(
+                "/clusters/own-types/apis/tenancy.kcp.io/v1alpha1/workspacetypes",
+                &workspace_type(name, "gold"),
+            )
+            .await;
+    }
     let own = names(
-        &Caller::admin(&shard_1)
+        &in_shard_1
             .get("/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspacetypes")
             .await
             .json(),
     );
-    assert!(!own.is_empty());
     let own: Vec<&str> = own.iter().map(String::as_str).collect();
+    assert_eq!(own, ["one", "two"]);
     let shard_types = collection("shard-1", "*");
     wait_for_names(&admin, &shard_types, &own).await;
 
@@ -576,7 +592,11 @@ async fn a_shard_replicates_into_a_standalone_cache_server_and_resyncs_after_its
         .await;
     wait_for_names(&admin, &shard_types, &own).await;
     let deleted = admin
-        .delete(&format!("{}/{}", collection("shard-1", "root"), own[0]))
+        .delete(&format!(
+            "{}/{}",
+            collection("shard-1", "own-types"),
+            own[0]
+        ))
         .await;
     assert_eq!(deleted.status, 200, "{}", deleted.text());
     wait_for_names(&admin, &shard_types, &own).await;
@@ -587,21 +607,11 @@ async fn create_root_type(root: &Caller, name: &str) {
     root.create(ROOT_TYPES, &workspace_type(name, "gold")).await;
 }
 
-/// Waits until `shard` admits a workspace of type `root:<name>` in its root (placed on itself,
-/// as it has no `--logical-cluster-admin-kubeconfig`): it has read the type back from the cache.
-async fn wait_usable(shard: &Caller, name: &str) {
-    let body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
-        "metadata": {"name": format!("of-{name}")},
-        "spec": {"type": {"name": name, "path": "root"}}});
-    let path = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
-    PATIENCE
-        .wait_created(&format!("root:{name} usable"), shard, path, &body)
-        .await;
-}
-
-/// A cache server that is down when the shards start: they start anyway and say so in their
-/// logs; once it is up they replicate into it and read back from it, and the same after it
-/// goes away mid-run and returns (a type created in root while it was down reaches shard-1).
+/// A cache server that is down when the shards start: the root shard starts anyway and says so
+/// in its log; a non-root shard, which holds no `root`, waits for root's types from the cache
+/// before it serves (as upstream's waits for its cache informers), saying so. Once the cache
+/// is up the root shard replicates into it and shard-1 serves; after the cache goes away
+/// mid-run and returns, a type created in root meanwhile reaches it, and shard-1 keeps serving.
 #[tokio::test(flavor = "multi_thread")]
 async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() {
     let port = kcp_testing::free_port();
@@ -620,7 +630,7 @@ async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() 
     )
     .await;
     let root_kubeconfig = root.kubeconfig().display().to_string();
-    let shard_1 = KcpProcess::start(
+    let starting = KcpProcess::spawn(
         binary(),
         "cache-unreachable-shard-1",
         &[
@@ -628,33 +638,49 @@ async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() 
             format!("--root-shard-kubeconfig-file={root_kubeconfig}"),
             cache_kubeconfig,
         ],
-    )
-    .await;
+    );
     PATIENCE
-        .eventually("shard-1 says the cache is unreachable", || async {
-            let log = shard_1.log();
+        .eventually("shard-1 waits for root's types from the cache", || async {
+            let log = starting.log();
             match log.contains("reading back from the cache starts over")
                 && log.contains("the cache server: ")
+                && log.contains("waiting for the root shard's WorkspaceTypes from the cache server")
             {
                 true => Ok(()),
-                false => Err(shard_1.log_tail()),
+                false => Err(starting.log_tail()),
             }
         })
         .await;
-    let (in_root, in_shard_1) = (Caller::admin(&root), Caller::admin(&shard_1));
+    assert!(!starting.wrote_kubeconfig(), "{}", starting.log_tail());
+    let in_root = Caller::admin(&root);
     create_root_type(&in_root, "early").await;
 
     cache.start_again().await;
-    wait_usable(&in_shard_1, "early").await;
+    let shard_1 = starting.ready().await;
+    assert!(
+        shard_1
+            .log()
+            .contains("read the root shard's WorkspaceTypes from the cache server"),
+        "{}",
+        shard_1.log_tail()
+    );
     let in_cache = Caller::admin(&cache);
-    let root_copies = names(&in_cache.get(TYPES_IN_CACHE).await.json());
-    assert!(root_copies.contains(&"early".to_owned()), "{root_copies:?}");
+    wait_for_some(
+        &in_cache,
+        TYPES_IN_CACHE,
+        &["root", "universal", "early"],
+        &[],
+    )
+    .await;
 
     // Away mid-run, back on the same store: nothing lost, and what changed meanwhile arrives.
     cache.kill();
     create_root_type(&in_root, "meanwhile").await;
     cache.start_again().await;
-    wait_usable(&in_shard_1, "meanwhile").await;
+    let in_cache = Caller::admin(&cache);
+    wait_for_some(&in_cache, TYPES_IN_CACHE, &["early", "meanwhile"], &[]).await;
+    let ready = shard_1.get("/readyz").await;
+    assert_eq!(ready.status, 200, "{}", ready.text());
 }
 
 fn rbac_in_cache(resource: &str) -> String {

@@ -343,7 +343,8 @@ async fn workspaces_are_placed_on_both_shards_and_reached_through_their_own() {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
     let pki = SharedPki::generate();
-    // Each shard holds its own root logical cluster and room for one workspace.
+    // Room for one workspace on each shard: the root shard also holds root, shard-1 holds no
+    // root (only the root shard does).
     let root = pki
         .start(
             "cross-shard-full-root",
@@ -355,10 +356,10 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
             "cross-shard-full-1",
             "shard-1",
             &root,
-            &["--max-logical-clusters=2"],
+            &["--max-logical-clusters=1"],
         )
         .await;
-    wait_capacity(&root, "shard-1", 1).await;
+    wait_capacity(&root, "shard-1", 0).await;
     create_workspace(&root, "first", None).await;
     wait_ready(&root, "first").await;
     create_workspace(&root, "second", None).await;
@@ -373,7 +374,7 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
     });
     assert_ne!(shards[0], shards[1], "{first}\n{second}");
     wait_capacity(&root, "root", 2).await;
-    wait_capacity(&root, "shard-1", 2).await;
+    wait_capacity(&root, "shard-1", 1).await;
 
     create_workspace(&root, "third", None).await;
     let third = format!("{WORKSPACES}/third");
@@ -394,7 +395,7 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
         let message = r.json()["status"]["conditions"][0]["message"].clone();
         let message = message.as_str().unwrap_or_default();
         message.contains("shard \"root\" is full (2 of 2 logical clusters, ")
-            && message.contains("shard \"shard-1\" is full (2 of 2 logical clusters, ")
+            && message.contains("shard \"shard-1\" is full (1 of 1 logical clusters, ")
     })
     .await;
 
@@ -413,7 +414,7 @@ async fn every_shard_full_leaves_the_workspace_unscheduled_saying_why() {
         refused.json()["message"]
             .as_str()
             .unwrap()
-            .contains("this shard is full (2 of 2 logical clusters"),
+            .contains("this shard is full (1 of 1 logical clusters"),
         "{}",
         refused.text()
     );

@@ -1,5 +1,5 @@
 //! Two `kcp` replicas on one etcd with `--enable-leader-election`: both serve requests, exactly
-//! one runs the controllers (it holds the `kcp-controllers` Lease in root's kube-system), and when
+//! one runs the controllers (it holds the `kcp-controllers` Lease in `system:admin`'s kube-system), and when
 //! it stops the other takes the Lease over and workspaces keep becoming Ready.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,8 +10,7 @@ use kcp_testing::{EtcdProcess, KcpProcess, Patience};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-const LEASE: &str =
-    "/clusters/root/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kcp-controllers";
+const LEASE: &str = "/clusters/system:admin/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kcp-controllers";
 const WORKSPACES: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
 const PATIENCE: Patience = Patience::new(Duration::from_secs(60), Duration::from_millis(200));
 

@@ -28,9 +28,13 @@ pub const HOME_CREATE_BINDING: &str = "system:kcp:configured-group:home-clusterw
 /// The user recorded as owner of `root`.
 pub const ROOT_OWNER: &str = "system:kcp-bootstrapper";
 
-/// Start-up choices that change root's content.
+/// Start-up choices that change root's content, and whether this shard holds root at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
+    /// Whether this shard bootstraps `root`: only the root shard does (`--shard-name=root`, as
+    /// upstream's "the root ws is only present on the root shard"); the others read root's
+    /// WorkspaceTypes and replicated RBAC from the cache server.
+    pub holds_root: bool,
     /// The `workspace-types` battery: the `organization` and `team` types, and `organization` as
     /// root's default child type.
     pub workspace_types_battery: bool,
@@ -41,6 +45,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
+            holds_root: true,
             workspace_types_battery: true,
             home_creator_groups: vec![AUTHENTICATED_GROUP.to_string()],
         }

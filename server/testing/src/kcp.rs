@@ -122,6 +122,74 @@ const CACHE_SERVER: Kind = Kind {
     cluster: "cache",
 };
 
+/// A `kcp start` spawned and not yet ready ([`KcpProcess::spawn`]); dropping it kills the
+/// process and removes its files.
+pub struct StartingKcp {
+    process: ChildGuard,
+    binary: PathBuf,
+    args: Vec<String>,
+    dir: TempDir,
+    kind: Kind,
+}
+
+impl StartingKcp {
+    fn spawn(
+        kind: Kind,
+        binary: &Path,
+        label: &str,
+        flags: &[String],
+        prepare: impl FnOnce(&Path),
+    ) -> StartingKcp {
+        let dir = temp_dir(label);
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).expect("creating the root directory");
+        prepare(&root);
+        let mut args = vec![
+            kind.subcommand.to_owned(),
+            format!("--root-directory={}", dir.path().join("root").display()),
+            "--secure-port=0".to_owned(),
+            "--bind-address=127.0.0.1".to_owned(),
+        ];
+        args.extend_from_slice(flags);
+        StartingKcp {
+            process: spawn(binary, &args, dir.path()),
+            binary: binary.to_owned(),
+            args,
+            dir,
+            kind,
+        }
+    }
+
+    /// Whether the admin kubeconfig is written (a shard writes it once it serves).
+    pub fn wrote_kubeconfig(&self) -> bool {
+        kubeconfig_in(self.dir.path(), self.kind).exists()
+    }
+
+    /// Everything the process logged so far.
+    pub fn log(&self) -> String {
+        self.process.log()
+    }
+
+    /// The end of the log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        self.process.log_tail()
+    }
+
+    /// Waits until the admin kubeconfig is written and `/readyz` answers 200.
+    pub async fn ready(mut self) -> KcpProcess {
+        let kubeconfig = kubeconfig_in(self.dir.path(), self.kind);
+        let admin = wait_ready(&mut self.process, &kubeconfig, self.kind).await;
+        KcpProcess {
+            process: self.process,
+            binary: self.binary,
+            args: self.args,
+            admin,
+            dir: self.dir,
+            kind: self.kind,
+        }
+    }
+}
+
 /// A running `kcp start` (or `kcp cache-server`); dropping it kills the process (SIGKILL by PID)
 /// and removes its files.
 pub struct KcpProcess {
@@ -157,6 +225,12 @@ impl KcpProcess {
         Self::start_kind(CACHE_SERVER, binary, label, flags, |_| {}).await
     }
 
+    /// Runs `binary start` like [`Self::start`] without waiting for it to be ready, for a shard
+    /// that waits for something before it serves; [`StartingKcp::ready`] waits.
+    pub fn spawn(binary: &Path, label: &str, flags: &[String]) -> StartingKcp {
+        StartingKcp::spawn(SHARD, binary, label, flags, |_| {})
+    }
+
     async fn start_kind(
         kind: Kind,
         binary: &Path,
@@ -164,27 +238,9 @@ impl KcpProcess {
         flags: &[String],
         prepare: impl FnOnce(&Path),
     ) -> KcpProcess {
-        let dir = temp_dir(label);
-        let root = dir.path().join("root");
-        std::fs::create_dir_all(&root).expect("creating the root directory");
-        prepare(&root);
-        let mut args = vec![
-            kind.subcommand.to_owned(),
-            format!("--root-directory={}", dir.path().join("root").display()),
-            "--secure-port=0".to_owned(),
-            "--bind-address=127.0.0.1".to_owned(),
-        ];
-        args.extend_from_slice(flags);
-        let mut process = spawn(binary, &args, dir.path());
-        let admin = wait_ready(&mut process, &kubeconfig_in(dir.path(), kind), kind).await;
-        KcpProcess {
-            process,
-            binary: binary.to_owned(),
-            args,
-            admin,
-            dir,
-            kind,
-        }
+        StartingKcp::spawn(kind, binary, label, flags, prepare)
+            .ready()
+            .await
     }
 
     /// The root directory (`--root-directory`): certificates, the admin kubeconfig, the store.

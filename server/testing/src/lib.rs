@@ -35,7 +35,7 @@ pub use caller::{Caller, cluster_prefix};
 pub use dir::temp_dir;
 pub use etcd::EtcdProcess;
 pub use http::{Response, WatchStream};
-pub use kcp::{AdminCredentials, KcpProcess, SharedKcp};
+pub use kcp::{AdminCredentials, KcpProcess, SharedKcp, StartingKcp};
 pub use kubectl::{BackgroundKubectl, Kubectl, Run};
 pub use pki::{TlsFiles, write_tls_files, write_tls_files_for};
 pub use ports::free_port;

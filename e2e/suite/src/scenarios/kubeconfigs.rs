@@ -1,8 +1,10 @@
 //! Scenario 9: a `Kubeconfig` for every target kind (the RootShard, the Shard, the FrontProxy),
 //! each for a user in no group of its own but `kubeconfig:<name>`, with
-//! `authorization.clusterRoleBindings` binding `cluster-admin` in root: the operator writes the
-//! ClusterRoleBindings inside kcp (through the target) and the user can then write and read
-//! objects there. A control Kubeconfig without `authorization` is refused the same request, so
+//! `authorization.clusterRoleBindings` binding `cluster-admin` in its workspace: root for the
+//! RootShard and the FrontProxy, and for the Shard (which holds no `root`: only the root shard
+//! does, as upstream) `targetWorkspace` naming a workspace scenario 8 placed on it. The operator
+//! writes the ClusterRoleBindings inside kcp (through the target) and the user can then write
+//! and read objects there. A control Kubeconfig without `authorization` is refused the same request, so
 //! the bindings are what grants it. Deleting the Kubeconfigs removes their bindings (finalizer).
 
 use std::time::Duration;
@@ -17,16 +19,30 @@ const BINDING_LABEL: &str = "operator.kcp.io/kubeconfig";
 
 pub fn every_target(suite: &mut Suite) -> Outcome {
     let admin = suite.host.admin();
+    let on_shard = suite
+        .placed
+        .iter()
+        .find(|(_, shard)| shard == SHARD)
+        .map(|(workspace, _)| format!("root:{workspace}"))
+        .ok_or("scenario 8 left no workspace on the Shard")?;
     let targets = [
-        ("e2e-rbac-rootshard", Target::RootShard(ROOT_SHARD)),
-        ("e2e-rbac-shard", Target::Shard(SHARD)),
-        ("e2e-rbac-frontproxy", Target::FrontProxy(FRONT_PROXY)),
+        ("e2e-rbac-rootshard", Target::RootShard(ROOT_SHARD), "root"),
+        ("e2e-rbac-shard", Target::Shard(SHARD), on_shard.as_str()),
+        (
+            "e2e-rbac-frontproxy",
+            Target::FrontProxy(FRONT_PROXY),
+            "root",
+        ),
     ];
-    for (name, target) in targets {
+    for (name, target, workspace) in targets {
         suite.narrator.step(&format!(
-            "Kubeconfig {name} for {target:?}, cluster-admin bound in root for kubeconfig:{name}"
+            "Kubeconfig {name} for {target:?}, cluster-admin bound in {workspace} for kubeconfig:{name}"
         ));
-        let manifest = kubeconfig_manifest(name, target, &[], &["cluster-admin"]);
+        let manifest = kubeconfig_manifest(name, target, &[], &["cluster-admin"]).replacen(
+            "\nspec:\n",
+            &format!("\nspec:\n  targetWorkspace: {workspace}\n"),
+            1,
+        );
         let kcp = Cluster::new(&issue_kubeconfig(suite, &manifest, name)?);
         wait_for(
             &admin,
@@ -35,12 +51,12 @@ pub fn every_target(suite: &mut Suite) -> Outcome {
             Duration::from_secs(60),
             |object| {
                 object["status"]["phase"] == "Ready"
-                    && object["status"]["authorization"]["provisionedCluster"] == "root"
+                    && object["status"]["authorization"]["provisionedCluster"] == workspace
             },
         )?;
         let config_map = format!("{name}-was-here");
         eventually(
-            &format!("{name} writes and reads a ConfigMap in root"),
+            &format!("{name} writes and reads a ConfigMap in {workspace}"),
             Duration::from_secs(60),
             POLL,
             || {
@@ -84,8 +100,7 @@ pub fn every_target(suite: &mut Suite) -> Outcome {
             .clone()
             .ok_or("scenario 2 left no kubeconfig")?,
     );
-    // The RootShard's and the FrontProxy's bindings are in the root shard's root (the Shard's
-    // in its own root).
+    // The RootShard's and the FrontProxy's bindings are in root (the Shard's in its workspace).
     let bound = labelled_bindings(&admin_kcp)?;
     if bound != 2 {
         return Err(format!(

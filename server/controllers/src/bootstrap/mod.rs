@@ -1,6 +1,9 @@
-//! What exists before the first request: the `root` logical cluster with its `default` and
-//! `kube-system` namespaces, and the bootstrap RBAC policy in `system:admin` (the default
-//! ClusterRoles and bindings, which apply in every logical cluster). Idempotent, so restarts (and
+//! What exists before the first request: on the root shard the `root` logical cluster with its
+//! `default` and `kube-system` namespaces, and on every shard the bootstrap RBAC policy in
+//! `system:admin` (the default ClusterRoles and bindings, which apply in every logical cluster).
+//! As upstream (`pkg/server/server.go`: "the root ws is only present on the root shard"), a
+//! non-root shard bootstraps no `root`: it reads root's WorkspaceTypes and replicated RBAC back
+//! from the cache server like any other shard's objects. Idempotent, so restarts (and
 //! several replicas) are harmless; a default role that changed in a new release is brought up to
 //! date unless its `rbac.authorization.kubernetes.io/autoupdate` annotation is `"false"`, as
 //! kube-apiserver's RBAC bootstrap does. [`before_serving`] runs the whole sequence, root's
@@ -24,16 +27,23 @@ pub(crate) const ROOT_NAMESPACES: [&str; 2] = ["default", "kube-system"];
 const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
 /// Everything that must exist or be known before the first request, in order: root and its
-/// namespaces, the bootstrap RBAC policy, root's tenancy objects, the tenancy index, and the CRDs
-/// and APIBindings stored by earlier runs (served at once, not after the controllers' first pass).
+/// namespaces (root shard only), the bootstrap RBAC policy, root's tenancy objects (root shard
+/// only; the others remove those an earlier release bootstrapped there), the tenancy index, and the CRDs and APIBindings stored by earlier runs (served at once,
+/// not after the controllers' first pass).
 pub async fn before_serving(
     store: &RestStore,
     tenancy_index: &TenancyIndex,
     options: &kcp_tenancy::bootstrap::Options,
 ) -> Result<(), ApiError> {
-    ensure_root(store).await?;
+    if options.holds_root {
+        ensure_root(store).await?;
+    }
     ensure_bootstrap_policy(store).await?;
-    tenancy::ensure_root(store, options).await?;
+    if options.holds_root {
+        tenancy::ensure_root(store, options).await?;
+    } else {
+        tenancy::forget_root(store).await?;
+    }
     let [logical_clusters, workspace_types] = TenancyIndex::types(store)?;
     tenancy_index
         .load(store, [&logical_clusters, &workspace_types])

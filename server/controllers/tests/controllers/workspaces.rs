@@ -539,3 +539,67 @@ async fn a_workspace_follows_its_logical_cluster_once_the_index_has_the_change()
     index.set_logical_cluster(&target, Some(ready));
     wait_phase(&store, "late", "Ready").await;
 }
+
+/// A non-root shard (`holds_root: false`) bootstraps no `root` (no LogicalCluster, no built-in
+/// WorkspaceTypes, no namespaces) but its `system:admin` policy, as upstream's shards; the root
+/// shard's bootstrap creates both. A store bootstrapped as a root shard and then started as a
+/// non-root shard (an upgrade from a release where every shard held a root) loses root's
+/// tenancy objects (its namespaces stay).
+#[tokio::test]
+async fn only_the_root_shard_bootstraps_root() {
+    let root = LogicalClusterName::root();
+    let system_admin = cluster("system:admin");
+    let store = store().await;
+    for (holds_root, namespaces) in [(false, false), (true, true), (false, true)] {
+        let options = kcp_tenancy::bootstrap::Options {
+            holds_root,
+            ..Default::default()
+        };
+        kcp_controllers::bootstrap::before_serving(&store, &TenancyIndex::default(), &options)
+            .await
+            .unwrap();
+        let policy = builtin(&store, "rbac.authorization.k8s.io", "v1", "clusterroles");
+        get(&store, &policy, at(&system_admin, None), "cluster-admin")
+            .await
+            .unwrap();
+        for (group, version, plural, name, expected) in [
+            (
+                "core.kcp.io",
+                "v1alpha1",
+                "logicalclusters",
+                "cluster",
+                holds_root,
+            ),
+            (
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "workspacetypes",
+                "universal",
+                holds_root,
+            ),
+            (
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "workspacetypes",
+                "team",
+                holds_root,
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterrolebindings",
+                kcp_tenancy::bootstrap::WORKSPACE_TYPE_USE_BINDING,
+                holds_root,
+            ),
+            ("", "v1", "namespaces", "default", namespaces),
+        ] {
+            let rt = builtin(&store, group, version, plural);
+            let found = get(&store, &rt, at(&root, None), name).await;
+            assert_eq!(
+                found.is_ok(),
+                expected,
+                "holds_root {holds_root}: {plural}/{name}: {found:?}"
+            );
+        }
+    }
+}
