@@ -78,8 +78,13 @@ fn task_failed(error: tokio::task::JoinError) -> StorageError {
 /// The store's own page cache. redb defaults to 1 GiB, which a shard fills with every page it ever
 /// touched and keeps after the data is deleted (10,000 workspaces created and deleted left 330 MiB
 /// behind); the operating system's page cache serves re-reads of the file anyway, so a small cache
-/// bounds the server's memory at no measurable cost to request latency.
-const PAGE_CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// bounds the server's memory at no measurable cost to request latency. Neither 32 MiB nor 16 MiB
+/// holds the working set of a shard with thousands of workspaces: deleting 10,000 reads about as
+/// many pages from the file with either (10% more with 16 MiB, a few microseconds each from the
+/// operating system's cache), writes the same and spends the same CPU, so the smaller cache adds
+/// neither work nor waits to a deletion and saves every shard up to 16 MiB (docs/performance.md,
+/// "Sharded: the page cache and the deletion's waits").
+const PAGE_CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// Ranges asking for at most this many keys are read in the caller's task (the registry reads
 /// lists in chunks of this size); unbounded ones go to the blocking pool.
 const INLINE_RANGE: usize = 500;
