@@ -57,9 +57,7 @@ pub fn scale_out(suite: &mut Suite) -> Outcome {
         Duration::from_secs(60),
         POLL,
         || {
-            let lease = kcp
-                .get(&["lease", "-n", "kube-system", LEASE])?
-                .ok_or("no lease yet")?;
+            let lease = controllers_lease(&kcp)?.ok_or("no lease yet")?;
             lease["spec"]["holderIdentity"]
                 .as_str()
                 .filter(|h| h.starts_with(&deployment))
@@ -93,6 +91,27 @@ pub fn scale_out(suite: &mut Suite) -> Outcome {
     )?;
     suite.narrator.step("data of scenario 2 intact");
     Ok(())
+}
+
+/// The controllers' Lease, read where the servers keep it: `kube-system` of `system:admin` (as
+/// upstream's leader election; `root` is a workspace of the root shard, not a place every server
+/// has), at the same server as `kcp`'s kubeconfig.
+fn controllers_lease(kcp: &Cluster) -> Result<Option<Value>, String> {
+    let server = kcp.run(&[
+        "config",
+        "view",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.server}",
+    ])?;
+    let base = server.trim().split("/clusters/").next().unwrap_or_default();
+    kcp.get(&[
+        "lease",
+        "-n",
+        "kube-system",
+        LEASE,
+        &format!("--server={base}/clusters/system:admin"),
+    ])
 }
 
 /// `status.readyReplicas` of a workload that has caught up with its spec (0 otherwise).
