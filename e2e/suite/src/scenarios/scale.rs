@@ -97,21 +97,24 @@ pub fn scale_out(suite: &mut Suite) -> Outcome {
 /// upstream's leader election; `root` is a workspace of the root shard, not a place every server
 /// has), at the same server as `kcp`'s kubeconfig.
 fn controllers_lease(kcp: &Cluster) -> Result<Option<Value>, String> {
-    let server = kcp.run(&[
+    let cluster = kcp.run(&[
         "config",
         "view",
         "--minify",
         "-o",
-        "jsonpath={.clusters[0].cluster.server}",
+        "jsonpath={.clusters[0].cluster.server} {.clusters[0].cluster.tls-server-name}",
     ])?;
-    let base = server.trim().split("/clusters/").next().unwrap_or_default();
-    kcp.get(&[
-        "lease",
-        "-n",
-        "kube-system",
-        LEASE,
-        &format!("--server={base}/clusters/system:admin"),
-    ])
+    let mut fields = cluster.split_whitespace();
+    let server = fields.next().ok_or("no server in the kubeconfig")?;
+    let base = server.split("/clusters/").next().unwrap_or_default();
+    let server = format!("--server={base}/clusters/system:admin");
+    // kubectl forgets the kubeconfig's tls-server-name when --server is given: pass it again.
+    let server_name = fields
+        .next()
+        .map(|name| format!("--tls-server-name={name}"));
+    let mut args = vec!["lease", "-n", "kube-system", LEASE, &server];
+    args.extend(server_name.as_deref());
+    kcp.get(&args)
 }
 
 /// `status.readyReplicas` of a workload that has caught up with its spec (0 otherwise).
