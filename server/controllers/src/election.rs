@@ -8,6 +8,12 @@
 //!
 //! Only the controllers are elected: the caches that requests read (tenancy index, RBAC) follow
 //! the store in every replica.
+//!
+//! Releases before this one kept the Lease in `root`. During a rolling upgrade an older replica
+//! elects itself there and would not see a newer one leading in `system:admin`, so where that
+//! older Lease exists in the store a replica leads only while it holds both: it defers to an
+//! older replica holding the old Lease, and fences it out by holding the old Lease itself. A store
+//! that never had the old Lease gets no object in `root` (it is only renewed, never created).
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +26,7 @@ use kcp_rbac::bootstrap::BOOTSTRAP_CLUSTER;
 use kcp_registry::LogicalClusterName;
 use kcp_registry::ResourceType;
 use kcp_registry::store::{Location, RestStore};
+use kcp_tenancy::paths::ROOT;
 
 /// Whether and how this replica runs the controllers.
 #[derive(Debug, Clone)]
@@ -79,10 +86,19 @@ pub async fn run<F, Fut>(
         tracing::error!("leases are not served: the controllers cannot be elected");
         return;
     };
-    let lease = Lease {
-        store: &store,
-        rt: &leases,
-        election: &election,
+    let lease = Leases {
+        current: Lease {
+            store: &store,
+            rt: &leases,
+            election: &election,
+            cluster: BOOTSTRAP_CLUSTER,
+        },
+        older: Lease {
+            store: &store,
+            rt: &leases,
+            election: &election,
+            cluster: ROOT,
+        },
     };
     while !shutdown.is_cancelled() {
         // Follower: try every retry period until the Lease is ours.
@@ -139,23 +155,59 @@ async fn sleep_or_shutdown(period: Duration, shutdown: &CancellationToken) {
     }
 }
 
-/// Where the Lease lives: `system:admin` (upstream's `--leader-election-namespace` is a
-/// "namespace in system:admin workspace"; `root` exists on the root shard only).
-fn lease_cluster() -> Result<LogicalClusterName, ApiError> {
-    LogicalClusterName::parse(BOOTSTRAP_CLUSTER)
-        .ok_or_else(|| ApiError::internal_error("invalid bootstrap cluster name"))
+/// The Lease in `system:admin` (upstream's `--leader-election-namespace` is a "namespace in
+/// system:admin workspace"; `root` exists on the root shard only) and the one older releases
+/// kept in `root`.
+struct Leases<'a> {
+    current: Lease<'a>,
+    older: Lease<'a>,
+}
+
+impl Leases<'_> {
+    /// Takes or renews the Lease, and the older one where it exists; `false` while another
+    /// replica holds either.
+    async fn try_hold(&self) -> Result<bool, ApiError> {
+        if !self.current.try_hold(Missing::Create).await? {
+            return Ok(false);
+        }
+        let older = self.older.try_hold(Missing::Free).await?;
+        if !older {
+            tracing::info!(lease = %self.current.election.name, "an older replica holds the Lease in root: deferring to it");
+        }
+        Ok(older)
+    }
+
+    async fn release(&self) -> Result<(), ApiError> {
+        self.older.release().await?;
+        self.current.release().await
+    }
+}
+
+/// What [`Lease::try_hold`] does when the Lease does not exist.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    /// Create it, held by this replica.
+    Create,
+    /// Nothing: nobody holds it.
+    Free,
 }
 
 struct Lease<'a> {
     store: &'a RestStore,
     rt: &'a ResourceType,
     election: &'a Election,
+    cluster: &'static str,
 }
 
 impl Lease<'_> {
+    fn cluster(&self) -> Result<LogicalClusterName, ApiError> {
+        LogicalClusterName::parse(self.cluster)
+            .ok_or_else(|| ApiError::internal_error("invalid lease cluster name"))
+    }
+
     /// Takes or renews the Lease; `false` while another replica holds it.
-    async fn try_hold(&self) -> Result<bool, ApiError> {
-        let cluster = lease_cluster()?;
+    async fn try_hold(&self, missing: Missing) -> Result<bool, ApiError> {
+        let cluster = self.cluster()?;
         let at = Location {
             cluster: &cluster,
             namespace: Some(&self.election.namespace),
@@ -164,6 +216,7 @@ impl Lease<'_> {
         let seconds = self.election.lease_duration.as_secs();
         let current = match self.store.get(self.rt, at, &self.election.name).await {
             Ok(stored) => stored.object,
+            Err(error) if error.code == 404 && missing == Missing::Free => return Ok(true),
             Err(error) if error.code == 404 => {
                 let lease = json!({
                     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -211,7 +264,7 @@ impl Lease<'_> {
 impl Lease<'_> {
     /// Gives the Lease up, if it is still ours.
     async fn release(&self) -> Result<(), ApiError> {
-        let cluster = lease_cluster()?;
+        let cluster = self.cluster()?;
         let at = Location {
             cluster: &cluster,
             namespace: Some(&self.election.namespace),

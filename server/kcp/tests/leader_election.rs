@@ -81,3 +81,118 @@ async fn one_replica_runs_the_controllers_and_another_takes_over() {
         .await;
     ready_workspace(&second, "elected-two").await;
 }
+
+const OLDER_LEASE: &str =
+    "/clusters/root/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kcp-controllers";
+
+/// The Lease older releases kept in `root`, as such a replica leading now writes it (`holder`,
+/// renewed now for `seconds`).
+fn older_lease(holder: &str, seconds: u64) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kcp-controllers", "namespace": "kube-system"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds,
+            "renewTime": kcp_apimachinery::time::now_micro_rfc3339()},
+    })
+}
+
+/// `renewTime` of the replicas' Lease in `system:admin`.
+async fn renewed(kcp: &KcpProcess) -> Result<String, String> {
+    let lease: Value = kcp.get(LEASE).await.json();
+    lease["spec"]["renewTime"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| lease.to_string())
+}
+
+/// Waits until the replica has renewed its Lease twice: it has read the older Lease in between.
+async fn two_renewals(kcp: &KcpProcess) {
+    for _ in 0..2 {
+        let before = renewed(kcp).await;
+        PATIENCE
+            .eventually("the Lease renewed", || async {
+                let now = renewed(kcp).await?;
+                if Ok(&now) != before.as_ref() {
+                    Ok(())
+                } else {
+                    Err(now)
+                }
+            })
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn a_replica_defers_to_an_older_release_leading_in_root_and_fences_it_out() {
+    let etcd = EtcdProcess::start(false).await;
+    let mut flags = etcd.kcp_flags();
+    flags.push("--enable-leader-election".to_owned());
+    let kcp = KcpProcess::start(binary(), "election-older", &flags).await;
+    let identity = PATIENCE.eventually("a leader", || holder(&kcp)).await;
+
+    // An older replica (a release that kept the Lease in root) leads: this one stops its
+    // controllers and leaves that Lease alone.
+    let namespace = kcp
+        .send_json(
+            Method::POST,
+            "/clusters/root/api/v1/namespaces",
+            &json!({"metadata": {"name": "kube-system"}}),
+        )
+        .await;
+    assert!(
+        matches!(namespace.status, 201 | 409),
+        "{}",
+        namespace.text()
+    );
+    let created = kcp
+        .send_json(
+            Method::POST,
+            "/clusters/root/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+            &older_lease("kcp-1.0-older", 3600),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    two_renewals(&kcp).await;
+    let workspace = kcp
+        .send_json(
+            Method::POST,
+            WORKSPACES,
+            &json!({"metadata": {"name": "while-older-leads"}}),
+        )
+        .await;
+    assert_eq!(workspace.status, 201, "{}", workspace.text());
+    two_renewals(&kcp).await;
+    let older: Value = kcp.get(OLDER_LEASE).await.json();
+    assert_eq!(older["spec"]["holderIdentity"], "kcp-1.0-older", "{older}");
+    let waiting: Value = kcp
+        .get(&format!("{WORKSPACES}/while-older-leads"))
+        .await
+        .json();
+    assert_ne!(
+        waiting["status"]["phase"], "Ready",
+        "no controllers run while the older replica leads: {waiting}"
+    );
+
+    // The older replica stops (its Lease released): this one takes both and leads.
+    let mut released = older.clone();
+    released["spec"]["holderIdentity"] = json!("");
+    released["spec"]["renewTime"] = json!("1970-01-01T00:00:00.000000Z");
+    let update = kcp.send_json(Method::PUT, OLDER_LEASE, &released).await;
+    assert_eq!(update.status, 200, "{}", update.text());
+    PATIENCE
+        .eventually("this replica holds the older Lease too", || async {
+            let older: Value = kcp.get(OLDER_LEASE).await.json();
+            if older["spec"]["holderIdentity"] == identity.as_str() {
+                Ok(())
+            } else {
+                Err(older["spec"].to_string())
+            }
+        })
+        .await;
+    kcp.wait_for(
+        "workspace while-older-leads Ready",
+        &format!("{WORKSPACES}/while-older-leads"),
+        |r| r.status == 200 && r.json()["status"]["phase"] == "Ready",
+    )
+    .await;
+}

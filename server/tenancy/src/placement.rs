@@ -6,8 +6,10 @@
 //! `experimental.core.kcp.io/unschedulable`, and picks one uniformly at random. Ours also skips
 //! shards that are not live (no `Ready=True` heartbeat within the staleness bound shard
 //! registration uses) and full ones (`status.capacity`), and picks the shard with the most
-//! headroom (`maxLogicalClusters - logicalClusters`; a shard without a limit has the most),
-//! breaking ties at random. When none fits, [`Unschedulable`] says why, naming the shards and
+//! headroom (`maxLogicalClusters - logicalClusters`; a shard without a limit has the most), then
+//! among those the one holding the fewest logical clusters (so a shard added to scale out takes
+//! the new workspaces until it holds as many as the others; uniform choice would leave it as
+//! empty as chance has it), breaking remaining ties at random. When none fits, [`Unschedulable`] says why, naming the shards and
 //! what ruled each out; it becomes the Workspace's `WorkspaceScheduled=False` message.
 
 use std::collections::BTreeMap;
@@ -91,6 +93,20 @@ impl Candidate {
 
     fn has_room(&self) -> bool {
         self.headroom().is_none_or(|room| room > 0)
+    }
+
+    /// Logical clusters it holds, counting those placed on it lately (0 before it has said).
+    fn load(&self) -> u64 {
+        self.capacity
+            .map_or(0, |c| c.logical_clusters)
+            .saturating_add(self.placed)
+    }
+
+    /// How good a home it is: more headroom first (`None`, unlimited, above every number), then
+    /// fewer logical clusters.
+    fn rank(&self) -> (u128, std::cmp::Reverse<u64>) {
+        let headroom = self.headroom().map_or(u128::MAX, u128::from);
+        (headroom, std::cmp::Reverse(self.load()))
     }
 }
 
@@ -180,8 +196,9 @@ impl fmt::Display for Unschedulable {
 }
 
 /// The shard for a workspace whose `spec.location.selector` is `selector` (`None`: any shard):
-/// among the matching, schedulable, live shards with room, one with the most headroom;
-/// `pick(n)` chooses among `n` equally good ones (a random index below `n`).
+/// among the matching, schedulable, live shards with room, one with the most headroom and then
+/// the fewest logical clusters; `pick(n)` chooses among `n` equally good ones (a random index
+/// below `n`).
 pub fn choose<'a>(
     candidates: &'a [Candidate],
     selector: Option<&Value>,
@@ -221,10 +238,8 @@ pub fn choose<'a>(
         skipped.sort_by(|a, b| a.0.cmp(&b.0));
         return Err(Unschedulable::NoneFits(skipped));
     }
-    // `None` (unlimited) ranks above every number.
-    let rank = |c: &Candidate| c.headroom().map_or(u128::MAX, u128::from);
-    let best = fitting.iter().map(|c| rank(c)).max().unwrap_or_default();
-    let ties: Vec<&Candidate> = fitting.into_iter().filter(|c| rank(c) == best).collect();
+    let best = fitting.iter().map(|c| c.rank()).max().unwrap_or_default();
+    let ties: Vec<&Candidate> = fitting.into_iter().filter(|c| c.rank() == best).collect();
     let index = pick(ties.len()).min(ties.len() - 1);
     Ok(ties[index])
 }
@@ -299,9 +314,32 @@ mod tests {
     }
 
     #[test]
+    fn among_unlimited_shards_the_emptiest_wins() {
+        let shards = [
+            shard("a", 40, None, json!({})),
+            shard("new", 0, None, json!({})),
+            shard("b", 35, None, json!({})),
+        ];
+        assert_eq!(chosen(&shards, None).unwrap(), "new");
+        let all = candidates(&shards);
+        let filled: Vec<Candidate> = all
+            .iter()
+            .map(|c| match c.name.as_str() {
+                "new" => c.clone().with_placed(36),
+                _ => c.clone(),
+            })
+            .collect();
+        assert_eq!(
+            choose(&filled, None, |_| 0).unwrap().name,
+            "b",
+            "placed lately counts as held"
+        );
+    }
+
+    #[test]
     fn ties_are_broken_by_the_pick() {
         let shards = [
-            shard("a", 1, None, json!({})),
+            shard("a", 9, None, json!({})),
             shard("b", 1, Some(5), json!({})),
             shard("c", 9, None, json!({})),
         ];
@@ -312,7 +350,7 @@ mod tests {
             n - 1
         })
         .unwrap();
-        assert_eq!(offered, 2, "a and c are both unlimited");
+        assert_eq!(offered, 2, "a and c are both unlimited and hold as many");
         assert_eq!(last.name, "c");
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..200 {

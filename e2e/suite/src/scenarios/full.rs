@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use kcp_testing::Kubectl;
 use kcp_testing::binaries::workspace_binary;
+use serde_json::Value;
 
 use super::rootshard::{
     FIRST_VERSION, Target, admin_kubeconfig, in_workspace, wait_available, wait_kind_available,
@@ -268,8 +269,40 @@ pub fn place_until(
         }
     }
     Err(format!(
-        "{MAX_WORKSPACES} workspaces did not reach every shard of {wanted:?}: {placed:?}"
+        "{MAX_WORKSPACES} workspaces did not reach every shard of {wanted:?}: {placed:?}; \
+         the Shards as the scheduler reads them: {}",
+        shards_as_scheduled(kcp)
     ))
+}
+
+/// Each registered Shard's `Ready` heartbeat and `status.capacity`, what placement decides on
+/// (for a failure message).
+fn shards_as_scheduled(kcp: &Cluster) -> String {
+    let list = match kcp.get(&["shards"]) {
+        Ok(Some(list)) => list,
+        Ok(None) => return "no shards list".into(),
+        Err(e) => return e,
+    };
+    let shards: Vec<String> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|shard| {
+            let ready = shard["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "Ready");
+            format!(
+                "{} (Ready {} at {}, capacity {})",
+                shard["metadata"]["name"],
+                ready.map_or(&Value::Null, |c| &c["status"]),
+                ready.map_or(&Value::Null, |c| &c["lastHeartbeatTime"]),
+                shard["status"]["capacity"]
+            )
+        })
+        .collect();
+    shards.join(", ")
 }
 
 /// Waits until workspace `name` (in root) is Ready; the shard the scheduler placed it on.

@@ -1,6 +1,11 @@
 //! `/healthz`, `/livez`, `/readyz` with named checks, as kube-apiserver serves them: `ok` when all
 //! pass, a `[+]name ok` / `[-]name failed` listing with `?verbose` or on failure, and `/readyz/<name>`
 //! for one check.
+//!
+//! The check of what a shard sets up before serving (system types, `system:` clusters, and on
+//! the root shard `root`; on other shards root's copies from the cache) carries the name of
+//! upstream kcp's post-start hook that covers the same phase, `kcp-start-informers`, on every
+//! shard.
 
 use std::time::Duration;
 
@@ -39,7 +44,7 @@ async fn checks(scope: &Scope<'_>, bootstrapped: bool, endpoint: &str) -> Vec<Ch
         ok: storage_ok,
     });
     checks.push(Check {
-        name: "poststarthook/bootstrap-root-logical-cluster",
+        name: "poststarthook/kcp-start-informers",
         ok: bootstrapped,
     });
     if endpoint == "readyz" {
