@@ -157,9 +157,10 @@ fn role_of(binding: &Value, id: &ObjectId) -> Option<ObjectId> {
 }
 
 /// What the shard's RBAC objects make wanted. Only the few objects that matter are remembered:
-/// the ClusterRoles that grant across shards, the ClusterRoleBindings of policy subjects, and the
-/// copies; every other binding (the `workspace-admin` binding of each workspace) costs nothing
-/// here. When a role starts granting, its cluster's bindings are read from the store.
+/// the ClusterRoles that grant across shards or grant `access`, the marked clusters, the
+/// ClusterRoleBindings of policy subjects, and the copies; every other binding (the
+/// `workspace-admin` binding of each workspace) costs nothing here. When a role starts being
+/// replicated, its cluster's bindings are read from the store.
 #[derive(Default)]
 struct Granting {
     /// The ClusterRoles that grant across shards.
