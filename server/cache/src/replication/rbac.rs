@@ -19,7 +19,9 @@
 //! controllers, a ClusterRole granting non-resource verb `access` (or `*`) on `/`, `/*` or `*` is
 //! replicated while its logical cluster is marked for replication (its LogicalCluster is: it
 //! holds a WorkspaceType or an APIExport, `desired.rs`), and so are the ClusterRoleBindings of
-//! it in the same cluster.
+//! it in the same cluster. Only roles of the binding's own cluster count: upstream also looks
+//! for a binding's role in `system:admin` (a `workspace-admin` binding of `cluster-admin`), which
+//! is not done here.
 //!
 //! The LogicalClusters' routing data and both RBAC kinds are replicated by one follower, three
 //! lanes: whether a role is copied depends on the bindings, a binding on its role, and an

@@ -28,6 +28,7 @@ use crate::request::RequestInfo;
 use crate::request::query::Query;
 use kcp_controllers::TenancyIndex;
 pub use kcp_controllers::policies::PolicyCache;
+use kcp_controllers::tenancy_index::IndexedLogicalCluster;
 use kcp_registry::{ClusterTarget, LogicalClusterName};
 use kcp_tenancy::access;
 pub use webhook::Webhook;
@@ -78,9 +79,13 @@ impl Authorizer {
         }
         let rbac = match cluster {
             ClusterTarget::One(name) => {
-                // Another shard's cluster: the RBAC that shard replicated, as upstream's
-                // authorizers read the cache's copies besides the shard's own.
-                let policy = self.policies.deep_policy(name, &self.tenancy).await?;
+                let local = self.tenancy.logical_cluster(name);
+                let policy = match local {
+                    Some(_) => self.policies.policy(name).await?,
+                    // Another shard's cluster: the RBAC that shard replicated, as upstream's
+                    // authorizers read the cache's copies besides the shard's own.
+                    None => self.policies.deep_policy(name, &self.tenancy).await?,
+                };
                 let layers = policy.layers();
                 // An identity of another cluster is a foreign one here, for the gate and RBAC.
                 let foreign =
@@ -89,7 +94,7 @@ impl Authorizer {
                         ..attributes.clone()
                     });
                 let attributes = foreign.as_ref().unwrap_or(attributes);
-                match self.content_gate(name, attributes, layers.as_slice()) {
+                match self.content_gate(name, local.as_deref(), attributes, layers.as_slice()) {
                     access::Decision::Allow(reason) => return Ok(Decision::Allow(reason)),
                     // Refused at the gate: the same reason the front-proxy gives for a path it
                     // does not know, so neither tells whether the workspace exists.
@@ -147,20 +152,21 @@ impl Authorizer {
     }
 
     /// The workspace content authorizer: may this user enter this logical cluster at all?
+    /// `local`: the cluster's LogicalCluster when this shard holds it.
     fn content_gate(
         &self,
         cluster: &LogicalClusterName,
+        local: Option<&IndexedLogicalCluster>,
         attributes: &Attributes,
         policy: &[&kcp_rbac::PolicyIndex],
     ) -> access::Decision {
         let user = &attributes.user;
-        let local = self.tenancy.logical_cluster(cluster);
         // A cluster this shard does not hold: its phase as its shard replicated it, if it did.
         let copied = match local {
             Some(_) => None,
             None => self.tenancy.copied_phase(cluster),
         };
-        let phase = match &local {
+        let phase = match local {
             Some(logical_cluster) => Some(logical_cluster.raw_phase()),
             None => copied.as_deref(),
         };
