@@ -778,8 +778,8 @@ async fn the_root_shard_replicates_granting_roles_and_their_bindings_into_its_ca
 
 /// The root shard replicates the ClusterRoles granting `access` (and their bindings) of the
 /// logical clusters it replicates, those holding a WorkspaceType or an APIExport (root holds the
-/// built-in types): a workspace's are copied from its first type on and gone after its last,
-/// and a deleted binding's copy goes.
+/// built-in types), and their bindings of `cluster-admin` (a bootstrap role): a workspace's are
+/// copied from its first type on and gone after its last, and a deleted binding's copy goes.
 #[tokio::test]
 async fn the_root_shard_replicates_access_roles_of_clusters_holding_types() {
     let root = KcpProcess::start(binary(), "cache-replication-access", &[]).await;
@@ -829,11 +829,16 @@ async fn the_root_shard_replicates_access_roles_of_clusters_holding_types() {
         })
         .await;
     grant(cluster.clone()).await;
+    // A binding of `cluster-admin`, a role of the bootstrap policy granting `access` (as a
+    // workspace's `workspace-admin` binding).
+    let mut admins = binding("admins");
+    admins["roleRef"]["name"] = json!("cluster-admin");
+    admin.create(&rbac_in(&cluster, bindings), &admins).await;
     let (in_cache, copied) = (
         |resource| rbac_in_cache_of(&cluster, resource),
         format!("/clusters/{cluster}/apis/tenancy.kcp.io/v1alpha1/workspacetypes"),
     );
-    let none = ["enter", "enter-any", "health"];
+    let none = ["enter", "enter-any", "health", "admins"];
     // A role that grants across shards, created after them, is copied: the replication has seen
     // the access roles (one watch, in order) and left them out.
     let bind = json!({"metadata": {"name": "binder"}, "rules": [{"apiGroups": ["apis.kcp.io"],
@@ -847,6 +852,8 @@ async fn the_root_shard_replicates_access_roles_of_clusters_holding_types() {
     for resource in [roles, bindings] {
         wait_for_some(&admin, &in_cache(resource), access, other).await;
     }
+    wait_for_some(&admin, &in_cache(bindings), &["admins"], &[]).await;
+    wait_for_some(&admin, &in_cache(roles), &[], &["admins", "cluster-admin"]).await;
 
     // A binding deleted: its copy goes; the last type deleted: the rest goes.
     let deleted = admin

@@ -24,8 +24,9 @@
 //!   permission policy caps a consumer on shard-1 until the provider grants it on root;
 //! - `access` across shards: a user granted `access` in the export's workspace on root enters
 //!   it by cluster name through shard-1 (upstream's content authorizer reads the cache's
-//!   LogicalCluster and `access` RBAC), a user without the grant is refused with `workspace
-//!   access not permitted`, and so is the first once the binding is deleted on root.
+//!   LogicalCluster and `access` RBAC), and so does one bound to `cluster-admin` there (a role
+//!   of the bootstrap policy); a user without a grant is refused with `workspace access not
+//!   permitted`, and so are both once their bindings are deleted on root.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -586,6 +587,27 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
     let refused = dave.get(&discovery).await;
     assert_eq!(refused.status, 403, "{}", refused.text());
     assert!(refused.text().contains(not_permitted), "{}", refused.text());
+    // A binding of `cluster-admin`, a role of the bootstrap policy (as a workspace's
+    // `workspace-admin` binding), lets frank in too, and RBAC through it: upstream replicates a
+    // binding whose role it finds in `system:admin`.
+    let frank = as_user("frank");
+    let admin_binding = json!({"metadata": {"name": "frank-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "frank"}]});
+    let admin_bindings = at("root:provider", &format!("{rbac}/clusterrolebindings"));
+    root.create(&admin_bindings, &admin_binding).await;
+    let namespaces = at(&provider, "api/v1/namespaces");
+    answers(
+        &frank,
+        &namespaces,
+        200,
+        "frank lists namespaces at shard-1",
+    )
+    .await;
+    let removed = root.delete(&format!("{admin_bindings}/frank-admin")).await;
+    assert_eq!(removed.status, 200, "{}", removed.text());
+    let refused = answers(&frank, &namespaces, 403, "frank refused once unbound").await;
+    assert!(refused.contains(not_permitted), "{refused}");
     let revoked = root
         .delete(&at(
             "root:provider",

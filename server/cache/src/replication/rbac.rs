@@ -19,9 +19,10 @@
 //! controllers, a ClusterRole granting non-resource verb `access` (or `*`) on `/`, `/*` or `*` is
 //! replicated while its logical cluster is marked for replication (its LogicalCluster is: it
 //! holds a WorkspaceType or an APIExport, `desired.rs`), and so are the ClusterRoleBindings of
-//! it in the same cluster. Only roles of the binding's own cluster count: upstream also looks
-//! for a binding's role in `system:admin` (a `workspace-admin` binding of `cluster-admin`), which
-//! is not done here.
+//! it in the same cluster, and the bindings there of a bootstrap role granting `access`
+//! (`cluster-admin`: a `workspace-admin` binding) when the cluster stores no role of that name,
+//! as upstream's binding controller then finds the role in `system:admin`. (Upstream does that
+//! for `bind` too, which replicates every workspace's `workspace-admin` binding; not here.)
 //!
 //! The LogicalClusters' routing data and both RBAC kinds are replicated by one follower, three
 //! lanes: whether a role is copied depends on the bindings, a binding on its role, and an
@@ -104,6 +105,19 @@ fn grants_access(role: &Value) -> bool {
     })
 }
 
+/// The names of the bootstrap policy's ClusterRoles (`system:admin`) that grant `access`
+/// (`cluster-admin`, `system:kcp:workspace:access`): a binding of one in a marked cluster that
+/// stores no role of that name is replicated, as upstream's binding controller finds the role in
+/// `system:admin` then, and every shard's bootstrap policy resolves it the same way.
+fn bootstrap_access_roles() -> BTreeSet<String> {
+    kcp_rbac::bootstrap::system_admin_policy()
+        .iter()
+        .filter(|object| object.get("kind") == Some(&json!("ClusterRole")))
+        .filter(|role| grants_access(role))
+        .filter_map(|role| role.pointer("/metadata/name")?.as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The ClusterRole a ClusterRoleBinding binds, if it binds one.
 fn bound_role(binding: &Value) -> Option<String> {
     (binding.pointer("/roleRef/kind") == Some(&json!("ClusterRole")))
@@ -172,6 +186,11 @@ struct Granting {
     access_roles: BTreeSet<ObjectId>,
     /// The logical clusters marked for replication (holding a type or an export).
     marked: BTreeSet<String>,
+    /// [`bootstrap_access_roles`].
+    bootstrap_access: BTreeSet<String>,
+    /// The ClusterRoles stored under the name of one of `bootstrap_access` (a cluster's own role
+    /// of that name is the one its bindings bind).
+    shadowing: BTreeSet<ObjectId>,
     /// The ClusterRoleBindings of policy subjects, and the role each binds.
     policy_bindings: BTreeMap<ObjectId, ObjectId>,
     /// The wanted copies of each kind, by lane.
@@ -193,6 +212,19 @@ impl Granting {
             || (self.access_roles.contains(role) && self.marked.contains(&role.cluster))
     }
 
+    /// Whether `role` names a bootstrap role granting `access` for a marked cluster that stores
+    /// no role of that name.
+    fn falls_back_to_bootstrap_access(&self, role: &ObjectId) -> bool {
+        self.bootstrap_access.contains(&role.name)
+            && self.marked.contains(&role.cluster)
+            && !self.shadowing.contains(role)
+    }
+
+    /// Whether the bindings of the ClusterRole named `role` (in its cluster) are copied.
+    fn replicates_bindings_of(&self, role: &ObjectId) -> bool {
+        self.replicates(role) || self.falls_back_to_bootstrap_access(role)
+    }
+
     /// Whether `object` (`id`, of `kind`) is wanted in the cache.
     fn wants(&self, kind: RbacKind, id: &ObjectId, object: &Value) -> bool {
         match kind {
@@ -201,30 +233,35 @@ impl Granting {
             }
             RbacKind::ClusterRoleBindings => {
                 binds_policy_subject(object)
-                    || role_of(object, id).is_some_and(|role| self.replicates(&role))
+                    || role_of(object, id).is_some_and(|role| self.replicates_bindings_of(&role))
             }
         }
     }
 
     /// Records that `cluster` is now marked for replication or no longer; what to look at again:
-    /// its `access` roles and their bindings.
+    /// its `access` roles, their bindings, and its bindings of bootstrap `access` roles.
     fn mark(&mut self, cluster: &str, marked: bool) -> Vec<Recheck> {
         if !marked {
             self.marked.remove(cluster);
         } else if replicable_cluster(cluster) {
             self.marked.insert(cluster.to_owned());
         }
-        let roles = self
-            .access_roles
-            .iter()
-            .filter(|role| role.cluster == cluster);
-        roles
-            .flat_map(|role| {
-                [
-                    Recheck::StoredRole(role.clone()),
-                    Recheck::BindingsOf(role.clone()),
-                ]
-            })
+        let own = (self.access_roles.iter())
+            .filter(|role| role.cluster == cluster)
+            .cloned();
+        let bootstrap = self.bootstrap_access.iter().map(|name| ObjectId {
+            cluster: cluster.to_owned(),
+            namespace: None,
+            name: name.clone(),
+        });
+        let roles: BTreeSet<ObjectId> = own.chain(bootstrap).collect();
+        let stored: Vec<Recheck> = (roles.iter())
+            .filter(|role| self.access_roles.contains(*role))
+            .map(|role| Recheck::StoredRole(role.clone()))
+            .collect();
+        stored
+            .into_iter()
+            .chain(roles.into_iter().map(Recheck::BindingsOf))
             .collect()
     }
 
@@ -237,7 +274,7 @@ impl Granting {
         let now = object.cloned();
         match of {
             RbacKind::ClusterRoles => {
-                let replicated = self.replicates(&id);
+                let replicated = self.replicates_bindings_of(&id);
                 let member = |set: &mut BTreeSet<ObjectId>, rule: fn(&Value) -> bool| {
                     if object.is_some_and(rule) {
                         set.insert(id.clone());
@@ -247,8 +284,11 @@ impl Granting {
                 };
                 member(&mut self.granting_roles, grants_across_shards);
                 member(&mut self.access_roles, grants_access);
-                let bindings =
-                    (replicated != self.replicates(&id)).then(|| Recheck::BindingsOf(id.clone()));
+                if self.bootstrap_access.contains(&id.name) {
+                    member(&mut self.shadowing, |_| true);
+                }
+                let bindings = (replicated != self.replicates_bindings_of(&id))
+                    .then(|| Recheck::BindingsOf(id.clone()));
                 std::iter::once(Recheck::Object(of, id, now))
                     .chain(bindings)
                     .collect()
@@ -340,6 +380,7 @@ pub(super) async fn marked(
     let (holders, holder_changes) = desired::holders(local, logical_clusters, held).await?;
     let mut granting = Granting {
         marked: holders.marked_clusters(),
+        bootstrap_access: bootstrap_access_roles(),
         ..Granting::default()
     };
     let mut streams: Vec<BoxStream<'static, Result<Change, ApiError>>> =
@@ -726,5 +767,52 @@ mod tests {
         );
         both.mark("system:admin", true);
         assert!(both.copies(roles).is_empty());
+    }
+
+    #[test]
+    fn bindings_of_bootstrap_access_roles_follow_the_marking_unless_the_cluster_has_its_own() {
+        let (roles, bindings) = (RbacKind::ClusterRoles, RbacKind::ClusterRoleBindings);
+        let mut both = Both::new();
+        both.granting.bootstrap_access = bootstrap_access_roles();
+        let bootstrap = &both.granting.bootstrap_access;
+        assert!(bootstrap.contains("cluster-admin"), "{bootstrap:?}");
+        assert!(
+            bootstrap.contains("system:kcp:workspace:access"),
+            "{bootstrap:?}"
+        );
+        assert!(!bootstrap.contains("admin"), "{bootstrap:?}");
+        both.apply(
+            bindings,
+            false,
+            &binding("c", "workspace-admin", "cluster-admin"),
+        );
+        both.apply(bindings, false, &binding("c", "viewer", "view"));
+        assert!(both.copies(bindings).is_empty(), "no cluster is marked");
+        both.mark("c", true);
+        assert_eq!(
+            both.copies(bindings),
+            [r#"c/workspace-admin "ClusterRoleBinding""#]
+        );
+        assert!(
+            both.copies(roles).is_empty(),
+            "a bootstrap role is every shard's own"
+        );
+        let enter = binding("c", "enter", "system:kcp:workspace:access");
+        both.apply(bindings, false, &enter);
+        assert_eq!(both.copies(bindings).len(), 2);
+        both.apply(bindings, true, &enter);
+        // The cluster's own role of that name is the one bound: granting no access, its binding
+        // goes; granting access, both are copied; deleted, the bootstrap role is bound again.
+        both.apply(roles, false, &role("c", "cluster-admin", read_rule()));
+        assert!(both.copies(bindings).is_empty());
+        let own = role("c", "cluster-admin", access(&["*"], &["*"]));
+        both.apply(roles, false, &own);
+        assert_eq!(both.copies(roles), [r#"c/cluster-admin "ClusterRole""#]);
+        assert_eq!(both.copies(bindings).len(), 1);
+        both.apply(roles, true, &own);
+        assert!(both.copies(roles).is_empty());
+        assert_eq!(both.copies(bindings).len(), 1);
+        both.mark("c", false);
+        assert!(both.copies(bindings).is_empty());
     }
 }
