@@ -3,8 +3,8 @@
 //! every logical cluster of it: its `Shard`s (held by the root shard only), its `WorkspaceType`s,
 //! `APIExport`s, `APIResourceSchema`s and `APIConversion`s, the routing data of the `LogicalCluster`s of the
 //! logical clusters holding a type or an export, so that other shards resolve their paths
-//! (`replication/desired.rs`), the RBAC other shards need to authorize binding those exports and
-//! using those types (`replication/rbac.rs`), and markers of the exports its APIBindings bind,
+//! (`replication/desired.rs`), the RBAC other shards need to authorize binding those exports,
+//! using those types and entering those clusters (`replication/rbac.rs`), and markers of the exports its APIBindings bind,
 //! for the exports' endpoint slices (`replication/markers.rs`). An export's identity Secret is
 //! never replicated: a binding needs only `status.identityHash`, which the export carries.
 //!
@@ -16,8 +16,8 @@
 //! the cache server), it waits a moment and starts over with a full comparison, so nothing a
 //! restart missed stays wrong. Copies are the shard's objects as it serves them without
 //! `resourceVersion` (the cache has its own) and the key annotations. One replication may write
-//! several resources (its lanes): the RBAC one writes ClusterRoles and ClusterRoleBindings from
-//! one watch of each, as whether either is copied depends on the other.
+//! several resources (its lanes): one writes the LogicalClusters' routing data, ClusterRoles and
+//! ClusterRoleBindings from one watch of each, as whether one is copied depends on the others.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -124,7 +124,7 @@ pub struct Replicated {
     /// `<etcd-prefix>/<group>/<resource>/` in the shard's store (every logical cluster).
     pub local_prefix: String,
     /// The resources it writes in the cache, in the order of the copies' lanes: one, or
-    /// ClusterRoles and ClusterRoleBindings for [`Copies::Granting`].
+    /// LogicalClusters, ClusterRoles and ClusterRoleBindings for [`Copies::Marked`].
     pub resources: Vec<Resource>,
     pub copies: Copies,
 }
@@ -134,12 +134,16 @@ pub struct Replicated {
 pub enum Copies {
     /// Every object, whole.
     Whole,
-    /// The routing data of the LogicalClusters of the logical clusters holding an object under
-    /// one of these prefixes of the shard's store (WorkspaceTypes, APIExports).
-    RoutingOfHolders { held: Vec<String> },
-    /// The ClusterRoles (under `roles`) that grant what other shards authorize and the
-    /// ClusterRoleBindings (under `bindings`) of them, two lanes (see `replication/rbac.rs`).
-    Granting { roles: String, bindings: String },
+    /// Three lanes: the routing data of the LogicalClusters (under the local prefix) of the
+    /// logical clusters holding an object under one of the `held` prefixes of the shard's store
+    /// (WorkspaceTypes, APIExports), which marks them for replication, then the ClusterRoles
+    /// (under `roles`) that grant what other shards authorize, or `access` to a marked cluster,
+    /// and the ClusterRoleBindings (under `bindings`) of them (see `replication/rbac.rs`).
+    Marked {
+        held: Vec<String>,
+        roles: String,
+        bindings: String,
+    },
     /// One marker per export the shard's APIBindings (under the local prefix) bind, with the
     /// shard's apiexport URL for it (see `replication/markers.rs`).
     BoundExportMarkers { virtual_workspace_url: String },
@@ -151,10 +155,11 @@ impl Replicated {
             Copies::Whole => desired::whole(local, &self.local_prefix)
                 .await
                 .map(one_lane),
-            Copies::RoutingOfHolders { held } => desired::holders(local, &self.local_prefix, held)
-                .await
-                .map(one_lane),
-            Copies::Granting { roles, bindings } => rbac::granting(local, roles, bindings).await,
+            Copies::Marked {
+                held,
+                roles,
+                bindings,
+            } => rbac::marked(local, &self.local_prefix, held, roles, bindings).await,
             Copies::BoundExportMarkers {
                 virtual_workspace_url,
             } => markers::bound_exports(local, &self.local_prefix, virtual_workspace_url)
@@ -234,7 +239,8 @@ pub fn shards() -> Resource {
 /// `APIConversion`s, the
 /// routing data of the `LogicalCluster`s of the logical clusters holding a WorkspaceType or an
 /// APIExport, the `ClusterRole`s and `ClusterRoleBinding`s that grant `bind`, export content
-/// or `use` of a type (what other shards authorize about this shard's clusters), and a marker per
+/// or `use` of a type, or `access` to one of those clusters (what other shards authorize about
+/// this shard's clusters), and a marker per
 /// export its APIBindings bind (for the export's endpoint slice on the export's shard, with the
 /// shard's apiexport URL under `virtual_workspace_url`).
 pub fn replicated(
@@ -269,11 +275,6 @@ pub fn replicated(
                 virtual_workspace_url: virtual_workspace_url.to_owned(),
             },
         },
-        Replicated {
-            local_prefix: roles.clone(),
-            resources: vec![cluster_roles(), cluster_role_bindings()],
-            copies: Copies::Granting { roles, bindings },
-        },
         whole(find(&shards(), true)?, shards()),
         whole(types_prefix.clone(), workspace_types()),
         whole(exports_prefix.clone(), api_exports()),
@@ -284,9 +285,11 @@ pub fn replicated(
         whole(find(&api_conversions(), false)?, api_conversions()),
         Replicated {
             local_prefix: find(&logical_clusters(), false)?,
-            resources: vec![logical_clusters()],
-            copies: Copies::RoutingOfHolders {
+            resources: vec![logical_clusters(), cluster_roles(), cluster_role_bindings()],
+            copies: Copies::Marked {
                 held: vec![types_prefix, exports_prefix],
+                roles,
+                bindings,
             },
         },
     ])

@@ -11,7 +11,8 @@
 //! because local indexes copy the rules of the bootstrap roles they reference.
 //!
 //! Deep SubjectAccessReviews (upstream's, asked by admission in another workspace: `bind` on an
-//! APIExport, `use` of a WorkspaceType) may be about a cluster of another shard; its policy is
+//! APIExport, `use` of a WorkspaceType) and requests by cluster name (the workspace content
+//! authorizer's `access`, then RBAC) may be about a cluster of another shard; its policy is
 //! built from the ClusterRoles and ClusterRoleBindings that shard replicated into the cache
 //! (upstream's global authorizer over the cache's informers), and kept as long as the tenancy
 //! index's stamp of those copies is the same: the read-back of a grant or revoke changes the
@@ -149,9 +150,10 @@ impl PolicyCache {
         Ok(self.bootstrap().await?.index.clone())
     }
 
-    /// The policy a deep SubjectAccessReview about `cluster` is decided by: the cluster's own
-    /// when this shard holds it (or nobody replicated RBAC for it), else the one built from the
-    /// RBAC copies another shard replicated for it, cached while those copies do not change.
+    /// The policy of `cluster` wherever it lives, what a deep SubjectAccessReview and a request
+    /// into the cluster are decided by: the cluster's own when this shard holds it (or nobody
+    /// replicated RBAC for it), else the one built from the RBAC copies another shard replicated
+    /// for it, cached while those copies do not change.
     pub async fn deep_policy(
         &self,
         cluster: &LogicalClusterName,

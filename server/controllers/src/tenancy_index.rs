@@ -274,6 +274,13 @@ impl TenancyIndex {
         Some(RbacCopies { stamp, objects })
     }
 
+    /// `status.phase` of `cluster`'s LogicalCluster as another shard replicated it (empty when
+    /// unset), `None` when no copy is known: what the workspace content authorizer reads of a
+    /// cluster this shard does not hold (upstream's global LogicalCluster lister).
+    pub fn copied_phase(&self, cluster: &LogicalClusterName) -> Option<String> {
+        self.read().copies.phase(cluster)
+    }
+
     /// The stamp of the RBAC copies of `cluster` ([`RbacCopies::stamp`]) without the copies:
     /// whether a policy built from them is still current.
     pub fn rbac_copies_stamp(&self, cluster: &LogicalClusterName) -> Option<u64> {

@@ -7,7 +7,8 @@
 //! when they start start anyway, say so in their logs, and replicate into it and read back from
 //! it once it is up, again after it goes away mid-run and returns. The root shard replicates
 //! both RBAC kinds another shard authorizes with (a granting ClusterRole and its binding), each
-//! put back when deleted behind its back and gone when the role stops granting.
+//! put back when deleted behind its back and gone when the role stops granting, and the
+//! `access` roles and bindings of the clusters it replicates, from a workspace's first type on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -683,14 +684,23 @@ async fn shards_start_without_their_cache_server_and_catch_up_when_it_returns() 
     assert_eq!(ready.status, 200, "{}", ready.text());
 }
 
-fn rbac_in_cache(resource: &str) -> String {
+/// The root shard's copies of `resource` (ClusterRoles or ClusterRoleBindings) of `cluster`.
+fn rbac_in_cache_of(cluster: &str, resource: &str) -> String {
     format!(
-        "/services/cache/shards/root/clusters/root/apis/rbac.authorization.k8s.io/v1/{resource}"
+        "/services/cache/shards/root/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/{resource}"
     )
 }
 
+fn rbac_in_cache(resource: &str) -> String {
+    rbac_in_cache_of("root", resource)
+}
+
+fn rbac_in(cluster: &str, resource: &str) -> String {
+    format!("/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/{resource}")
+}
+
 fn rbac_in_root(resource: &str) -> String {
-    format!("/clusters/root/apis/rbac.authorization.k8s.io/v1/{resource}")
+    rbac_in("root", resource)
 }
 
 /// Waits until the list at `path` holds every name of `present` and none of `absent`.
@@ -764,4 +774,96 @@ async fn the_root_shard_replicates_granting_roles_and_their_bindings_into_its_ca
     assert_eq!(updated.status, 200, "{}", updated.text());
     wait_for_some(&admin, &rbac_in_cache(roles), granting, other).await;
     wait_for_some(&admin, &rbac_in_cache(bindings), granting, other).await;
+}
+
+/// The root shard replicates the ClusterRoles granting `access` (and their bindings) of the
+/// logical clusters it replicates, those holding a WorkspaceType or an APIExport (root holds the
+/// built-in types), and their bindings of `cluster-admin` (a bootstrap role): a workspace's are
+/// copied from its first type on and gone after its last, and a deleted binding's copy goes.
+#[tokio::test]
+async fn the_root_shard_replicates_access_roles_of_clusters_holding_types() {
+    let root = KcpProcess::start(binary(), "cache-replication-access", &[]).await;
+    let admin = Caller::admin(&root);
+    let (roles, bindings) = ("clusterroles", "clusterrolebindings");
+    let role = |name: &str, urls: &[&str], verbs: &[&str]| json!({"metadata": {"name": name}, "rules": [{"nonResourceURLs": urls, "verbs": verbs}]});
+    let binding = |name: &str| {
+        json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]})
+    };
+    let grant = |cluster: String| {
+        let (admin, role, binding) = (&admin, &role, &binding);
+        async move {
+            for (name, urls, verbs) in [
+                ("enter", &["/"][..], &["access"][..]),
+                ("enter-any", &["/*"][..], &["*"][..]),
+                ("health", &["/healthz"][..], &["access"][..]),
+            ] {
+                admin
+                    .create(&rbac_in(&cluster, roles), &role(name, urls, verbs))
+                    .await;
+                admin
+                    .create(&rbac_in(&cluster, bindings), &binding(name))
+                    .await;
+            }
+        }
+    };
+    let (access, other) = (&["enter", "enter-any"][..], &["health"][..]);
+    grant("root".into()).await;
+    wait_for_some(&admin, &rbac_in_cache(roles), access, other).await;
+    wait_for_some(&admin, &rbac_in_cache(bindings), access, other).await;
+
+    // A workspace without types is not replicated, nor are its access roles, until it holds a
+    // type.
+    let workspaces = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    admin
+        .create(workspaces, &json!({"metadata": {"name": "plain"}}))
+        .await;
+    let cluster = PATIENCE
+        .eventually("root:plain Ready", || async {
+            let answer = admin.get(&format!("{workspaces}/plain")).await.json();
+            match answer["status"]["phase"] == "Ready" {
+                true => Ok(answer["spec"]["cluster"].as_str().unwrap().to_owned()),
+                false => Err(answer.to_string()),
+            }
+        })
+        .await;
+    grant(cluster.clone()).await;
+    // A binding of `cluster-admin`, a role of the bootstrap policy granting `access` (as a
+    // workspace's `workspace-admin` binding).
+    let mut admins = binding("admins");
+    admins["roleRef"]["name"] = json!("cluster-admin");
+    admin.create(&rbac_in(&cluster, bindings), &admins).await;
+    let (in_cache, copied) = (
+        |resource| rbac_in_cache_of(&cluster, resource),
+        format!("/clusters/{cluster}/apis/tenancy.kcp.io/v1alpha1/workspacetypes"),
+    );
+    let none = ["enter", "enter-any", "health", "admins"];
+    // A role that grants across shards, created after them, is copied: the replication has seen
+    // the access roles (one watch, in order) and left them out.
+    let bind = json!({"metadata": {"name": "binder"}, "rules": [{"apiGroups": ["apis.kcp.io"],
+        "resources": ["apiexports"], "verbs": ["bind"]}]});
+    admin.create(&rbac_in(&cluster, roles), &bind).await;
+    wait_for_some(&admin, &in_cache(roles), &["binder"], &none).await;
+    wait_for_some(&admin, &in_cache(bindings), &[], &none).await;
+    admin
+        .create(&copied, &workspace_type("special", "gold"))
+        .await;
+    for resource in [roles, bindings] {
+        wait_for_some(&admin, &in_cache(resource), access, other).await;
+    }
+    wait_for_some(&admin, &in_cache(bindings), &["admins"], &[]).await;
+    wait_for_some(&admin, &in_cache(roles), &[], &["admins", "cluster-admin"]).await;
+
+    // A binding deleted: its copy goes; the last type deleted: the rest goes.
+    let deleted = admin
+        .delete(&format!("{}/enter", rbac_in(&cluster, bindings)))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    wait_for_some(&admin, &in_cache(bindings), &["enter-any"], &["enter"]).await;
+    let deleted = admin.delete(&format!("{copied}/special")).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    for resource in [roles, bindings] {
+        wait_for_some(&admin, &in_cache(resource), &[], &none).await;
+    }
 }

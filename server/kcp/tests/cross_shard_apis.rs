@@ -21,7 +21,12 @@
 //!   shard-1; a user without either is refused with upstream's message; `bind` revoked on root
 //!   is refused on shard-1 and granted again is allowed (shard-1 caches the policy it builds from
 //!   the copies until they change); the export's maximal
-//!   permission policy caps a consumer on shard-1 until the provider grants it on root.
+//!   permission policy caps a consumer on shard-1 until the provider grants it on root;
+//! - `access` across shards: a user granted `access` in the export's workspace on root enters
+//!   it by cluster name through shard-1 (upstream's content authorizer reads the cache's
+//!   LogicalCluster and `access` RBAC), and so does one bound to `cluster-admin` there (a role
+//!   of the bootstrap policy); a user without a grant is refused with `workspace access not
+//!   permitted`, and so are both once their bindings are deleted on root.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -188,6 +193,19 @@ async fn slice_urls(root: &Caller) -> Vec<String> {
         .unwrap_or_default();
     urls.sort();
     urls
+}
+
+/// Polls `url` through `caller` until it answers `expected`; the answer's body.
+async fn answers(caller: &Caller, url: &str, expected: u16, what: &str) -> String {
+    PATIENCE
+        .eventually(what, || async {
+            let answer = caller.get(url).await;
+            match answer.status == expected {
+                true => Ok(answer.text()),
+                false => Err(answer.text()),
+            }
+        })
+        .await
 }
 
 /// The whole scenario on one topology started with `flags`.
@@ -477,19 +495,11 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
     export["spec"]["maximalPermissionPolicy"] = json!({"local": {}});
     let updated = root.put(&export_url, &export).await;
     assert_eq!(updated.status, 200, "{}", updated.text());
+    let alice_widgets = widgets("root:users", "v1");
     let alice_lists = |expected: u16| {
-        let (alice, url) = (&alice, widgets("root:users", "v1"));
-        async move {
-            PATIENCE
-                .eventually(&format!("alice lists widgets: {expected}"), || async {
-                    let answer = alice.get(&url).await;
-                    match answer.status == expected {
-                        true => Ok(answer.text()),
-                        false => Err(answer.text()),
-                    }
-                })
-                .await
-        }
+        let what = format!("alice lists widgets: {expected}");
+        let (alice, url) = (&alice, &alice_widgets);
+        async move { answers(alice, url, expected, &what).await }
     };
     let capped = alice_lists(403).await;
     assert!(capped.contains("policy"), "{capped}");
@@ -548,6 +558,65 @@ async fn apis_across_shards(label: &str, flags: &[String]) {
         "{}",
         refused.text()
     );
+
+    // `access` granted in root:provider (it holds exports and a type, so its LogicalCluster and
+    // its `access` roles are replicated) lets carol into it by cluster name through shard-1,
+    // whose content authorizer reads the cache's copies; dave, without the grant, is refused at
+    // the gate; the revoke on root reaches shard-1.
+    let provider = root
+        .get(&format!("{}/provider", at("root", WORKSPACES)))
+        .await
+        .json();
+    let provider = provider["spec"]["cluster"].as_str().unwrap().to_owned();
+    let discovery = at(&provider, "api");
+    let (carol, dave) = (as_user("carol"), as_user("dave"));
+    let not_permitted = "workspace access not permitted";
+    let before = carol.get(&discovery).await;
+    assert_eq!(before.status, 403, "{}", before.text());
+    assert!(before.text().contains(not_permitted), "{}", before.text());
+    let enter = json!({"nonResourceURLs": ["/"], "verbs": ["access"]});
+    grant(&root, "enter-provider", enter, "carol").await;
+    let entered = answers(
+        &carol,
+        &discovery,
+        200,
+        "carol enters root:provider at shard-1",
+    )
+    .await;
+    assert!(entered.contains("APIVersions"), "{entered}");
+    let refused = dave.get(&discovery).await;
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(refused.text().contains(not_permitted), "{}", refused.text());
+    // A binding of `cluster-admin`, a role of the bootstrap policy (as a workspace's
+    // `workspace-admin` binding), lets frank in too, and RBAC through it: upstream replicates a
+    // binding whose role it finds in `system:admin`.
+    let frank = as_user("frank");
+    let admin_binding = json!({"metadata": {"name": "frank-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "frank"}]});
+    let admin_bindings = at("root:provider", &format!("{rbac}/clusterrolebindings"));
+    root.create(&admin_bindings, &admin_binding).await;
+    let namespaces = at(&provider, "api/v1/namespaces");
+    answers(
+        &frank,
+        &namespaces,
+        200,
+        "frank lists namespaces at shard-1",
+    )
+    .await;
+    let removed = root.delete(&format!("{admin_bindings}/frank-admin")).await;
+    assert_eq!(removed.status, 200, "{}", removed.text());
+    let refused = answers(&frank, &namespaces, 403, "frank refused once unbound").await;
+    assert!(refused.contains(not_permitted), "{refused}");
+    let revoked = root
+        .delete(&at(
+            "root:provider",
+            &format!("{rbac}/clusterrolebindings/enter-provider"),
+        ))
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text());
+    let refused = answers(&carol, &discovery, 403, "carol refused after the revoke").await;
+    assert!(refused.contains(not_permitted), "{refused}");
 
     // A restart of the topology: shard-1 serves the bound resource again.
     sharded.restart().await;

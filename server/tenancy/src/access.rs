@@ -4,7 +4,8 @@
 //! without a gate every workspace would be visible to every user. Upstream kcp puts this
 //! authorizer before RBAC: a request into a logical cluster only reaches RBAC when the cluster
 //! exists and is in a phase that serves content, and the user holds non-resource verb `access`
-//! on `/` there (through the cluster's own RBAC or the bootstrap policy). Whatever its reason, a
+//! on `/` there (through the cluster's own RBAC or the bootstrap policy; for another shard's
+//! cluster, the RBAC that shard replicated into the cache). Whatever its reason, a
 //! refusal reaches the client anonymized as [`WORKSPACE_ACCESS_NOT_PERMITTED`], the reason the
 //! front-proxy gives for a path it does not know (upstream's shards say `access denied` there,
 //! which tells a client that the workspace exists); the reasons here are for audit and logs.
@@ -42,7 +43,9 @@ pub struct Request<'a> {
     /// The target logical cluster's name; empty for requests without one (and for `*`).
     pub cluster: &'a str,
     /// Its LogicalCluster's `status.phase` as written (empty when unset), `None` when the
-    /// LogicalCluster does not exist (the only field of it the decision reads).
+    /// LogicalCluster does not exist (the only field of it the decision reads). For a cluster of
+    /// another shard, the phase of the copy that shard replicated into the cache (upstream reads
+    /// the local LogicalCluster, then the cache's), `None` when nobody replicated it.
     pub phase: Option<&'a str>,
     pub groups: &'a [String],
     /// A service account whose token was issued in `cluster`.

@@ -10,7 +10,9 @@
 //! last one (or its LogicalCluster) is gone, so every resource involved is followed. Only the
 //! holders' routing data is kept in memory: a cluster's LogicalCluster is read from the store
 //! when it gets its first held object, so a shard of 10,000 workspaces without types or exports
-//! keeps nothing per workspace here.
+//! keeps nothing per workspace here. The holders are followed together with the RBAC
+//! (`rbac.rs`), as whether a cluster is marked for replication decides whether its `access`
+//! roles are.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -109,7 +111,7 @@ struct Holders {
 
 /// Which resource changed: LogicalClusters, or the held resource of that index.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Of {
+pub(super) enum Of {
     LogicalCluster,
     Held(usize),
 }
@@ -195,13 +197,23 @@ impl Holders {
     }
 }
 
-/// The routing data of the LogicalClusters (under `logical_clusters`) of the logical clusters
-/// that hold an object under one of the `held` prefixes.
+/// A change the holders follow: of a LogicalCluster or of a held object.
+pub(super) type HeldChange = (Of, Stored);
+
+/// The holders of the shard's store, with the changes to follow: the routing data of the
+/// LogicalClusters (under `logical_clusters`) of the logical clusters that hold an object under
+/// one of the `held` prefixes. `rbac.rs` follows them together with the RBAC they mark.
 pub(super) async fn holders(
     local: &ObjectStore,
     logical_clusters: &str,
     held: &[String],
-) -> Result<Wanted, ApiError> {
+) -> Result<
+    (
+        HoldersFollow,
+        BoxStream<'static, Result<HeldChange, ApiError>>,
+    ),
+    ApiError,
+> {
     let clusters = local
         .list(ListRequest::everything(logical_clusters), &|_| true)
         .await?;
@@ -226,17 +238,16 @@ pub(super) async fn holders(
     for seen in (clusters.items.into_iter()).filter_map(|o| Seen::added(Of::LogicalCluster, o)) {
         holders.apply(seen);
     }
-    let now = holders.now();
     let cluster_changes = stored::changes(local, logical_clusters, clusters.revision + 1)
         .await?
         .map(|change| change.map(|change| (Of::LogicalCluster, change)));
     streams.push(cluster_changes.boxed());
-    let follow = Follow {
+    let follow = HoldersFollow {
         holders,
         local: local.clone(),
         logical_clusters: logical_clusters.to_string(),
     };
-    Ok((now, followed(follow, stream::select_all(streams).boxed())))
+    Ok((follow, stream::select_all(streams).boxed()))
 }
 
 /// A state that turns each change it follows into changes of the wanted copies (reading the
@@ -274,18 +285,41 @@ pub(super) fn followed<F: Follower>(
 }
 
 /// The holders, with the store a new holder's LogicalCluster is read from.
-struct Follow {
+pub(super) struct HoldersFollow {
     holders: Holders,
     local: ObjectStore,
     /// The key prefix of LogicalClusters.
     logical_clusters: String,
 }
 
-impl Follower for Follow {
-    type Change = (Of, Stored);
+impl HoldersFollow {
+    /// The routing data wanted now.
+    pub(super) fn now(&self) -> BTreeMap<ObjectId, Value> {
+        self.holders.now()
+    }
+
+    /// Whether `cluster` is marked for replication: it holds a type or an export, and its
+    /// LogicalCluster's routing data is copied (upstream's `internal.kcp.io/replicate` on it).
+    pub(super) fn marked(&self, cluster: &str) -> bool {
+        self.holders.wanted(cluster).is_some()
+    }
+
+    /// Every logical cluster [`HoldersFollow::marked`] now.
+    pub(super) fn marked_clusters(&self) -> BTreeSet<String> {
+        self.holders
+            .logical_clusters
+            .keys()
+            .filter(|cluster| self.marked(cluster))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Follower for HoldersFollow {
+    type Change = HeldChange;
     type Output = Desired;
 
-    async fn step(&mut self, (of, change): (Of, Stored)) -> Result<Vec<Desired>, ApiError> {
+    async fn step(&mut self, (of, change): HeldChange) -> Result<Vec<Desired>, ApiError> {
         // A LogicalCluster put counts, and is decoded, only while its logical cluster holds
         // something: a holder that appears later reads its LogicalCluster from the store.
         let decode = of == Of::LogicalCluster && !change.deleted;

@@ -2,7 +2,9 @@
 //! from the cache server (upstream's "global" informers over the cache): a WorkspaceType of
 //! `root:org` held by another shard resolves here for admission, scheduling, `extend` and
 //! initializers, an APIExport of it (with its schemas) for APIBindings, and the ClusterRoles and
-//! ClusterRoleBindings that grant `bind` or `use` there for the authorizer.
+//! ClusterRoleBindings that grant `bind`, `use` or `access` there, with the phase of its
+//! LogicalCluster, for the authorizer (upstream's workspace content authorizer reads a
+//! LogicalCluster it does not hold from the cache).
 //!
 //! They are kept apart from this shard's own objects on purpose: a copy never counts in this
 //! shard's capacity, never makes `/clusters/<path>` resolve to a local request (a path of another
@@ -231,6 +233,13 @@ impl Copies {
             return Some(name);
         }
         self.paths.get(reference).cloned()
+    }
+
+    /// `status.phase` of a copied cluster's LogicalCluster (empty when unset).
+    pub(super) fn phase(&self, cluster: &LogicalClusterName) -> Option<String> {
+        let copy = self.clusters.get(cluster)?;
+        let phase = copy.pointer("/status/phase").and_then(Value::as_str);
+        Some(phase.unwrap_or_default().to_owned())
     }
 
     /// The canonical path of a copied cluster.

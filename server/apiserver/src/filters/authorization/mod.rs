@@ -6,6 +6,12 @@
 //! SubjectAccessReview webhook ([`webhook`]) when one is configured. The first allow or deny wins;
 //! nobody's opinion is a 403.
 //!
+//! A request by cluster name into a logical cluster of another shard (a path of another shard
+//! answers 429 before this) is decided as upstream's shards decide it: the gate reads the
+//! phase of the LogicalCluster that shard replicated into the cache, and the gate and RBAC read
+//! the ClusterRoles and ClusterRoleBindings it replicated (`access` roles of clusters holding a
+//! type or an export, and what grants `bind` or `use`); a cluster nobody replicated is not found.
+//!
 //! Requests across all logical clusters (`/clusters/*`) have no RBAC of a cluster to consult:
 //! `system:masters`, the webhook, and for members of `system:kcp:logical-cluster-admin` the
 //! bootstrap policy (as upstream) can allow them.
@@ -22,6 +28,7 @@ use crate::request::RequestInfo;
 use crate::request::query::Query;
 use kcp_controllers::TenancyIndex;
 pub use kcp_controllers::policies::PolicyCache;
+use kcp_controllers::tenancy_index::IndexedLogicalCluster;
 use kcp_registry::{ClusterTarget, LogicalClusterName};
 use kcp_tenancy::access;
 pub use webhook::Webhook;
@@ -72,7 +79,13 @@ impl Authorizer {
         }
         let rbac = match cluster {
             ClusterTarget::One(name) => {
-                let policy = self.policies.policy(name).await?;
+                let local = self.tenancy.logical_cluster(name);
+                let policy = match local {
+                    Some(_) => self.policies.policy(name).await?,
+                    // Another shard's cluster: the RBAC that shard replicated, as upstream's
+                    // authorizers read the cache's copies besides the shard's own.
+                    None => self.policies.deep_policy(name, &self.tenancy).await?,
+                };
                 let layers = policy.layers();
                 // An identity of another cluster is a foreign one here, for the gate and RBAC.
                 let foreign =
@@ -81,7 +94,7 @@ impl Authorizer {
                         ..attributes.clone()
                     });
                 let attributes = foreign.as_ref().unwrap_or(attributes);
-                match self.content_gate(name, attributes, layers.as_slice()) {
+                match self.content_gate(name, local.as_deref(), attributes, layers.as_slice()) {
                     access::Decision::Allow(reason) => return Ok(Decision::Allow(reason)),
                     // Refused at the gate: the same reason the front-proxy gives for a path it
                     // does not know, so neither tells whether the workspace exists.
@@ -139,14 +152,24 @@ impl Authorizer {
     }
 
     /// The workspace content authorizer: may this user enter this logical cluster at all?
+    /// `local`: the cluster's LogicalCluster when this shard holds it.
     fn content_gate(
         &self,
         cluster: &LogicalClusterName,
+        local: Option<&IndexedLogicalCluster>,
         attributes: &Attributes,
         policy: &[&kcp_rbac::PolicyIndex],
     ) -> access::Decision {
         let user = &attributes.user;
-        let logical_cluster = self.tenancy.logical_cluster(cluster);
+        // A cluster this shard does not hold: its phase as its shard replicated it, if it did.
+        let copied = match local {
+            Some(_) => None,
+            None => self.tenancy.copied_phase(cluster),
+        };
+        let phase = match local {
+            Some(logical_cluster) => Some(logical_cluster.raw_phase()),
+            None => copied.as_deref(),
+        };
         let local_service_account = user.name.starts_with("system:serviceaccount:")
             && user
                 .extra
@@ -154,7 +177,7 @@ impl Authorizer {
                 .is_some_and(|clusters| clusters.iter().any(|c| c == cluster.as_str()));
         let request = access::Request {
             cluster: cluster.as_str(),
-            phase: logical_cluster.as_deref().map(|lc| lc.raw_phase()),
+            phase,
             groups: &user.groups,
             local_service_account,
             deep_subject_access_review: false,
