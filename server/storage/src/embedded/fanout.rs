@@ -5,10 +5,10 @@
 //! A shard runs dozens of storage watchers (the controllers', the indexes', replication's, the
 //! watch cache's), each on the keys of one or a few resources. Sent every commit, each woke for
 //! every write anywhere: at a workspace's dozen writes that was hundreds of task wake-ups per
-//! workspace for nothing (docs/performance.md, "Where the CPU per workspace went"). Each watcher has
-//! its own bounded queue of [`FANOUT`] commits; a watcher that lets it fill is marked lagged and
-//! reads what it missed from the change log in the file, as before, so a slow watcher still never
-//! holds the writer up nor makes the store buffer without bound.
+//! workspace for nothing (docs/performance.md, "Where the CPU per workspace went after issue 18").
+//! Each watcher has its own bounded queue of [`FANOUT`] commits; a watcher that lets it fill is
+//! marked lagged and reads what it missed from the change log in the file, as before, so a slow
+//! watcher still never holds the writer up nor makes the store buffer without bound.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
