@@ -3,7 +3,7 @@
 //! The pieces, each in its own module: `schema` lays out the file (versions, change log, garbage
 //! index, counters), `reads` serves ranges and change-log windows from one snapshot, `writer` is the
 //! one thread that batches writes into durable commits, and `watch` turns the change log plus the
-//! writer's fan-out into watch streams. This module ties them together behind [`Storage`].
+//! writer's fan-out (`fanout`, routed by key prefix) into watch streams. This module ties them together behind [`Storage`].
 //!
 //! redb is synchronous. Writes run on the writer thread. Reads of a bounded number of keys (a
 //! `get`, a chunk of a list) run in the caller's task: redb serves them from its page cache in
@@ -13,6 +13,7 @@
 //! [`EmbeddedStore::in_memory`] runs the same code on redb's in-memory backend instead of a file,
 //! so tests get the real store (revisions, compaction, watches) without a directory to clean up.
 
+mod fanout;
 mod reads;
 mod schema;
 mod watch;
@@ -26,11 +27,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use redb::backends::InMemoryBackend;
 use redb::{Builder, Database, ReadTransaction, ReadableDatabase};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
+use self::fanout::Fanout;
 use self::schema::{VERSIONS, live_at};
-use self::writer::{Batch, Op, Published};
+use self::writer::{Op, Published};
 use crate::{
     KeyValue, RangeRequest, RangeResponse, Result, Revision, Storage, StorageError, WatchStream,
 };
@@ -57,7 +59,7 @@ struct Inner {
 struct Open {
     db: Arc<Database>,
     ops: mpsc::Sender<Op>,
-    events: broadcast::Sender<Batch>,
+    events: Arc<Fanout>,
     writer: std::thread::JoinHandle<()>,
 }
 
@@ -267,7 +269,7 @@ impl Storage for EmbeddedStore {
 
     async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream> {
         // Subscribe before reading the counters: every commit after them reaches the subscription.
-        let live = self.inner.with_open(|open| open.events.subscribe())?;
+        let live = self.inner.with_open(|open| open.events.subscribe(prefix))?;
         let current = self.inner.published.revision.load(Ordering::SeqCst);
         let compacted = self.inner.published.compacted.load(Ordering::SeqCst);
         if from == 0 {

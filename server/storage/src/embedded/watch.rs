@@ -1,22 +1,22 @@
 //! Watch streams: replay from the file, then live events from the writer, never unbounded buffering.
 //!
 //! A watcher is a cursor `next` (the first revision it has not seen) plus a subscription to the
-//! writer's fan-out. While it keeps up it takes events from the fan-out; whenever it cannot (it starts
-//! at an old revision, or it fell so far behind that the bounded fan-out dropped commits it had not
-//! read, or it sees a gap) it reads the missing revisions from the change log in the file, in windows,
-//! and then returns to the fan-out. A slow consumer therefore never holds writers up and never makes
-//! the store buffer more than the fan-out's fixed capacity; it only fails when compaction removed the
-//! history it still needed (`Compacted`) or the store closed (`Unavailable`).
+//! writer's fan-out, which hands it only the commits with a key under its prefix. While it keeps up
+//! it takes events from the fan-out; whenever it cannot (it starts at an old revision, or it fell so
+//! far behind that its bounded queue filled and the fan-out dropped commits) it reads the missing
+//! revisions from the change log in the file, in windows, and then returns to the fan-out. A slow
+//! consumer therefore never holds writers up and never makes the store buffer more than its queue's
+//! fixed capacity; it only fails when compaction removed the history it still needed (`Compacted`)
+//! or the store closed (`Unavailable`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::stream;
-use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::Inner;
+use super::fanout::Subscription;
 use super::reads::{self, Chunk};
-use super::writer::Batch;
 use crate::{Revision, StorageError, WatchEvent, WatchStream};
 
 /// How many revisions one replay read covers.
@@ -28,7 +28,7 @@ struct Watcher {
     prefix: String,
     /// The first revision not yet delivered or skipped.
     next: Revision,
-    live: broadcast::Receiver<Batch>,
+    live: Subscription,
     pending: VecDeque<WatchEvent>,
     replaying: bool,
     done: bool,
@@ -40,7 +40,7 @@ pub(super) fn stream(
     inner: Arc<Inner>,
     prefix: &str,
     next: Revision,
-    live: broadcast::Receiver<Batch>,
+    live: Subscription,
     replay: bool,
 ) -> WatchStream {
     let watcher = Watcher {
@@ -96,17 +96,20 @@ impl Watcher {
         Ok(())
     }
 
-    /// Takes the next commit from the fan-out, or switches to replay when commits were missed.
+    /// Takes the next commit from the fan-out (only commits with a key under the prefix come),
+    /// or switches to replay when the fan-out dropped commits because this watcher's queue was
+    /// full.
     async fn follow(&mut self) -> Result<(), StorageError> {
-        match self.live.recv().await {
-            Ok(batch) => {
-                let (Some(first), Some(last)) = (batch.first(), batch.last()) else {
+        if self.live.take_lagged() {
+            tracing::debug!(next = self.next, "watcher fell behind; replaying from file");
+            self.replaying = true;
+            return Ok(());
+        }
+        match self.live.queue.recv().await {
+            Some(batch) => {
+                let Some(last) = batch.last() else {
                     return Ok(());
                 };
-                if first.kv.mod_revision > self.next {
-                    self.replaying = true;
-                    return Ok(());
-                }
                 let next = self.next;
                 self.pending.extend(
                     batch
@@ -117,18 +120,7 @@ impl Watcher {
                 self.next = self.next.max(last.kv.mod_revision + 1);
                 Ok(())
             }
-            Err(RecvError::Lagged(missed)) => {
-                tracing::debug!(
-                    missed,
-                    next = self.next,
-                    "watcher fell behind; replaying from file"
-                );
-                self.replaying = true;
-                Ok(())
-            }
-            Err(RecvError::Closed) => {
-                Err(StorageError::Unavailable("the store was closed".to_owned()))
-            }
+            None => Err(StorageError::Unavailable("the store was closed".to_owned())),
         }
     }
 }

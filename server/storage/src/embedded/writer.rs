@@ -8,8 +8,8 @@
 //! therefore acknowledged only when it is on disk, and N concurrent writers cost one fsync, not N.
 //!
 //! Under concurrent load the writer also waits a little between commits ([`COMMIT_GAP`]): each
-//! commit costs an fsync, redb's page bookkeeping and a wake-up of every watcher, whatever it
-//! carries, so a busy store commits fewer, larger batches (etcd batches its backend commits the
+//! commit costs an fsync, redb's page bookkeeping and a wake-up of every watcher of its keys,
+//! whatever it carries, so a busy store commits fewer, larger batches (etcd batches its backend commits the
 //! same way). It waits only while writes are concurrent (the last commit carried more than one):
 //! a lone write, or one client writing one object after another, is committed at once.
 
@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::{Database, ReadableTable, Table, WriteTransaction};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, error};
 
+use super::fanout::Fanout;
 use super::schema::{
     EVENTS, INITIAL_REVISION, META, META_COMPACTED, META_REVISION, OBSOLETE, VERSIONS, VersionKey,
     VersionValue, live_at, meta, tombstone,
@@ -77,7 +78,7 @@ pub(super) struct Published {
 /// What a running writer hands to the store.
 pub(super) struct Handle {
     pub(super) ops: mpsc::Sender<Op>,
-    pub(super) events: broadcast::Sender<Batch>,
+    pub(super) events: Arc<Fanout>,
     pub(super) published: Arc<Published>,
     pub(super) thread: std::thread::JoinHandle<()>,
 }
@@ -120,7 +121,7 @@ struct Tables<'txn> {
 struct Writer {
     db: Arc<Database>,
     ops: mpsc::Receiver<Op>,
-    events: broadcast::Sender<Batch>,
+    events: Arc<Fanout>,
     published: Arc<Published>,
     revision: Revision,
     compacted: Revision,
@@ -142,7 +143,7 @@ pub(super) fn spawn(db: Arc<Database>) -> Result<Handle, redb::Error> {
     txn.commit()?;
 
     let (ops_tx, ops_rx) = mpsc::channel(QUEUE);
-    let (events_tx, _) = broadcast::channel(FANOUT);
+    let events = Arc::new(Fanout::default());
     let published = Arc::new(Published {
         revision: AtomicI64::new(revision),
         compacted: AtomicI64::new(compacted),
@@ -150,7 +151,7 @@ pub(super) fn spawn(db: Arc<Database>) -> Result<Handle, redb::Error> {
     let writer = Writer {
         db,
         ops: ops_rx,
-        events: events_tx.clone(),
+        events: events.clone(),
         published: published.clone(),
         revision,
         compacted,
@@ -160,7 +161,7 @@ pub(super) fn spawn(db: Arc<Database>) -> Result<Handle, redb::Error> {
         .spawn(move || writer.run())?;
     Ok(Handle {
         ops: ops_tx,
-        events: events_tx,
+        events,
         published,
         thread,
     })
@@ -226,8 +227,7 @@ impl Writer {
             .compacted
             .store(self.compacted, Ordering::SeqCst);
         if !events.is_empty() {
-            // No receiver means nobody watches right now; that is fine.
-            let _ = self.events.send(Batch::from(events));
+            self.events.publish(&Batch::from(events));
         }
         answers.into_iter().for_each(|a| a.send(None));
     }
